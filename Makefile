@@ -1,0 +1,57 @@
+# Everything a fresh machine needs is installed from here: the venv, the Python
+# packages, and the Debian packages the tests compare against.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+REFERENCE_CNI := /usr/lib/cni/bridge
+
+.PHONY: all venv system-deps test unit lint protos protos-check demo bench cni-bin clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The reference CNI plugins (differential tests) and iproute2 (netns tests).
+# Installed only where we are root and apt exists; elsewhere those tests skip.
+system-deps:
+	@if [ ! -x $(REFERENCE_CNI) ] || ! command -v ip >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      containernetworking-plugins iproute2 >/dev/null; \
+	  else echo "note: not root; reference CNI plugins not installed, their tests will skip"; fi; \
+	fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy csi_driver cni_plugin kubelet_sim
+
+test: $(STAMP) system-deps lint
+	$(PY) -m pytest -q -p no:cacheprovider
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not root and not reference"
+
+# Generated code is produced here only, with the pinned grpcio-tools.
+protos: $(STAMP)
+	$(PY) -m csi_protos.generate
+
+demo: $(STAMP)
+	$(PY) -m kubelet_sim demo
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+# Lay our CNI plugin executables into a CNI bin dir: make cni-bin DIR=/opt/cni/bin
+cni-bin: $(STAMP)
+	$(PY) -m cni_plugin.install $(DIR)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The CSI v1.12 plugin process: Identity, Controller, GroupController, SnapshotMetadata and Node over gRPC on a unix socket."""

@@ -1,0 +1,1 @@
+"""Python code generated from protos/ by `make protos` (never edited by hand)."""
