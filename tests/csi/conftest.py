@@ -1,0 +1,93 @@
+"""Fixtures for the CSI contract tests.
+
+- `driver`: one driver for the whole session, all features on (csi-sanity's setup).
+- `spawn_driver`: a factory for fresh drivers with their own flags / state dirs;
+  every one is stopped and its mounts removed at the end of the test, even on failure.
+- `sanity` / `make_sanity`: csi-sanity's per-test context (mount dir, staging dir,
+  resources wrapper) for the session driver or for a fresh one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+try:
+    from csi_protos import csi_pb2  # noqa: F401
+except ImportError:  # pragma: no cover - before `make protos` ran
+    pytest.skip("csi_protos not generated yet", allow_module_level=True)
+
+from tests.csi.driver_process import DriverProcess, short_tmpdir, unmount_under
+from tests.csi.sanity_support import SanityContext
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+
+SpawnDriver = Callable[..., DriverProcess]
+MakeSanity = Callable[[DriverProcess], SanityContext]
+
+
+@pytest.fixture(scope="session")
+def driver() -> Iterator[DriverProcess]:
+    proc = DriverProcess(node_id="sanity-node")
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.cleanup()
+
+
+@pytest.fixture
+def spawn_driver() -> Iterator[SpawnDriver]:
+    started: list[DriverProcess] = []
+
+    def spawn(
+        *args: str,
+        node_id: str = "test-node",
+        state_dir: Path | None = None,
+        start: bool = True,
+    ) -> DriverProcess:
+        proc = DriverProcess(node_id=node_id, args=args, state_dir=state_dir)
+        started.append(proc)
+        return proc.start() if start else proc
+
+    try:
+        yield spawn
+    finally:
+        for proc in reversed(started):
+            proc.cleanup()
+
+
+@pytest.fixture
+def shared_state_dir() -> Iterator[Path]:
+    """A state directory several drivers share (the "storage array")."""
+    path = short_tmpdir("csiw")
+    try:
+        yield path
+    finally:
+        unmount_under(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def make_sanity() -> Iterator[MakeSanity]:
+    contexts: list[SanityContext] = []
+
+    def make(proc: DriverProcess) -> SanityContext:
+        ctx = SanityContext(short_tmpdir("csit"), proc.stubs)
+        contexts.append(ctx)
+        return ctx
+
+    yield make
+    errors: list[str] = []
+    for ctx in reversed(contexts):
+        errors += ctx.teardown()
+    assert not errors, "resource cleanup failed: " + "; ".join(errors)
+
+
+@pytest.fixture
+def sanity(driver: DriverProcess, make_sanity: MakeSanity) -> SanityContext:
+    return make_sanity(driver)
