@@ -1,0 +1,133 @@
+"""Exec a delegated plugin (IPAM) found on CNI_PATH, the way libcni's invoke package does.
+
+The child gets our environment with CNI_COMMAND replaced, the network config on
+stdin; its error JSON becomes a CNIError with its code, its result is read in
+its own cniVersion (or the config's) and returned in the current shape.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+from cni_plugin.errors import CNIError, internal
+from cni_plugin.skel import CmdArgs, config_version
+from cni_plugin.types import Result
+from cni_plugin.version import result_from_json
+
+TEXT_FILE_BUSY_RETRIES = 5
+
+
+def find_in_path(plugin: str, paths: list[str]) -> str:
+    if plugin == "":
+        raise internal("no plugin name provided")
+    if os.sep in plugin:
+        raise internal(f"invalid plugin name: {plugin}")
+    if not paths:
+        raise internal("no paths provided")
+    for directory in paths:
+        candidate = os.path.join(directory, plugin)
+        if os.path.isfile(candidate):
+            return candidate
+    raise internal(f"failed to find plugin \"{plugin}\" in path [{' '.join(paths)}]")
+
+
+def delegate_env(cmd: CmdArgs, command: str,
+                 base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Our environment for the child, with the CNI_* values of this call and CNI_COMMAND set."""
+    env = dict(os.environ if base is None else base)
+    env.update({"CNI_CONTAINERID": cmd.container_id, "CNI_NETNS": cmd.netns,
+                "CNI_IFNAME": cmd.ifname, "CNI_ARGS": cmd.args_raw,
+                "CNI_PATH": os.pathsep.join(cmd.path), "CNI_COMMAND": command})
+    if cmd.netns_override:
+        env["CNI_NETNS_OVERRIDE"] = cmd.netns_override
+    return env
+
+
+def _plugin_error(returncode: int, stdout: bytes, stderr: bytes) -> CNIError:
+    status = f"exit status {returncode}" if returncode >= 0 else f"signal: {-returncode}"
+    if not stdout:
+        if not stderr:
+            return CNIError(0, f"netplugin failed with no error message: {status}")
+        return CNIError(0, f"netplugin failed: {json.dumps(stderr.decode(errors='replace'))}: "
+                           f"{status}")
+    try:
+        data = json.loads(stdout)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return CNIError(int(data.get("code", 0)), str(data.get("msg", "")),
+                        str(data.get("details", "") or ""))
+    except (ValueError, TypeError) as e:
+        return CNIError(0, "netplugin failed but error parsing its diagnostic message "
+                           f"{json.dumps(stdout.decode(errors='replace'))}: {e}")
+
+
+def exec_plugin(plugin_path: str, stdin_data: bytes, env: Mapping[str, str]) -> bytes:
+    """Run the plugin; its stdout on success, CNIError (its own code) on failure."""
+    for attempt in range(TEXT_FILE_BUSY_RETRIES + 1):
+        try:
+            proc = subprocess.run([plugin_path], input=stdin_data, env=dict(env),
+                                  capture_output=True, check=False)
+        except OSError as e:
+            if e.errno == errno.ETXTBSY and attempt < TEXT_FILE_BUSY_RETRIES:
+                time.sleep(1)
+                continue
+            raise internal(f"fork/exec {plugin_path}: {e.strerror}") from e
+        if proc.returncode != 0:
+            raise _plugin_error(proc.returncode, proc.stdout, proc.stderr)
+        if proc.stderr:
+            sys.stderr.buffer.write(proc.stderr)
+            sys.stderr.flush()
+        return proc.stdout
+    raise internal(f"fork/exec {plugin_path}: text file busy")
+
+
+def _parse_result(netconf: bytes, output: bytes) -> Result:
+    conf_version = config_version(netconf)
+    try:
+        raw = json.loads(output) if output.strip() else {}
+    except ValueError as e:
+        raise internal(f"failed to unmarshal raw result: {e}") from e
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise internal("failed to unmarshal raw result: not a JSON object")
+    version = raw.get("cniVersion")
+    if not isinstance(version, str) or version == "":
+        version = conf_version
+    try:
+        return result_from_json(raw, version)
+    except ValueError as e:
+        raise internal(str(e)) from e
+
+
+def delegate_add(plugin: str, netconf: bytes, cmd: CmdArgs) -> Result:
+    path = find_in_path(plugin, cmd.path)
+    return _parse_result(netconf, exec_plugin(path, netconf, delegate_env(cmd, "ADD")))
+
+
+def delegate_no_result(verb: str, plugin: str, netconf: bytes, cmd: CmdArgs) -> None:
+    """DEL, CHECK, STATUS or GC of the delegated plugin."""
+    path = find_in_path(plugin, cmd.path)
+    exec_plugin(path, netconf, delegate_env(cmd, verb))
+
+
+def delegate_del(plugin: str, netconf: bytes, cmd: CmdArgs) -> None:
+    delegate_no_result("DEL", plugin, netconf, cmd)
+
+
+def delegate_check(plugin: str, netconf: bytes, cmd: CmdArgs) -> None:
+    delegate_no_result("CHECK", plugin, netconf, cmd)
+
+
+def delegate_status(plugin: str, netconf: bytes, cmd: CmdArgs) -> None:
+    delegate_no_result("STATUS", plugin, netconf, cmd)
+
+
+def delegate_gc(plugin: str, netconf: bytes, cmd: CmdArgs) -> None:
+    delegate_no_result("GC", plugin, netconf, cmd)

@@ -1,0 +1,48 @@
+"""Validation of the names that end up in paths: container ids, interface names, networks.
+
+Same rules and messages as the reference (containernetworking/cni pkg/utils);
+they are also what keeps a name from traversing out of a state directory.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cni_plugin.errors import (
+    ERR_INVALID_ENVIRONMENT_VARIABLES,
+    ERR_INVALID_NETWORK_CONFIG,
+    ERR_UNKNOWN_CONTAINER,
+    CNIError,
+)
+
+ID_PATTERN = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*")
+MAX_IFNAME_LENGTH = 15
+
+
+def validate_container_id(container_id: str) -> None:
+    if container_id == "":
+        raise CNIError(ERR_UNKNOWN_CONTAINER, "missing containerID")
+    if not ID_PATTERN.fullmatch(container_id):
+        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES, "invalid characters in containerID",
+                       container_id)
+
+
+def validate_network_name(name: str) -> None:
+    if name == "":
+        raise CNIError(ERR_INVALID_NETWORK_CONFIG, "missing network name:")
+    if not ID_PATTERN.fullmatch(name):
+        raise CNIError(ERR_INVALID_NETWORK_CONFIG, "invalid characters found in network name",
+                       name)
+
+
+def validate_interface_name(ifname: str) -> None:
+    if ifname == "":
+        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES, "interface name is empty")
+    if len(ifname.encode()) > MAX_IFNAME_LENGTH:
+        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES, "interface name is too long",
+                       f"interface name should be less than {MAX_IFNAME_LENGTH + 1} characters")
+    if ifname in (".", ".."):
+        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES, "interface name is . or ..")
+    if any(c in "/:" or c.isspace() for c in ifname):
+        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES,
+                       "interface name contains / or : or whitespace characters")

@@ -1,0 +1,195 @@
+"""The current (CNI 1.1.0) result types.
+
+Plugins build these; :mod:`cni_plugin.version` converts them to an older
+version only at the edge. Addresses are kept as canonical strings
+(``10.1.0.2/24``, ``fd00::2/64``), the way Go's net.IPNet prints them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+CURRENT_VERSION = "1.1.0"
+
+
+def canonical_cidr(text: object, what: str = "address") -> str:
+    """An address with prefix length ("10.0.0.2/24"), host bits kept; ValueError if invalid."""
+    if not isinstance(text, str) or "/" not in text:
+        raise ValueError(f"invalid CIDR {what}: {text!r}")
+    return str(ipaddress.ip_interface(text))
+
+
+def canonical_ip(text: object, what: str = "IP") -> str:
+    if not isinstance(text, str):
+        raise ValueError(f"invalid {what}: {text!r}")
+    return str(ipaddress.ip_address(text))
+
+
+def is_ipv4(cidr_or_ip: str) -> bool:
+    return ":" not in cidr_or_ip
+
+
+def _opt_int(value: object, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be an integer")
+    return value
+
+
+@dataclass
+class Interface:
+    name: str
+    mac: str = ""
+    mtu: int = 0
+    sandbox: str = ""
+    socket_path: str = ""
+    pci_id: str = ""
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Interface:
+        return cls(name=str(d.get("name", "")), mac=str(d.get("mac", "")),
+                   mtu=_opt_int(d.get("mtu"), "interface mtu") or 0,
+                   sandbox=str(d.get("sandbox", "")),
+                   socket_path=str(d.get("socketPath", "")), pci_id=str(d.get("pciID", "")))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        for key, value in (("mac", self.mac), ("mtu", self.mtu), ("sandbox", self.sandbox),
+                           ("socketPath", self.socket_path), ("pciID", self.pci_id)):
+            if value:
+                out[key] = value
+        return out
+
+
+@dataclass
+class IPConfig:
+    address: str
+    gateway: str = ""
+    interface: int | None = None
+
+    @property
+    def version(self) -> str:
+        return "4" if is_ipv4(self.address) else "6"
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> IPConfig:
+        gw = d.get("gateway")
+        return cls(address=canonical_cidr(d.get("address")),
+                   gateway=canonical_ip(gw, "gateway") if gw else "",
+                   interface=_opt_int(d.get("interface"), "interface index"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.interface is not None:
+            out["interface"] = self.interface
+        out["address"] = self.address
+        if self.gateway:
+            out["gateway"] = self.gateway
+        return out
+
+
+@dataclass
+class Route:
+    dst: str
+    gw: str = ""
+    mtu: int = 0
+    advmss: int = 0
+    priority: int = 0
+    table: int | None = None
+    scope: int | None = None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Route:
+        gw = d.get("gw")
+        return cls(dst=canonical_cidr(d.get("dst"), "route dst"),
+                   gw=canonical_ip(gw, "route gw") if gw else "",
+                   mtu=_opt_int(d.get("mtu"), "route mtu") or 0,
+                   advmss=_opt_int(d.get("advmss"), "route advmss") or 0,
+                   priority=_opt_int(d.get("priority"), "route priority") or 0,
+                   table=_opt_int(d.get("table"), "route table"),
+                   scope=_opt_int(d.get("scope"), "route scope"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dst": self.dst}
+        for key, value in (("gw", self.gw), ("mtu", self.mtu), ("advmss", self.advmss),
+                           ("priority", self.priority)):
+            if value:
+                out[key] = value
+        if self.table is not None:
+            out["table"] = self.table
+        if self.scope is not None:
+            out["scope"] = self.scope
+        return out
+
+
+@dataclass
+class DNS:
+    nameservers: list[str] = field(default_factory=list)
+    domain: str = ""
+    search: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.nameservers or self.domain or self.search or self.options)
+
+    @classmethod
+    def from_json(cls, d: object) -> DNS:
+        if not d:
+            return cls()
+        if not isinstance(d, dict):
+            raise ValueError("dns must be an object")
+        return cls(nameservers=[str(x) for x in d.get("nameservers") or []],
+                   domain=str(d.get("domain") or ""),
+                   search=[str(x) for x in d.get("search") or []],
+                   options=[str(x) for x in d.get("options") or []])
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in (("nameservers", self.nameservers), ("domain", self.domain),
+                           ("search", self.search), ("options", self.options)):
+            if value:
+                out[key] = list(value) if isinstance(value, list) else value
+        return out
+
+
+@dataclass
+class Result:
+    """A result in the current spec version (1.0.0 and 1.1.0 share this shape)."""
+
+    cni_version: str = CURRENT_VERSION
+    interfaces: list[Interface] = field(default_factory=list)
+    ips: list[IPConfig] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
+    dns: DNS = field(default_factory=DNS)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Result:
+        """Parse a result in the 1.x shape (version.result_from_json reads any version)."""
+        return cls(cni_version=str(d.get("cniVersion") or CURRENT_VERSION),
+                   interfaces=[Interface.from_json(i) for i in _objects(d, "interfaces")],
+                   ips=[IPConfig.from_json(i) for i in _objects(d, "ips")],
+                   routes=[Route.from_json(r) for r in _objects(d, "routes")],
+                   dns=DNS.from_json(d.get("dns")))
+
+    def to_json(self) -> dict[str, Any]:
+        """The 1.x shape, keys in the reference's order; empty lists and empty dns left out."""
+        out: dict[str, Any] = {"cniVersion": self.cni_version}
+        if self.interfaces:
+            out["interfaces"] = [i.to_json() for i in self.interfaces]
+        if self.ips:
+            out["ips"] = [i.to_json() for i in self.ips]
+        if self.routes:
+            out["routes"] = [r.to_json() for r in self.routes]
+        if not self.dns.is_empty():
+            out["dns"] = self.dns.to_json()
+        return out
+
+
+def _objects(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = d.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError(f"{key} must be a list of objects")
+    return items
