@@ -1,0 +1,136 @@
+"""IP address and CIDR parsing that accepts and rejects what Go's net package does.
+
+Addresses are handled as (version, int) internally so arithmetic on a /8 or an
+IPv6 /64 never builds a list; ``ipaddress`` is used only to parse and format.
+IPv4-mapped IPv6 addresses are folded to IPv4, as the reference's
+canonicalizeIP does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+
+class IPParseError(ValueError):
+    """Text that is not an address/CIDR; str() is worded as Go's ParseError."""
+
+
+class IP:
+    """An address of one family; hashable and ordered within a family."""
+
+    __slots__ = ("value", "version")
+
+    def __init__(self, version: int, value: int) -> None:
+        self.version = version
+        self.value = value
+
+    @property
+    def bits(self) -> int:
+        return 32 if self.version == 4 else 128
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, IP) and self.version == other.version and self.value == other.value
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.version, self.value))
+
+    def __repr__(self) -> str:
+        return f"IP({self})"
+
+    def __str__(self) -> str:
+        if self.version == 4:
+            return str(ipaddress.IPv4Address(self.value))
+        return str(ipaddress.IPv6Address(self.value))
+
+    def offset(self, delta: int) -> IP:
+        return IP(self.version, self.value + delta)
+
+
+def _parse_address(text: str) -> IP | None:
+    # Go rejects zones ("fe80::1%eth0") in ParseIP; Python would accept them.
+    if not text or "%" in text or text.strip() != text:
+        return None
+    try:
+        if ":" not in text:
+            return IP(4, int(ipaddress.IPv4Address(text)))
+        v6 = ipaddress.IPv6Address(text)
+    except ValueError:
+        return None
+    mapped = v6.ipv4_mapped
+    if mapped is not None:
+        return IP(4, int(mapped))
+    return IP(6, int(v6))
+
+
+def parse_ip(text: str) -> IP:
+    """Parse an address as Go's net.ParseIP; raise with net.ParseError's words."""
+    ip = _parse_address(text)
+    if ip is None:
+        raise IPParseError(f"invalid IP address: {text}")
+    return ip
+
+
+def try_parse_ip(text: str) -> IP | None:
+    return _parse_address(text)
+
+
+class CIDR:
+    """An address with a prefix length (the address may have host bits set)."""
+
+    __slots__ = ("ip", "mapped", "prefix")
+
+    def __init__(self, ip: IP, prefix: int, mapped: bool = False) -> None:
+        self.ip = ip
+        self.prefix = prefix
+        # True when written as an IPv4-mapped IPv6 address: the mask is then
+        # 16 bytes long while the address folds to 4 (Go reports a mismatch).
+        self.mapped = mapped
+
+    @property
+    def mask(self) -> int:
+        bits = self.ip.bits
+        return ((1 << bits) - 1) ^ ((1 << (bits - self.prefix)) - 1)
+
+    @property
+    def network(self) -> IP:
+        return IP(self.ip.version, self.ip.value & self.mask)
+
+    @property
+    def last(self) -> IP:
+        bits = self.ip.bits
+        host = (1 << (bits - self.prefix)) - 1
+        return IP(self.ip.version, (self.ip.value & self.mask) | host)
+
+    def contains(self, ip: IP) -> bool:
+        return ip.version == self.ip.version and (ip.value & self.mask) == self.network.value
+
+    def __str__(self) -> str:
+        return f"{self.network}/{self.prefix}"
+
+    def with_address(self, ip: IP) -> str:
+        return f"{ip}/{self.prefix}"
+
+
+def parse_cidr(text: str) -> CIDR:
+    """Parse "addr/prefix" as Go's net.ParseCIDR (keeping the given address)."""
+    addr, sep, prefix_text = text.partition("/")
+    error = IPParseError(f"invalid CIDR address: {text}")
+    if not sep or not prefix_text.isascii() or not prefix_text.isdigit():
+        raise error
+    mapped = False
+    if ":" in addr:
+        raw = _parse_address(addr)
+        mapped = raw is not None and raw.version == 4
+        max_bits = 128
+    else:
+        raw = _parse_address(addr)
+        max_bits = 32
+    prefix = int(prefix_text)
+    if raw is None or prefix > max_bits:
+        raise error
+    if mapped:
+        # Keep the family Go keeps: the mask is an IPv6 one.
+        return CIDR(raw, max(0, prefix - 96), mapped=True)
+    return CIDR(raw, prefix)
