@@ -1,0 +1,218 @@
+"""Node-side rules: stage, publish, unpublish, unstage, stats and expansion (pure domain).
+
+Stage is a durable record (the plugin needs no device work between the shared
+store and the staging path); publish makes the data appear at target_path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from csi_driver import access_modes
+from csi_driver.access_modes import AccessMode
+from csi_driver.config import Config
+from csi_driver.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+)
+from csi_driver.mounter import Mounter
+from csi_driver.records import Node, Publish, Stage, Volume, VolumeCapability
+from csi_driver.store import Store
+from csi_driver.volume_data import Usage, VolumeData
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VolumeStats:
+    access_type: str
+    total_bytes: int
+    usage: Usage
+    abnormal: bool
+    message: str
+
+
+class NodeVolumes:
+    def __init__(self, cfg: Config, store: Store, data: VolumeData, mounter: Mounter) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.data = data
+        self.mounter = mounter
+        self.node_id = cfg.node_id
+
+    def register(self) -> Node:
+        """Record this node (id, topology, attach limit) in the shared store."""
+        node = Node(self.node_id, self.cfg.node_topology, self.cfg.max_volumes_per_node)
+        with self.store.transaction():
+            self.store.upsert_node(node)
+        return node
+
+    def _volume(self, volume_id: str) -> Volume:
+        volume = self.store.get_volume(volume_id)
+        if volume is None:
+            raise NotFound(f"volume {volume_id!r} does not exist")
+        return volume
+
+    @staticmethod
+    def _check_type(volume: Volume, cap: VolumeCapability) -> None:
+        if cap.access_type != volume.access_type:
+            raise InvalidArgument(f"volume is a {volume.access_type} volume, not {cap.access_type}")
+
+    # NodeStageVolume / NodeUnstageVolume ---------------------------------------
+
+    def stage(self, volume_id: str, staging_path: str, cap: VolumeCapability) -> None:
+        """Already staged at the same path with the same capability → OK; staged with
+        another path or capability → ALREADY_EXISTS; unknown volume → NOT_FOUND."""
+        access_modes.require_supported(cap, self.cfg.single_node_multi_writer)
+        with self.store.transaction():
+            volume = self._volume(volume_id)
+            self._check_type(volume, cap)
+            existing = self.store.get_stage(volume_id, self.node_id)
+            if existing is not None:
+                if existing.staging_path == staging_path and existing.capability == cap:
+                    return
+                raise AlreadyExists(
+                    f"volume {volume_id!r} is staged at {existing.staging_path!r} "
+                    "with another path or capability"
+                )
+            self.store.insert_stage(Stage(volume_id, self.node_id, staging_path, cap))
+
+    def unstage(self, volume_id: str, staging_path: str) -> None:
+        """Nothing staged → OK.  Still published on this node → FAILED_PRECONDITION."""
+        with self.store.transaction():
+            existing = self.store.get_stage(volume_id, self.node_id)
+            if existing is None:
+                return
+            if existing.staging_path != staging_path:
+                raise NotFound(f"volume {volume_id!r} is not staged at {staging_path!r}")
+            if self.store.publishes_of_volume(volume_id, self.node_id):
+                raise FailedPrecondition(f"volume {volume_id!r} is still published on this node")
+            self.store.delete_stage(volume_id, self.node_id)
+
+    # NodePublishVolume / NodeUnpublishVolume -----------------------------------
+
+    def publish(
+        self,
+        volume_id: str,
+        target_path: str,
+        staging_path: str,
+        cap: VolumeCapability,
+        readonly: bool,
+    ) -> None:
+        """Same target with the same arguments → OK; same target with others →
+        ALREADY_EXISTS; no or wrong staging path → FAILED_PRECONDITION;
+        SINGLE_NODE_SINGLE_WRITER at a second target → FAILED_PRECONDITION.
+        SINGLE_NODE_WRITER may appear at several targets on this node (as the
+        reference driver and Kubernetes do, though the spec's table says otherwise)."""
+        access_modes.require_supported(cap, self.cfg.single_node_multi_writer)
+        access_modes.require_readonly_when_reader_only(cap, readonly)
+        volume = self._volume(volume_id)
+        self._check_type(volume, cap)
+        if not staging_path:
+            raise FailedPrecondition("staging_target_path is required: the volume must be staged")
+        stage = self.store.get_stage(volume_id, self.node_id)
+        if stage is None or stage.staging_path != staging_path:
+            raise FailedPrecondition(f"volume {volume_id!r} is not staged at {staging_path!r}")
+        parent = os.path.dirname(target_path.rstrip("/")) or "/"
+        if not os.path.isdir(parent):
+            raise FailedPrecondition(f"parent of target path {target_path!r} does not exist")
+        record = Publish(volume_id, self.node_id, target_path, staging_path, readonly, cap,
+                         self.mounter.method)
+        existing = self.store.get_publish(self.node_id, target_path)
+        if existing is not None:
+            if existing == record:
+                self._repair(volume, existing)
+                return
+            raise AlreadyExists(f"target {target_path!r} is published with other arguments")
+        others = self.store.publishes_of_volume(volume_id, self.node_id)
+        if others and AccessMode.SINGLE_NODE_SINGLE_WRITER in (
+            cap.access_mode, *(p.capability.access_mode for p in others)
+        ):
+            raise FailedPrecondition(
+                "SINGLE_NODE_SINGLE_WRITER volume is already published at " + others[0].target_path
+            )
+        source = self.data.volume_path(volume_id, volume.access_type)
+        self.mounter.publish(source, target_path, volume.access_type == "block", readonly)
+        try:
+            with self.store.transaction():
+                self.store.insert_publish(record)
+        except BaseException:
+            self.mounter.unpublish(target_path)
+            raise
+
+    def unpublish(self, volume_id: str, target_path: str) -> None:
+        """Not published there → OK (a leftover target is cleaned up); published there →
+        unmount and remove target_path."""
+        existing = self.store.get_publish(self.node_id, target_path)
+        if existing is None:
+            return
+        if existing.volume_id != volume_id:
+            raise NotFound(f"target {target_path!r} holds another volume")
+        self.mounter.unpublish(target_path)
+        with self.store.transaction():
+            self.store.delete_publish(self.node_id, target_path)
+
+    def _repair(self, volume: Volume, p: Publish) -> bool:
+        source = self.data.volume_path(volume.volume_id, volume.access_type)
+        return self.mounter.repair(source, p.target_path, volume.access_type == "block",
+                                   p.readonly)
+
+    def recheck_mounts(self) -> int:
+        """After a restart: re-establish every recorded publish of this node."""
+        redone = 0
+        for p in self.store.publishes_on_node(self.node_id):
+            volume = self.store.get_volume(p.volume_id)
+            if volume is None:
+                continue
+            try:
+                redone += self._repair(volume, p)
+            except OSError as exc:
+                log.warning("cannot re-publish %s at %s: %s", p.volume_id, p.target_path, exc)
+        return redone
+
+    # NodeGetVolumeStats / NodeExpandVolume -------------------------------------
+
+    def _where(self, volume_id: str, path: str) -> Volume:
+        """The volume, if it is published or staged at ``path`` on this node, else NOT_FOUND."""
+        volume = self._volume(volume_id)
+        published = self.store.get_publish(self.node_id, path)
+        if published is not None and published.volume_id == volume_id:
+            return volume
+        stage = self.store.get_stage(volume_id, self.node_id)
+        if stage is not None and stage.staging_path.rstrip("/") == path.rstrip("/"):
+            return volume
+        raise NotFound(f"volume {volume_id!r} is not published or staged at {path!r}")
+
+    def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
+        volume = self._where(volume_id, volume_path)
+        present = self.data.exists(volume_id, volume.access_type)
+        published = self.store.get_publish(self.node_id, volume_path)
+        mounted = True
+        if published is not None:
+            source = self.data.volume_path(volume_id, volume.access_type)
+            mounted = self.mounter.is_published(source, volume_path)
+        usage = self.data.usage(volume_id, volume.access_type) if present else Usage(0, 0)
+        if not present:
+            return VolumeStats(volume.access_type, volume.capacity_bytes, usage, True,
+                               "volume data is missing")
+        if not mounted:
+            return VolumeStats(volume.access_type, volume.capacity_bytes, usage, True,
+                               f"volume is not mounted at {volume_path}")
+        return VolumeStats(volume.access_type, volume.capacity_bytes, usage, False, "healthy")
+
+    def expand(self, volume_id: str, volume_path: str, required_bytes: int) -> int:
+        """A filesystem volume is a directory that grows with the controller's size, so
+        node expansion only confirms it; a request beyond that size is OUT_OF_RANGE."""
+        volume = self._where(volume_id, volume_path)
+        if required_bytes > volume.capacity_bytes:
+            raise OutOfRange(
+                f"volume holds {volume.capacity_bytes} bytes; expand it on the controller first"
+            )
+        if volume.access_type == "block":
+            self.data.resize_volume(volume_id, "block", volume.capacity_bytes)
+        return volume.capacity_bytes

@@ -1,0 +1,159 @@
+"""The bytes behind volumes and snapshots: a directory per filesystem volume and a
+sparse file per block volume, under ``<state dir>/volumes`` and ``.../snapshots``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+COPY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Usage:
+    used_bytes: int
+    used_inodes: int
+
+
+def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """(offset, length) of every allocated range of a sparse file (SEEK_DATA/SEEK_HOLE)."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError:  # ENXIO: no data past offset
+            return
+        if start >= size:
+            return
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        yield start, end - start
+        offset = end
+
+
+def copy_sparse_file(src: str, dst: str, size: int | None = None) -> None:
+    """Copy only the allocated extents, keep holes, fsync, then atomically rename."""
+    tmp = dst + ".tmp"
+    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        src_size = os.fstat(fin.fileno()).st_size
+        for start, length in data_extents(fin.fileno(), src_size):
+            fin.seek(start)
+            fout.seek(start)
+            remaining = length
+            while remaining:
+                chunk = fin.read(min(COPY_CHUNK, remaining))
+                if not chunk:
+                    break
+                fout.write(chunk)
+                remaining -= len(chunk)
+        fout.truncate(max(src_size, size or 0))
+        fout.flush()
+        os.fsync(fout.fileno())
+    os.replace(tmp, dst)
+
+
+def tree_usage(path: str) -> Usage:
+    """Bytes allocated and inodes used below ``path`` (the root counts as one inode)."""
+    used = 0
+    inodes = 0
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        st = os.lstat(current)
+        used += st.st_blocks * 512
+        inodes += 1
+        if os.path.isdir(current) and not os.path.islink(current):
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    stack.append(entry.path)
+    return Usage(used, inodes)
+
+
+class VolumeData:
+    """Creates, copies, resizes and removes the data of volumes and snapshots."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.volumes_dir = os.path.join(state_dir, "volumes")
+        self.snapshots_dir = os.path.join(state_dir, "snapshots")
+        os.makedirs(self.volumes_dir, exist_ok=True)
+        os.makedirs(self.snapshots_dir, exist_ok=True)
+
+    def volume_path(self, volume_id: str, access_type: str) -> str:
+        suffix = ".img" if access_type == "block" else ""
+        return os.path.join(self.volumes_dir, volume_id + suffix)
+
+    def snapshot_path(self, snapshot_id: str, access_type: str) -> str:
+        suffix = ".img" if access_type == "block" else ""
+        return os.path.join(self.snapshots_dir, snapshot_id + suffix)
+
+    def exists(self, volume_id: str, access_type: str) -> bool:
+        return os.path.exists(self.volume_path(volume_id, access_type))
+
+    def create_volume(self, volume_id: str, access_type: str, capacity_bytes: int) -> None:
+        path = self.volume_path(volume_id, access_type)
+        if access_type == "block":
+            with open(path, "ab") as f:
+                f.truncate(max(capacity_bytes, os.fstat(f.fileno()).st_size))
+        else:
+            os.makedirs(path, exist_ok=True)
+
+    def _copy(self, src: str, dst: str, access_type: str, capacity_bytes: int) -> None:
+        if access_type == "block":
+            copy_sparse_file(src, dst, capacity_bytes)
+            return
+        tmp = dst + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp, symlinks=True)
+        shutil.rmtree(dst, ignore_errors=True)
+        os.replace(tmp, dst)
+        os.sync()
+
+    def clone_volume(self, src_id: str, dst_id: str, access_type: str, capacity: int) -> None:
+        self._copy(
+            self.volume_path(src_id, access_type),
+            self.volume_path(dst_id, access_type),
+            access_type,
+            capacity,
+        )
+
+    def restore_snapshot(
+        self, snapshot_id: str, volume_id: str, access_type: str, capacity: int
+    ) -> None:
+        self._copy(
+            self.snapshot_path(snapshot_id, access_type),
+            self.volume_path(volume_id, access_type),
+            access_type,
+            capacity,
+        )
+
+    def take_snapshot(self, volume_id: str, snapshot_id: str, access_type: str) -> None:
+        src = self.volume_path(volume_id, access_type)
+        if not os.path.exists(src):
+            self.create_volume(volume_id, access_type, 0)
+        self._copy(src, self.snapshot_path(snapshot_id, access_type), access_type, 0)
+
+    def resize_volume(self, volume_id: str, access_type: str, capacity_bytes: int) -> None:
+        if access_type == "block":
+            path = self.volume_path(volume_id, access_type)
+            with open(path, "r+b") as f:
+                if os.fstat(f.fileno()).st_size < capacity_bytes:
+                    f.truncate(capacity_bytes)
+
+    @staticmethod
+    def _remove(path: str) -> None:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def delete_volume(self, volume_id: str, access_type: str) -> None:
+        self._remove(self.volume_path(volume_id, access_type))
+
+    def delete_snapshot(self, snapshot_id: str, access_type: str) -> None:
+        self._remove(self.snapshot_path(snapshot_id, access_type))
+
+    def usage(self, volume_id: str, access_type: str) -> Usage:
+        return tree_usage(self.volume_path(volume_id, access_type))

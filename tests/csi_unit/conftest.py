@@ -1,0 +1,69 @@
+"""Fixtures for the driver's in-process tests: a config and domain over a temp state dir."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from csi_driver.attachments import Attachments
+from csi_driver.config import Config
+from csi_driver.mounter import Mounter
+from csi_driver.node_volumes import NodeVolumes
+from csi_driver.records import VolumeCapability
+from csi_driver.snapshots import Snapshots
+from csi_driver.store import Store
+from csi_driver.volume_data import VolumeData
+from csi_driver.volumes import CapacityRange, CreateVolumeArgs, Volumes
+
+GiB = 1 << 30
+
+
+def mount_cap(mode: int = 1) -> VolumeCapability:
+    return VolumeCapability("mount", mode)
+
+
+def block_cap(mode: int = 1) -> VolumeCapability:
+    return VolumeCapability("block", mode)
+
+
+def create_args(name: str, size: int = GiB, cap: VolumeCapability | None = None,
+                **kw: object) -> CreateVolumeArgs:
+    return CreateVolumeArgs(name=name, capabilities=(cap or mount_cap(),),
+                            capacity=CapacityRange(size, 0), **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class Domain:
+    cfg: Config
+    store: Store
+    data: VolumeData
+    volumes: Volumes
+    attachments: Attachments
+    snapshots: Snapshots
+    node: NodeVolumes
+
+
+def make_domain(state_dir: Path, **overrides: object) -> Domain:
+    settings: dict[str, object] = {
+        "endpoint": "unix:///tmp/unused.sock",
+        "node_id": "node-1",
+        "state_dir": str(state_dir),
+        "mount_method": "symlink",
+    }
+    settings.update(overrides)
+    cfg = Config(**settings).validate()  # type: ignore[arg-type]
+    store = Store(cfg.state_dir)
+    data = VolumeData(cfg.state_dir)
+    node = NodeVolumes(cfg, store, data, Mounter.choose(cfg.mount_method))
+    node.register()
+    return Domain(cfg, store, data, Volumes(cfg, store, data), Attachments(cfg, store),
+                  Snapshots(store, data), node)
+
+
+@pytest.fixture
+def domain(tmp_path: Path) -> Domain:
+    d = make_domain(tmp_path / "state")
+    yield d
+    d.store.close()
