@@ -1,0 +1,478 @@
+"""An in-process Kubernetes API server.
+
+Verbs: :meth:`APIServer.create`, ``get``, ``list``, ``update``, ``update_status``,
+``patch`` (JSON merge patch), ``delete`` and ``watch``. The rules it keeps are the
+API server's:
+
+* one global ``resourceVersion`` counter, bumped on every write (a no-op update is not a
+  write and changes nothing, as in Kubernetes);
+* optimistic concurrency: a write carrying a stale ``resourceVersion`` raises
+  :class:`Conflict` (409); a write without one is unconditional;
+* ``metadata.generation`` starts at 1 and moves only when the desired state (``spec``,
+  or the top-level fields of StorageClass-like kinds) changes, or a graceful delete starts;
+* kinds with a status subresource: ``update`` ignores ``status``, ``update_status``
+  writes only ``status``;
+* delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
+  until its finalizers are gone; a scheduled Pod stays for its grace period until
+  deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
+  deleting a Namespace deletes its contents and the Namespace goes once it is empty;
+* defaulting and validation run on every write (:mod:`kubelet_sim.defaults`,
+  :mod:`kubelet_sim.validation`).
+
+All verbs are synchronous (the store is in memory); ``watch`` hands back an async
+iterator. Returned objects are private copies.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import itertools
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from kubelet_sim.clock import DEFAULT_RETRY, Backoff, Clock, RealClock
+from kubelet_sim.defaults import apply_defaults
+from kubelet_sim.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
+from kubelet_sim.model import JSON, Resource, format_time, kind_info, new
+from kubelet_sim.selectors import FieldSelector, LabelSelector
+from kubelet_sim.validation import validate
+from kubelet_sim.watch import ADDED, DELETED, MODIFIED, EventHistory, Watch, WatchEvent, _Change
+
+T = TypeVar("T")
+
+_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
+    "Pod": _COMMON_FIELDS
+    | {"spec.nodeName", "spec.schedulerName", "spec.serviceAccountName", "spec.restartPolicy",
+       "status.phase", "status.podIP", "status.nominatedNodeName"},
+    "Node": _COMMON_FIELDS | {"spec.unschedulable"},
+    "PersistentVolumeClaim": _COMMON_FIELDS | {"spec.volumeName"},
+    "Namespace": _COMMON_FIELDS | {"status.phase"},
+}
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+
+
+@dataclass
+class ResourceList:
+    """A list answer: the items and the resourceVersion to start a watch from."""
+
+    items: list[Resource]
+    resource_version: str
+
+
+@dataclass
+class _Injected:
+    count: int
+    verbs: tuple[str, ...]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge recursively, ``null`` deletes, anything
+    else (lists included) replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class APIServer:
+    """The store plus the verbs. ``bootstrap_namespaces`` exist from the start, as
+    ``default`` and ``kube-system`` do in a real cluster."""
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        history_limit: int = 1000,
+        bootstrap_namespaces: tuple[str, ...] = ("default", "kube-system"),
+    ) -> None:
+        self.clock: Clock = clock or RealClock()
+        self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
+        self._version = itertools.count(1)
+        self._current_version = 0
+        self._history = EventHistory(history_limit)
+        self._watches: list[Watch] = []
+        self._injected: dict[str, _Injected] = {}
+        self._rng = random.Random()
+        for name in bootstrap_namespaces:
+            self.create(new("Namespace", name))
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def resource_version(self) -> str:
+        """The newest resourceVersion handed out."""
+        return str(self._current_version)
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Resource:
+        """The object, or :class:`NotFound`."""
+        return self._current(kind, name, namespace).copy()
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | None = None,
+    ) -> ResourceList:
+        """Objects of ``kind`` (in ``namespace``; None = all), filtered, sorted by
+        namespace then name."""
+        matches = self._predicate(kind, namespace, label_selector, field_selector)
+        items = [o.copy() for o in self._sorted(kind) if matches(o)]
+        return ResourceList(items, self.resource_version)
+
+    # ------------------------------------------------------------------ writes
+    def create(self, obj: Resource | JSON) -> Resource:
+        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
+        obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
+        info = kind_info(obj.kind)
+        meta = obj.metadata
+        meta.namespace = (meta.namespace or "default") if info.namespaced else ""
+        if not meta.name and meta.generate_name:
+            suffix = "".join(self._rng.choice(_NAME_CHARS) for _ in range(5))
+            meta.name = meta.generate_name + suffix
+        if not meta.name:
+            raise Invalid("metadata.name", "Required value: name or generateName is required")
+        if info.namespaced:
+            ns = self._objects.get("Namespace", {}).get(("", meta.namespace))
+            if ns is None:
+                raise NotFound("Namespace", meta.namespace)
+            if ns.is_terminating:
+                raise Forbidden(
+                    f"unable to create new content in namespace {meta.namespace} because it "
+                    "is being terminated"
+                )
+        meta.uid = str(uuid.uuid4())
+        meta.generation = 1
+        meta.creation_timestamp = format_time(self.clock.now())
+        meta.deletion_timestamp = None
+        meta.deletion_grace_period_seconds = None
+        if info.create_status is not None:
+            obj.status = copy.deepcopy(info.create_status)
+        apply_defaults(obj)
+        validate(obj)
+        store = self._objects.setdefault(obj.kind, {})
+        if (meta.namespace, meta.name) in store:
+            raise AlreadyExists(obj.kind, meta.name, meta.namespace)
+        self._commit(ADDED, obj, None)
+        return obj.copy()
+
+    def update(self, obj: Resource | JSON) -> Resource:
+        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
+        return self._update(obj, status_only=False, verb="update")
+
+    def update_status(self, obj: Resource | JSON) -> Resource:
+        """Replace only ``status`` (the status subresource); everything else is ignored."""
+        kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
+        if not kind_info(kind).status_subresource:
+            raise NotFound(f"{kind}/status", "the server could not find the requested resource")
+        return self._update(obj, status_only=True, verb="update_status")
+
+    def patch(
+        self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = ""
+    ) -> Resource:
+        """Apply a JSON merge patch. A ``metadata.resourceVersion`` in the patch is a
+        precondition; without it the patch applies to the current object."""
+        if subresource not in ("", "status"):
+            raise NotFound(f"{kind}/{subresource}", name)
+        current = self._current(kind, name, namespace)
+        merged = merge_patch(current.to_dict(), patch)
+        verb = "patch_status" if subresource else "patch"
+        return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
+
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Resource:
+        """Delete gracefully; returns the object as it stands after the call (its last state
+        when it is gone). ``uid``/``resource_version`` are preconditions (Conflict)."""
+        current = self._current(kind, name, namespace)
+        meta = current.metadata
+        stale = resource_version and resource_version != meta.resource_version
+        if (uid and uid != meta.uid) or stale:
+            raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
+        grace = self._grace_period(current, grace_period_seconds)
+        if current.is_terminating:
+            pending = meta.deletion_grace_period_seconds or 0
+            if grace >= pending:
+                return current.copy()
+            updated = current.copy()
+            self._mark_deleting(updated, grace)
+        else:
+            updated = current.copy()
+            updated.metadata.generation += 1
+            self._mark_deleting(updated, grace)
+            if kind == "Namespace":
+                updated.status["phase"] = "Terminating"
+        if grace == 0 and not updated.metadata.finalizers and kind != "Namespace":
+            return self._remove(current)
+        self._commit(MODIFIED, updated, current)
+        if kind == "Namespace":
+            self._delete_namespace_contents(name)
+            self._finish_namespace(name)
+        return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
+
+    # ------------------------------------------------------------------ watch
+    def watch(
+        self,
+        kind: str | None = None,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | None = None,
+        resource_version: str | int | None = None,
+    ) -> Watch:
+        """Subscribe to changes. With ``resource_version`` the watch first replays exactly
+        the retained events after it (:class:`Gone` if too old); without, it starts with a
+        synthetic ``ADDED`` for every current object, as Kubernetes does."""
+        matches = self._predicate(kind, namespace, label_selector, field_selector)
+        w = Watch(kind, matches, self._watches.remove)
+        if resource_version not in (None, "", "0"):
+            for change in self._history.since(int(str(resource_version))):
+                w._offer(change)
+        else:
+            for k in [kind] if kind else sorted(self._objects):
+                for obj in self._sorted(k):
+                    if matches(obj):
+                        w._push(WatchEvent(ADDED, obj.copy()))
+        self._watches.append(w)
+        return w
+
+    def events_since(
+        self, resource_version: str | int, kind: str | None = None, namespace: str | None = None
+    ) -> builtins.list[WatchEvent]:
+        """The retained events after ``resource_version`` (:class:`Gone` if too old)."""
+        matches = self._predicate(kind, namespace, None, None)
+        w = Watch(kind, matches, lambda _w: None)
+        for change in self._history.since(int(str(resource_version))):
+            w._offer(change)
+        return w.drain()
+
+    # ------------------------------------------------------------------ fault injection
+    def inject_conflicts(
+        self, kind: str, count: int, verbs: tuple[str, ...] = ("update", "update_status")
+    ) -> None:
+        """Make the next ``count`` writes of ``kind`` through ``verbs`` (any of update,
+        update_status, patch, patch_status) fail with :class:`Conflict`, as if another
+        writer had raced them. The object is left untouched."""
+        kind_info(kind)
+        self._injected[kind] = _Injected(count, verbs)
+
+    # ------------------------------------------------------------------ internals
+    def _current(self, kind: str, name: str, namespace: str) -> Resource:
+        info = kind_info(kind)
+        ns = (namespace or "default") if info.namespaced else ""
+        obj = self._objects.get(kind, {}).get((ns, name))
+        if obj is None:
+            raise NotFound(kind, name, ns)
+        return obj
+
+    def _exists(self, kind: str, name: str, namespace: str) -> bool:
+        try:
+            self._current(kind, name, namespace)
+        except NotFound:
+            return False
+        return True
+
+    def _sorted(self, kind: str) -> builtins.list[Resource]:
+        kind_info(kind)
+        store = self._objects.get(kind, {})
+        return [store[k] for k in sorted(store)]
+
+    def _predicate(
+        self,
+        kind: str | None,
+        namespace: str | None,
+        label_selector: str | LabelSelector | None,
+        field_selector: str | None,
+    ) -> Callable[[Resource], bool]:
+        labels = (
+            label_selector
+            if isinstance(label_selector, LabelSelector)
+            else LabelSelector.parse(label_selector)
+        )
+        supported = SUPPORTED_FIELDS.get(kind or "", _COMMON_FIELDS)
+        fields = FieldSelector.parse(field_selector, supported)
+
+        def matches(obj: Resource) -> bool:
+            if namespace is not None and obj.metadata.namespace != namespace:
+                return False
+            return labels.matches(obj.metadata.labels) and fields.matches(
+                lambda path: _field_value(obj, path)
+            )
+
+        return matches
+
+    def _take_injected(self, kind: str, verb: str) -> None:
+        injected = self._injected.get(kind)
+        if injected and injected.count > 0 and verb in injected.verbs:
+            injected.count -= 1
+            raise Conflict(
+                f"Operation cannot be fulfilled on {kind}: the object has been modified; "
+                "please apply your changes to the latest version and try again (injected)"
+            )
+
+    def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str) -> Resource:
+        obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
+        info = kind_info(obj.kind)
+        current = self._current(obj.kind, obj.metadata.name, obj.metadata.namespace)
+        self._take_injected(obj.kind, verb)
+        sent = obj.metadata
+        if sent.resource_version and sent.resource_version != current.metadata.resource_version:
+            raise Conflict(
+                f"Operation cannot be fulfilled on {obj.kind} {sent.name!r}: the object has "
+                "been modified; please apply your changes to the latest version and try again"
+            )
+        if sent.uid and sent.uid != current.metadata.uid:
+            raise Conflict(f"Precondition failed: UID in object meta: {sent.uid}")
+        if status_only:
+            updated = current.copy()
+            updated.status = obj.status
+        else:
+            updated = obj
+            cur = current.metadata
+            for attr in ("name", "namespace", "uid", "resource_version", "generation",
+                         "creation_timestamp", "deletion_timestamp",
+                         "deletion_grace_period_seconds"):
+                setattr(updated.metadata, attr, getattr(cur, attr))
+            if info.status_subresource:
+                updated.status = copy.deepcopy(current.status)
+            if current.is_terminating:
+                added = set(updated.metadata.finalizers) - set(cur.finalizers)
+                if added:
+                    raise Invalid("metadata.finalizers",
+                                  "Forbidden: no new finalizers can be added if the object "
+                                  "is being deleted")
+        apply_defaults(updated)
+        validate(updated)
+        if updated.desired_state() != current.desired_state():
+            updated.metadata.generation = current.metadata.generation + 1
+        if updated.to_dict() == current.to_dict():
+            return current.copy()  # a no-op update writes nothing
+        gone = (
+            updated.is_terminating
+            and not updated.metadata.finalizers
+            and (updated.metadata.deletion_grace_period_seconds or 0) == 0
+            and updated.kind != "Namespace"
+        )
+        if gone:
+            # The API server deletes instead of writing the emptied finalizer list.
+            return self._remove(updated)
+        self._commit(MODIFIED, updated, current)
+        if updated.kind == "Namespace" and updated.is_terminating:
+            self._finish_namespace(updated.name)
+        return updated.copy()
+
+    def _grace_period(self, obj: Resource, requested: int | None) -> int:
+        """Only scheduled, non-terminal Pods are deleted gracefully (kubelet's job)."""
+        if obj.kind != "Pod":
+            return 0
+        if not obj.spec.get("nodeName") or obj.status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(0, requested)
+        return int(obj.spec.get("terminationGracePeriodSeconds", 30))
+
+    def _mark_deleting(self, obj: Resource, grace: int) -> None:
+        obj.metadata.deletion_timestamp = format_time(self.clock.now() + timedelta(seconds=grace))
+        obj.metadata.deletion_grace_period_seconds = grace
+
+    def _commit(self, event_type: str, obj: Resource, prev: Resource | None) -> None:
+        self._current_version = next(self._version)
+        obj.metadata.resource_version = str(self._current_version)
+        stored = obj.copy()
+        if event_type == DELETED:
+            self._objects[obj.kind].pop((obj.namespace, obj.name), None)
+        else:
+            self._objects.setdefault(obj.kind, {})[(obj.namespace, obj.name)] = stored
+        change = _Change(event_type, stored, prev)
+        self._history.record(change)
+        for w in list(self._watches):
+            w._offer(change)
+
+    def _remove(self, current: Resource) -> Resource:
+        final = current.copy()
+        self._commit(DELETED, final, current)
+        if current.kind != "Namespace" and current.namespace:
+            self._finish_namespace(current.namespace)
+        return final.copy()
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        for kind, store in list(self._objects.items()):
+            if not kind_info(kind).namespaced:
+                continue
+            for ns, name in sorted(k for k in store if k[0] == namespace):
+                if (ns, name) in store:
+                    self.delete(kind, name, ns)
+
+    def _finish_namespace(self, namespace: str) -> None:
+        ns = self._objects.get("Namespace", {}).get(("", namespace))
+        if ns is None or not ns.is_terminating or ns.metadata.finalizers:
+            return
+        if any(
+            key[0] == namespace
+            for kind, store in self._objects.items()
+            if kind_info(kind).namespaced
+            for key in store
+        ):
+            return
+        self._commit(DELETED, ns.copy(), ns)
+
+
+def _field_value(obj: Resource, path: str) -> str:
+    node: Any = {"metadata": obj.metadata.to_dict(), "spec": obj.spec, "status": obj.status}
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return "" if node is None else str(node)
+
+
+# ---------------------------------------------------------------------- client helpers
+
+
+def retry_on_conflict(
+    fn: Callable[[], T], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
+) -> T:
+    """client-go's ``retry.RetryOnConflict``: call ``fn`` up to ``backoff.steps`` times,
+    sleeping between attempts while it raises :class:`Conflict`; other errors and the
+    last Conflict propagate. ``fn`` must re-read the object each time."""
+    delays = backoff.delays()
+    sleeper = clock or RealClock()
+    for attempt in range(backoff.steps):
+        try:
+            return fn()
+        except Conflict:
+            if attempt == backoff.steps - 1:
+                raise
+            sleeper.sleep_sync(delays[attempt])
+    raise AssertionError("unreachable: backoff.steps must be >= 1")
+
+
+async def retry_on_conflict_async(
+    fn: Callable[[], Awaitable[T]], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
+) -> T:
+    """:func:`retry_on_conflict` for coroutine functions; sleeps with ``clock.sleep``."""
+    delays = backoff.delays()
+    sleeper = clock or RealClock()
+    for attempt in range(backoff.steps):
+        try:
+            return await fn()
+        except Conflict:
+            if attempt == backoff.steps - 1:
+                raise
+            await sleeper.sleep(delays[attempt])
+    raise AssertionError("unreachable: backoff.steps must be >= 1")
