@@ -1,0 +1,192 @@
+"""The plugin-exec boundary of the libcni role: find a plugin binary and run it.
+
+`RealExec` runs a binary as libcni's ``invoke`` package does: the runtime's own
+environment plus the ``CNI_*`` variables, the network config on stdin, stdout
+captured; a non-zero exit becomes a `PluginError` decoded from the error JSON
+the plugin printed on stdout (or a message built from stderr when it printed
+none). `FakeExec` answers from a Python handler and records every call, so the
+ordering, config injection and CNI_ARGS rules are tested without processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# libcni retries a plugin start that fails with ETXTBSY (binary being written).
+_TEXT_FILE_BUSY_RETRIES = 5
+
+
+class PluginError(Exception):
+    """A CNI error: the plugin's ``{code, msg, details}`` or one libcni made up.
+
+    ``code`` 0 means the failure did not come from a plugin's error JSON (a
+    plugin that could not be found, a result that could not be parsed...).
+    ``str()`` reads as libcni's ``types.Error``: ``msg`` then ``; details``.
+    """
+
+    def __init__(self, msg: str, code: int = 0, details: str = "") -> None:
+        super().__init__(msg)
+        self.code = code
+        self.msg = msg
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"{self.msg}; {self.details}" if self.details else self.msg
+
+    def summary(self) -> str:
+        """How the trace shows the failure: ``code N: msg``."""
+        return f"code {self.code}: {self}"
+
+
+class PluginExec(Protocol):
+    """What libcni needs from the outside world to run a plugin."""
+
+    def find_in_path(self, plugin: str, paths: Sequence[str]) -> str: ...
+
+    def exec_plugin(self, plugin_path: str, stdin: bytes, env: Mapping[str, str]) -> bytes: ...
+
+
+def find_in_path(plugin: str, paths: Sequence[str]) -> str:
+    """Locate ``plugin`` in the first of ``paths`` holding a regular file of that name."""
+    if not plugin:
+        raise PluginError("no plugin name provided")
+    if os.sep in plugin:
+        raise PluginError(f"invalid plugin name: {plugin}")
+    if not paths:
+        raise PluginError("no paths provided")
+    for directory in paths:
+        candidate = os.path.join(directory, plugin)
+        try:
+            if os.path.isfile(candidate):
+                return candidate
+        except OSError:
+            continue
+    # Go prints a []string as [a b c].
+    raise PluginError(f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
+
+
+def decode_plugin_failure(status: int, stdout: bytes, stderr: bytes) -> PluginError:
+    """The error libcni reports for a plugin that exited non-zero."""
+    reason = f"exit status {status}"
+    if not stdout:
+        if not stderr:
+            return PluginError(f"netplugin failed with no error message: {reason}")
+        return PluginError(f"netplugin failed: {stderr.decode(errors='replace')!r}: {reason}")
+    try:
+        raw = json.loads(stdout)
+        if not isinstance(raw, dict):
+            raise ValueError("not an object")
+        return PluginError(
+            str(raw.get("msg", "")),
+            code=int(raw.get("code", 0)),
+            details=str(raw.get("details", "")),
+        )
+    except (ValueError, TypeError) as exc:
+        text = stdout.decode(errors="replace")
+        return PluginError(
+            f"netplugin failed but error parsing its diagnostic message {text!r}: {exc}"
+        )
+
+
+@dataclass
+class RealExec:
+    """Exec the plugin binary; the runtime's environment is inherited, CNI_* override it."""
+
+    base_env: Mapping[str, str] | None = None
+    timeout_s: float = 120.0
+    stderr_sink: Callable[[str, bytes], None] | None = None
+
+    def find_in_path(self, plugin: str, paths: Sequence[str]) -> str:
+        return find_in_path(plugin, paths)
+
+    def exec_plugin(self, plugin_path: str, stdin: bytes, env: Mapping[str, str]) -> bytes:
+        full_env = dict(os.environ if self.base_env is None else self.base_env)
+        full_env.update(env)
+        for attempt in range(_TEXT_FILE_BUSY_RETRIES + 1):
+            try:
+                proc = subprocess.run(
+                    [plugin_path],
+                    input=stdin,
+                    env=full_env,
+                    capture_output=True,
+                    timeout=self.timeout_s,
+                    check=False,
+                )
+            except OSError as exc:
+                if exc.errno == 26 and attempt < _TEXT_FILE_BUSY_RETRIES:  # ETXTBSY
+                    time.sleep(1.0)
+                    continue
+                raise PluginError(f"netplugin failed: {exc}") from exc
+            except subprocess.TimeoutExpired as exc:
+                raise PluginError(f"netplugin timed out after {self.timeout_s}s") from exc
+            if proc.returncode != 0:
+                raise decode_plugin_failure(proc.returncode, proc.stdout, proc.stderr)
+            if proc.stderr and self.stderr_sink is not None:
+                self.stderr_sink(plugin_path, proc.stderr)
+            return proc.stdout
+        raise PluginError("netplugin failed: text file busy")
+
+
+@dataclass(frozen=True)
+class ExecCall:
+    """One recorded fake exec: the plugin type, its env and its parsed stdin config."""
+
+    plugin: str
+    env: dict[str, str]
+    config: dict[str, Any]
+
+    @property
+    def command(self) -> str:
+        return self.env.get("CNI_COMMAND", "")
+
+    @property
+    def ifname(self) -> str:
+        return self.env.get("CNI_IFNAME", "")
+
+
+# A fake plugin: given the call, return a result dict (printed as JSON), None
+# (prints nothing) or raise PluginError (the plugin's error JSON, exit 1).
+FakePlugin = Callable[[ExecCall], "dict[str, Any] | None"]
+
+
+def echo_prev_result_plugin(call: ExecCall) -> dict[str, Any] | None:
+    """A chained plugin that passes prevResult through on ADD and prints nothing else."""
+    if call.command == "ADD":
+        prev = call.config.get("prevResult")
+        if isinstance(prev, dict):
+            return prev
+        return {"cniVersion": call.config.get("cniVersion", "0.1.0")}
+    return None
+
+
+@dataclass
+class FakeExec:
+    """Plugins as Python functions under ``/fake/bin``; every call recorded in order."""
+
+    plugins: dict[str, FakePlugin] = field(default_factory=dict)
+    calls: list[ExecCall] = field(default_factory=list)
+    bin_dir: str = "/fake/bin"
+
+    def find_in_path(self, plugin: str, paths: Sequence[str]) -> str:
+        if plugin in self.plugins and self.bin_dir in paths:
+            return os.path.join(self.bin_dir, plugin)
+        if not plugin or os.sep in plugin or not paths:
+            return find_in_path(plugin, paths)
+        raise PluginError(f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
+
+    def exec_plugin(self, plugin_path: str, stdin: bytes, env: Mapping[str, str]) -> bytes:
+        plugin = os.path.basename(plugin_path)
+        call = ExecCall(plugin=plugin, env=dict(env), config=json.loads(stdin))
+        self.calls.append(call)
+        result = self.plugins[plugin](call)
+        return b"" if result is None else json.dumps(result).encode()
+
+    def commands(self) -> list[tuple[str, str, str]]:
+        """``(CNI_COMMAND, plugin type, ifname)`` for every call so far."""
+        return [(c.command, c.plugin, c.ifname) for c in self.calls]
