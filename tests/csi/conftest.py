@@ -41,7 +41,8 @@ def driver() -> Iterator[DriverProcess]:
 
 
 @pytest.fixture
-def spawn_driver() -> Iterator[SpawnDriver]:
+def spawn_driver(shared_state_dir: Path) -> Iterator[SpawnDriver]:
+    # shared_state_dir is a dependency so it outlives every driver that may use it
     started: list[DriverProcess] = []
 
     def spawn(
@@ -73,7 +74,8 @@ def shared_state_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def make_sanity() -> Iterator[MakeSanity]:
+def make_sanity(spawn_driver: SpawnDriver) -> Iterator[MakeSanity]:
+    # depends on spawn_driver so contexts are cleaned up while their drivers still run
     contexts: list[SanityContext] = []
 
     def make(proc: DriverProcess) -> SanityContext:
@@ -91,3 +93,13 @@ def make_sanity() -> Iterator[MakeSanity]:
 @pytest.fixture
 def sanity(driver: DriverProcess, make_sanity: MakeSanity) -> SanityContext:
     return make_sanity(driver)
+
+
+@pytest.fixture
+def two_nodes(
+    spawn_driver: SpawnDriver, shared_state_dir: Path
+) -> tuple[DriverProcess, DriverProcess]:
+    """An all-mode driver on node-a plus a node-mode driver on node-b, one storage array."""
+    node_a = spawn_driver(node_id="node-a", state_dir=shared_state_dir)
+    node_b = spawn_driver("--mode", "node", node_id="node-b", state_dir=shared_state_dir)
+    return node_a, node_b

@@ -89,6 +89,7 @@ class NodeFlow:
         pub: csi_pb2.ControllerPublishVolumeResponse | None,
         cap: csi_pb2.VolumeCapability | None = None,
         target: str | None = None,
+        readonly: bool = False,
     ) -> csi_pb2.NodePublishVolumeRequest:
         return csi_pb2.NodePublishVolumeRequest(
             volume_id=vol.volume.volume_id,
@@ -97,6 +98,7 @@ class NodeFlow:
             volume_capability=cap or mount_capability(),
             volume_context=vol.volume.volume_context,
             publish_context=pub.publish_context if pub else {},
+            readonly=readonly,
         )
 
     def node_publish(

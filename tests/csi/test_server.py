@@ -1,0 +1,229 @@
+"""The server around the services: reflection (what `grpcurl list` sees), the standard
+health service, the socket (mode, stale socket, a regular file in the way, nothing else
+next to it), endpoint selection, graceful SIGTERM, one JSON log line per RPC with secrets
+redacted, and required secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import time
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pool
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
+from csi_protos import csi_pb2, csi_pb2_grpc
+from tests.csi.conftest import SpawnDriver
+from tests.csi.driver_process import PYTHON, REPO, DriverProcess, short_tmpdir
+from tests.csi.sanity_support import GiB, expect_error_code, make_create_volume_req
+
+CSI_SERVICES = {
+    "csi.v1.Identity",
+    "csi.v1.Controller",
+    "csi.v1.GroupController",
+    "csi.v1.SnapshotMetadata",
+    "csi.v1.Node",
+}
+SECRET_VALUE = "s3cr3t-do-not-log"
+
+
+def log_lines(proc: DriverProcess, method_suffix: str, wanted: int = 1) -> list[dict]:
+    """The JSON log lines for one method; waits briefly for the driver to flush them."""
+    found: list[dict] = []
+    for _ in range(100):
+        found = []
+        for line in proc.stderr().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and str(entry.get("method", "")).endswith(method_suffix):
+                found.append(entry)
+        if len(found) >= wanted:
+            return found
+        time.sleep(0.05)
+    return found
+
+
+class TestDiscovery:
+    def test_reflection_lists_the_five_csi_services(self, driver: DriverProcess) -> None:
+        db = ProtoReflectionDescriptorDatabase(driver.stubs.channel)
+        assert set(db.get_services()) >= CSI_SERVICES
+
+    def test_reflection_describes_a_method_without_a_local_proto(
+        self, driver: DriverProcess
+    ) -> None:
+        pool = descriptor_pool.DescriptorPool(
+            ProtoReflectionDescriptorDatabase(driver.stubs.channel)
+        )
+        service = pool.FindServiceByName("csi.v1.Controller")
+        method = service.methods_by_name["CreateVolume"]
+        assert method.input_type.full_name == "csi.v1.CreateVolumeRequest"
+        assert method.output_type.full_name == "csi.v1.CreateVolumeResponse"
+
+    def test_health_service_reports_serving(self, driver: DriverProcess) -> None:
+        stub = health_pb2_grpc.HealthStub(driver.stubs.channel)
+        rsp = stub.Check(health_pb2.HealthCheckRequest(service=""))
+        assert rsp.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class TestSocket:
+    def test_socket_mode_defaults_to_0600(self, driver: DriverProcess) -> None:
+        mode = os.stat(driver.socket_path).st_mode
+        assert stat.S_ISSOCK(mode)
+        assert stat.S_IMODE(mode) == 0o600
+
+    def test_socket_mode_flag_widens_it(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver("--socket-mode", "0660")
+        assert stat.S_IMODE(os.stat(proc.socket_path).st_mode) == 0o660
+
+    def test_nothing_else_is_written_next_to_the_socket(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver()
+        proc.stubs.controller.CreateVolume(make_create_volume_req("beside", GiB))
+        assert os.listdir(proc.sock_dir) == ["csi.sock"]
+
+    def test_a_stale_socket_is_replaced(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver(start=False)
+        stale = socket.socket(socket.AF_UNIX)
+        stale.bind(str(proc.socket_path))
+        stale.close()  # the file stays, nobody listens
+        proc.start()
+        proc.stubs.identity.Probe(csi_pb2.ProbeRequest())
+
+    def test_a_regular_file_at_the_socket_path_is_refused_and_left_untouched(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver(start=False)
+        proc.socket_path.write_text("precious")
+        status = proc.spawn().wait(timeout=30)
+        assert status != 0
+        assert proc.socket_path.read_text() == "precious"
+        message = proc.stderr()
+        assert str(proc.socket_path) in message and "Traceback" not in message
+
+    def test_sigterm_stops_gracefully_and_removes_the_socket(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+        assert proc.terminate() == 0
+        assert not proc.socket_path.exists()
+
+
+class TestEndpoint:
+    def run_raw(self, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [PYTHON, "-m", "csi_driver", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def test_missing_endpoint_exits_2_with_a_clear_message(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "CSI_ENDPOINT"}
+        proc = self.run_raw(["--state-dir", str(short_tmpdir("csie"))], env)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 2
+        assert b"endpoint" in err.lower() and b"Traceback" not in err
+
+    @pytest.mark.parametrize("form", ["env", "bare-path"])
+    def test_endpoint_from_csi_endpoint_or_a_bare_path(self, form: str) -> None:
+        sock_dir = short_tmpdir("csie")
+        sock = sock_dir / "csi.sock"
+        env = dict(os.environ)
+        args = ["--state-dir", str(sock_dir / "state")]
+        if form == "env":
+            env["CSI_ENDPOINT"] = f"unix://{sock}"
+        else:
+            args += ["--endpoint", str(sock)]
+        proc = self.run_raw(args, env)
+        try:
+            with grpc.insecure_channel(f"unix://{sock}") as channel:
+                grpc.channel_ready_future(channel).result(timeout=30)
+                stub = csi_pb2_grpc.IdentityStub(channel)
+                assert stub.Probe(csi_pb2.ProbeRequest()).ready.value
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+            subprocess.run(["rm", "-rf", str(sock_dir)], check=False)
+
+
+class TestLogging:
+    def test_one_json_line_per_rpc_with_secrets_redacted(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver()
+        req = make_create_volume_req("logged", GiB)
+        req.secrets["token"] = SECRET_VALUE
+        proc.stubs.controller.CreateVolume(req)
+        with pytest.raises(grpc.RpcError):
+            proc.stubs.controller.ControllerGetVolume(
+                csi_pb2.ControllerGetVolumeRequest(volume_id="missing")
+            )
+        created = log_lines(proc, "CreateVolume")
+        assert len(created) == 1
+        entry = created[0]
+        assert {"ts", "method", "request", "code", "duration_ms"} <= set(entry)
+        assert entry["request"]["name"] == "logged"
+        assert SECRET_VALUE not in json.dumps(entry)
+        assert entry["code"] in ("OK", 0)
+        failed = log_lines(proc, "ControllerGetVolume")
+        assert failed and failed[0]["code"] in ("NOT_FOUND", 5)
+        assert SECRET_VALUE not in proc.stderr()
+
+    def test_a_node_secret_is_not_logged_either(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver()
+        req = csi_pb2.NodeStageVolumeRequest(
+            volume_id="nope",
+            staging_target_path="/nonexistent-stage",
+            volume_capability=csi_pb2.VolumeCapability(
+                access_mode=csi_pb2.VolumeCapability.AccessMode(mode=1),
+                mount=csi_pb2.VolumeCapability.MountVolume(),
+            ),
+            secrets={"password": SECRET_VALUE},
+        )
+        with pytest.raises(grpc.RpcError):
+            proc.stubs.node.NodeStageVolume(req)
+        assert log_lines(proc, "NodeStageVolume")
+        assert SECRET_VALUE not in proc.stderr()
+
+
+class TestRequiredSecrets:
+    RIGHT = "right-7f3a"
+    WRONG = "wrong-9c2e"
+
+    @pytest.fixture
+    def guarded(self, spawn_driver: SpawnDriver) -> DriverProcess:
+        return spawn_driver("--secret", f"token={self.RIGHT}")
+
+    def test_missing_secret_is_invalid_argument(self, guarded: DriverProcess) -> None:
+        req = make_create_volume_req("guarded", GiB)
+        expect_error_code(
+            guarded.stubs.controller.CreateVolume, req, grpc.StatusCode.INVALID_ARGUMENT
+        )
+
+    def test_wrong_secret_is_unauthenticated(self, guarded: DriverProcess) -> None:
+        req = make_create_volume_req("guarded", GiB)
+        req.secrets["token"] = self.WRONG
+        expect_error_code(
+            guarded.stubs.controller.CreateVolume, req, grpc.StatusCode.UNAUTHENTICATED
+        )
+        assert log_lines(guarded, "CreateVolume")
+        assert self.WRONG not in guarded.stderr()
+
+    def test_right_secret_is_accepted_and_rpcs_without_secrets_are_unaffected(
+        self, guarded: DriverProcess
+    ) -> None:
+        req = make_create_volume_req("guarded", GiB)
+        req.secrets["token"] = self.RIGHT
+        guarded.stubs.controller.CreateVolume(req)
+        guarded.stubs.identity.Probe(csi_pb2.ProbeRequest())
+        guarded.stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest())
+        assert log_lines(guarded, "ListVolumes")
+        assert self.RIGHT not in guarded.stderr()
