@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from csi_driver.volume_data import data_extents
+from csi_driver.errors import InvalidArgument, NotFound, OutOfRange
+from csi_driver.records import Snapshot
+from csi_driver.store import Store
+from csi_driver.volume_data import VolumeData, data_extents
 
 COMPARE_BLOCK = 4096
 Range = tuple[int, int]  # (byte_offset, size_bytes)
@@ -73,3 +76,46 @@ def changed_ranges(base_path: str, target_path: str, starting_offset: int) -> It
                 block += COMPARE_BLOCK
         if pending:
             yield pending
+
+
+class BlockMetadata:
+    """The SnapshotMetadata rules: which snapshots qualify and which offsets are valid."""
+
+    def __init__(self, store: Store, data: VolumeData) -> None:
+        self.store = store
+        self.data = data
+
+    def _block_snapshot(self, snapshot_id: str, what: str) -> Snapshot:
+        snapshot = self.store.get_snapshot(snapshot_id)
+        if snapshot is None:
+            raise NotFound(f"{what} {snapshot_id!r} does not exist")
+        if snapshot.access_type != "block":
+            raise InvalidArgument(f"{what} {snapshot_id!r} is not of a block volume")
+        return snapshot
+
+    @staticmethod
+    def _check_offset(starting_offset: int, capacity: int) -> None:
+        if starting_offset < 0 or starting_offset > capacity:
+            raise OutOfRange(f"starting_offset {starting_offset} is outside 0..{capacity}")
+
+    def allocated(self, snapshot_id: str, starting_offset: int) -> tuple[int, list[Range]]:
+        """(volume capacity, allocated ranges from starting_offset)."""
+        snapshot = self._block_snapshot(snapshot_id, "snapshot")
+        self._check_offset(starting_offset, snapshot.size_bytes)
+        path = self.data.snapshot_path(snapshot_id, "block")
+        return snapshot.size_bytes, list(allocated_ranges(path, starting_offset))
+
+    def delta(
+        self, base_id: str, target_id: str, starting_offset: int
+    ) -> tuple[int, list[Range]]:
+        """(target capacity, ranges that differ); both must be of the same volume."""
+        base = self._block_snapshot(base_id, "base snapshot")
+        target = self._block_snapshot(target_id, "target snapshot")
+        if base.source_volume_id != target.source_volume_id:
+            raise InvalidArgument("base and target snapshots are of different volumes")
+        self._check_offset(starting_offset, target.size_bytes)
+        return target.size_bytes, list(changed_ranges(
+            self.data.snapshot_path(base_id, "block"),
+            self.data.snapshot_path(target_id, "block"),
+            starting_offset,
+        ))

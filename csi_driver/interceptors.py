@@ -1,0 +1,172 @@
+"""The one place where domain errors become gRPC status codes, plus the per-RPC log line.
+
+- ``CsiError`` subclasses → their status code, the message as details (no rich
+  status details: the spec wants them empty).
+- Anything else → INTERNAL with the traceback logged; never UNKNOWN.
+- Before the servicer runs: the spec's size limits and, when configured, the
+  required secrets (missing → INVALID_ARGUMENT, wrong → UNAUTHENTICATED).
+- After: one JSON line on stderr with method, redacted request, code, duration.
+  Redacted fields are those carrying the ``csi_secret`` field option (1059),
+  found from the descriptors, not from a hand-written list.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+import grpc
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+from csi_driver.errors import CsiError, InvalidArgument, Unauthenticated
+from csi_driver.validation import check_size_limits
+from csi_protos import csi_pb2
+
+log = logging.getLogger(__name__)
+REDACTED = "***stripped***"
+CSI_PREFIX = "/csi.v1."
+
+
+def secret_fields(descriptor: Descriptor, _seen: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """{field name: True for a secret field, or a nested plan for a message field holding one}."""
+    plan: dict[str, Any] = {}
+    if descriptor.full_name in _seen:
+        return plan
+    seen = _seen | {descriptor.full_name}
+    for fd in descriptor.fields:
+        if fd.GetOptions().Extensions[csi_pb2.csi_secret]:  # type: ignore[index]
+            plan[fd.name] = True
+        elif fd.message_type is not None and not fd.message_type.GetOptions().map_entry:
+            nested = secret_fields(fd.message_type, seen)
+            if nested:
+                plan[fd.name] = nested
+    return plan
+
+
+def _redact(data: Any, plan: dict[str, Any]) -> None:
+    if isinstance(data, list):
+        for item in data:
+            _redact(item, plan)
+        return
+    if not isinstance(data, dict):
+        return
+    for name, sub in plan.items():
+        if name not in data:
+            continue
+        if sub is True:
+            value = data[name]
+            data[name] = {k: REDACTED for k in value} if isinstance(value, dict) else REDACTED
+        else:
+            _redact(data[name], sub)
+
+
+class CsiInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self, secrets: dict[str, str], stream: TextIO | None = None) -> None:
+        self.secrets = secrets
+        self.stream = stream or sys.stderr
+        self._plans: dict[str, dict[str, Any]] = {}
+
+    def _plan(self, message: Message) -> dict[str, Any]:
+        name = message.DESCRIPTOR.full_name
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = secret_fields(message.DESCRIPTOR)  # type: ignore[arg-type]
+        return plan
+
+    def redacted(self, request: Message) -> dict[str, Any]:
+        data = MessageToDict(request, preserving_proto_field_name=True)
+        _redact(data, self._plan(request))
+        return data
+
+    def check_request(self, request: Message) -> None:
+        check_size_limits(request)
+        if self.secrets and "secrets" in self._plan(request):
+            given = dict(getattr(request, "secrets"))  # noqa: B009
+            missing = sorted(k for k in self.secrets if k not in given)
+            if missing:
+                raise InvalidArgument(f"missing secrets: {', '.join(missing)}")
+            if any(given[k] != value for k, value in self.secrets.items()):
+                raise Unauthenticated("a secret does not match")
+
+    def _log(self, method: str, request: Message, code: grpc.StatusCode, start: float) -> None:
+        line = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "method": method,
+            "request": self.redacted(request),
+            "code": code.name,
+            "duration_ms": round((time.perf_counter() - start) * 1000, 3),
+        }
+        self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self.stream.flush()
+
+    @staticmethod
+    def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
+        if isinstance(exc, CsiError):
+            code = getattr(grpc.StatusCode, exc.code)
+            details = exc.message
+        else:
+            log.error("unexpected error in %s", method, exc_info=exc)
+            code = grpc.StatusCode.INTERNAL
+            details = f"internal error: {type(exc).__name__}: {exc}"
+        return code, details
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or not method.startswith(CSI_PREFIX):
+            return handler
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap_stream(method, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+    def _wrap_unary(self, method: str, behavior: Any) -> Any:
+        async def wrapped(request: Message, context: grpc.aio.ServicerContext) -> Any:
+            start = time.perf_counter()
+            try:
+                self.check_request(request)
+                response = await behavior(request, context)
+            except Exception as exc:  # every failure is mapped here, nowhere else
+                code, details = self._status(exc, method)
+                self._log(method, request, code, start)
+                await context.abort(code, details)
+            self._log(method, request, grpc.StatusCode.OK, start)
+            return response
+
+        return wrapped
+
+    def _wrap_stream(self, method: str, behavior: Any) -> Any:
+        async def wrapped(request: Message, context: grpc.aio.ServicerContext
+                          ) -> AsyncIterator[Any]:
+            start = time.perf_counter()
+            try:
+                self.check_request(request)
+                async for response in behavior(request, context):
+                    yield response
+            except Exception as exc:
+                code, details = self._status(exc, method)
+                self._log(method, request, code, start)
+                await context.abort(code, details)
+            self._log(method, request, grpc.StatusCode.OK, start)
+
+        return wrapped

@@ -1,0 +1,117 @@
+"""Node service: thin edge over the node-side domain (stage, publish, stats, expand)."""
+
+from __future__ import annotations
+
+import grpc
+
+from csi_driver import messages
+from csi_driver import validation as v
+from csi_driver.runtime import Runtime
+from csi_protos import csi_pb2, csi_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext
+RPC = csi_pb2.NodeServiceCapability.RPC
+Unit = csi_pb2.VolumeUsage.Unit
+
+
+class NodeServicer(csi_pb2_grpc.NodeServicer):
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self._capabilities = csi_pb2.NodeGetCapabilitiesResponse(capabilities=[
+            csi_pb2.NodeServiceCapability(rpc=RPC(type=name))
+            for name in sorted(rt.caps.node)
+        ])
+
+    async def NodeStageVolume(self, request: csi_pb2.NodeStageVolumeRequest, context: Ctx
+                              ) -> csi_pb2.NodeStageVolumeResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.staging_target_path, "staging_target_path")
+        cap = v.required_capability(request)
+        self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
+        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
+            await self.rt.run(
+                self.rt.node.stage, request.volume_id, request.staging_target_path, cap
+            )
+        return csi_pb2.NodeStageVolumeResponse()
+
+    async def NodeUnstageVolume(self, request: csi_pb2.NodeUnstageVolumeRequest, context: Ctx
+                                ) -> csi_pb2.NodeUnstageVolumeResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.staging_target_path, "staging_target_path")
+        self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
+        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
+            await self.rt.run(
+                self.rt.node.unstage, request.volume_id, request.staging_target_path
+            )
+        return csi_pb2.NodeUnstageVolumeResponse()
+
+    async def NodePublishVolume(self, request: csi_pb2.NodePublishVolumeRequest, context: Ctx
+                                ) -> csi_pb2.NodePublishVolumeResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.target_path, "target_path")
+        cap = v.required_capability(request)
+        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
+            await self.rt.run(
+                self.rt.node.publish, request.volume_id, request.target_path,
+                request.staging_target_path, cap, request.readonly,
+            )
+        return csi_pb2.NodePublishVolumeResponse()
+
+    async def NodeUnpublishVolume(self, request: csi_pb2.NodeUnpublishVolumeRequest,
+                                  context: Ctx) -> csi_pb2.NodeUnpublishVolumeResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.target_path, "target_path")
+        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
+            await self.rt.run(self.rt.node.unpublish, request.volume_id, request.target_path)
+        return csi_pb2.NodeUnpublishVolumeResponse()
+
+    async def NodeGetVolumeStats(self, request: csi_pb2.NodeGetVolumeStatsRequest,
+                                 context: Ctx) -> csi_pb2.NodeGetVolumeStatsResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.volume_path, "volume_path")
+        self.rt.caps.require_node("GET_VOLUME_STATS")
+        stats = await self.rt.run(self.rt.node.stats, request.volume_id, request.volume_path)
+        used = stats.usage.used_bytes
+        usage = [csi_pb2.VolumeUsage(
+            unit=Unit.BYTES, total=stats.total_bytes, used=used,
+            available=max(0, stats.total_bytes - used),
+        )]
+        if stats.access_type == "mount":
+            inodes_total = max(stats.total_bytes // 4096, stats.usage.used_inodes)
+            usage.append(csi_pb2.VolumeUsage(
+                unit=Unit.INODES, total=inodes_total, used=stats.usage.used_inodes,
+                available=inodes_total - stats.usage.used_inodes,
+            ))
+        response = csi_pb2.NodeGetVolumeStatsResponse(usage=usage)
+        if "VOLUME_CONDITION" in self.rt.caps.node:
+            response.volume_condition.CopyFrom(messages.condition(stats.abnormal, stats.message))
+        return response
+
+    async def NodeExpandVolume(self, request: csi_pb2.NodeExpandVolumeRequest, context: Ctx
+                               ) -> csi_pb2.NodeExpandVolumeResponse:
+        v.require(request.volume_id, "volume_id")
+        v.require(request.volume_path, "volume_path")
+        if request.HasField("volume_capability"):
+            v.capability(request.volume_capability)
+        capacity = v.capacity_range(request)
+        self.rt.caps.require_node("EXPAND_VOLUME")
+        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
+            size = await self.rt.run(
+                self.rt.node.expand, request.volume_id, request.volume_path,
+                capacity.required_bytes,
+            )
+        return csi_pb2.NodeExpandVolumeResponse(capacity_bytes=size)
+
+    async def NodeGetCapabilities(self, request: csi_pb2.NodeGetCapabilitiesRequest,
+                                  context: Ctx) -> csi_pb2.NodeGetCapabilitiesResponse:
+        return self._capabilities
+
+    async def NodeGetInfo(self, request: csi_pb2.NodeGetInfoRequest, context: Ctx
+                          ) -> csi_pb2.NodeGetInfoResponse:
+        node = await self.rt.run(self.rt.node.register)
+        response = csi_pb2.NodeGetInfoResponse(
+            node_id=node.node_id, max_volumes_per_node=node.max_volumes
+        )
+        if node.topology:
+            response.accessible_topology.segments.update(node.topology)
+        return response

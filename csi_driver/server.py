@@ -1,0 +1,124 @@
+"""Building the grpc.aio server (``create_server``) and running it until a signal (``serve``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from csi_driver import capabilities, endpoint
+from csi_driver.attachments import Attachments
+from csi_driver.config import Config
+from csi_driver.controller import ControllerServicer
+from csi_driver.group_controller import GroupControllerServicer
+from csi_driver.identity import IdentityServicer
+from csi_driver.inflight import InFlight
+from csi_driver.interceptors import CsiInterceptor
+from csi_driver.mounter import Mounter
+from csi_driver.node import NodeServicer
+from csi_driver.node_volumes import NodeVolumes
+from csi_driver.runtime import Runtime
+from csi_driver.snapshot_metadata import SnapshotMetadataServicer
+from csi_driver.snapshots import Snapshots
+from csi_driver.store import Store
+from csi_driver.volume_data import VolumeData
+from csi_driver.volumes import Volumes
+from csi_protos import csi_pb2, csi_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DriverServer:
+    server: grpc.aio.Server
+    runtime: Runtime
+    socket_path: str
+
+    async def start(self) -> None:
+        old_umask = os.umask(0o777 ^ self.runtime.cfg.socket_mode)
+        try:
+            await self.server.start()
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.socket_path, self.runtime.cfg.socket_mode)
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        await self.server.stop(grace)
+        endpoint.remove(self.socket_path)
+        self.runtime.store.close()
+
+
+def build_runtime(cfg: Config) -> Runtime:
+    store = Store(cfg.state_dir)
+    data = VolumeData(cfg.state_dir)
+    node = NodeVolumes(cfg, store, data, Mounter.choose(cfg.mount_method))
+    return Runtime(
+        cfg=cfg,
+        caps=capabilities.compute(cfg),
+        store=store,
+        data=data,
+        volumes=Volumes(cfg, store, data),
+        attachments=Attachments(cfg, store),
+        snapshots=Snapshots(store, data),
+        node=node,
+        inflight=InFlight(),
+    )
+
+
+def create_server(cfg: Config) -> DriverServer:
+    """A ready-to-start server for ``cfg`` (socket bound, services registered)."""
+    path = endpoint.socket_path(cfg.endpoint)
+    endpoint.prepare(path)
+    rt = build_runtime(cfg)
+    if cfg.serves_node:
+        rt.node.register()
+        redone = rt.node.recheck_mounts()
+        if redone:
+            log.info("re-established %d publishes recorded before the restart", redone)
+    server = grpc.aio.server(interceptors=[CsiInterceptor(dict(cfg.secrets))])
+    services = ["csi.v1.Identity"]
+    csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
+    if cfg.serves_controller:
+        csi_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(rt), server)
+        services.append("csi.v1.Controller")
+        if cfg.group_snapshots:
+            csi_pb2_grpc.add_GroupControllerServicer_to_server(GroupControllerServicer(rt),
+                                                               server)
+            services.append("csi.v1.GroupController")
+        if cfg.snapshot_metadata:
+            csi_pb2_grpc.add_SnapshotMetadataServicer_to_server(
+                SnapshotMetadataServicer(rt), server
+            )
+            services.append("csi.v1.SnapshotMetadata")
+    if cfg.serves_node:
+        csi_pb2_grpc.add_NodeServicer_to_server(NodeServicer(rt), server)
+        services.append("csi.v1.Node")
+    health_servicer = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [csi_pb2.DESCRIPTOR.services_by_name[s.split(".")[-1]].full_name for s in services]
+    reflection.enable_server_reflection(
+        [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
+    server.add_insecure_port(f"unix://{path}")
+    return DriverServer(server, rt, path)
+
+
+async def serve(cfg: Config) -> None:
+    """Run until SIGTERM or SIGINT, then stop gracefully and remove the socket."""
+    driver = create_server(cfg)
+    await driver.start()
+    log.info("serving %s on %s (mode %s)", cfg.driver_name, driver.socket_path, cfg.mode)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    await driver.stop()

@@ -1,0 +1,118 @@
+"""Request checks and proto → domain conversions shared by the servicers.
+
+Size limits follow the spec's table: strings 128 bytes, maps 4 KiB, node_id 256
+bytes; path fields override the general limit (we accept up to PATH_MAX).
+"""
+
+from __future__ import annotations
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from csi_driver.errors import InvalidArgument
+from csi_driver.records import Topology, VolumeCapability
+from csi_driver.volumes import CapacityRange
+from csi_protos import csi_pb2
+
+STRING_LIMIT = 128
+MAP_LIMIT = 4096
+NODE_ID_LIMIT = 256
+PATH_LIMIT = 4096
+PATH_FIELDS = frozenset({"target_path", "staging_target_path", "volume_path", "staging_path"})
+_STRING = FieldDescriptor.TYPE_STRING
+_MESSAGE = FieldDescriptor.TYPE_MESSAGE
+
+
+def _limit_for(name: str) -> int:
+    if name in PATH_FIELDS:
+        return PATH_LIMIT
+    if name == "node_id":
+        return NODE_ID_LIMIT
+    return STRING_LIMIT
+
+
+def check_size_limits(message: Message, where: str = "") -> None:
+    """Walk the set fields; any string, map or nested value above its limit → INVALID_ARGUMENT."""
+    for fd, value in message.ListFields():
+        name = f"{where}{fd.name}"
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            total = sum(len(k.encode()) + len(str(v).encode()) for k, v in value.items())
+            if total > MAP_LIMIT:
+                raise InvalidArgument(f"{name} exceeds the {MAP_LIMIT}-byte map limit")
+        elif fd.type == _STRING:
+            limit = _limit_for(fd.name)
+            items = value if fd.is_repeated else [value]
+            for item in items:
+                if len(item.encode()) > limit:
+                    raise InvalidArgument(f"{name} exceeds the {limit}-byte limit")
+        elif fd.type == _MESSAGE:
+            items = value if fd.is_repeated else [value]
+            for item in items:
+                check_size_limits(item, name + ".")
+
+
+def require(value: object, name: str) -> None:
+    if not value:
+        raise InvalidArgument(f"{name} is required")
+
+
+def capability(cap: csi_pb2.VolumeCapability, name: str = "volume_capability") -> VolumeCapability:
+    """A present, complete capability as a domain value (missing parts → INVALID_ARGUMENT)."""
+    if not cap.HasField("access_mode"):
+        raise InvalidArgument(f"{name}.access_mode is required")
+    kind = cap.WhichOneof("access_type")
+    if kind is None:
+        raise InvalidArgument(f"{name}.access_type (mount or block) is required")
+    mode = cap.access_mode.mode
+    if mode == csi_pb2.VolumeCapability.AccessMode.UNKNOWN:
+        raise InvalidArgument(f"{name}.access_mode.mode must not be UNKNOWN")
+    if kind == "mount":
+        return VolumeCapability(
+            "mount",
+            mode,
+            cap.mount.fs_type,
+            tuple(cap.mount.mount_flags),
+            cap.mount.volume_mount_group,
+        )
+    return VolumeCapability("block", mode)
+
+
+def required_capability(
+    request: Message, field: str = "volume_capability"
+) -> VolumeCapability:
+    if not request.HasField(field):
+        raise InvalidArgument(f"{field} is required")
+    return capability(getattr(request, field), field)
+
+
+def capabilities(caps: object, field: str = "volume_capabilities") -> tuple[VolumeCapability, ...]:
+    items = list(caps)  # type: ignore[call-overload]
+    if not items:
+        raise InvalidArgument(f"{field} is required")
+    return tuple(capability(c, f"{field}[{i}]") for i, c in enumerate(items))
+
+
+def capacity_range(request: Message) -> CapacityRange:
+    if not request.HasField("capacity_range"):
+        return CapacityRange()
+    rng = request.capacity_range  # type: ignore[attr-defined]
+    result = CapacityRange(rng.required_bytes, rng.limit_bytes)
+    result.check()
+    return result
+
+
+def topologies(items: object) -> tuple[Topology, ...]:
+    return tuple(dict(t.segments) for t in items)  # type: ignore[attr-defined]
+
+
+def to_capability(cap: VolumeCapability) -> csi_pb2.VolumeCapability:
+    message = csi_pb2.VolumeCapability(
+        access_mode=csi_pb2.VolumeCapability.AccessMode(mode=cap.access_mode)  # type: ignore[arg-type]
+    )
+    if cap.access_type == "block":
+        message.block.SetInParent()
+    else:
+        message.mount.fs_type = cap.fs_type
+        message.mount.mount_flags.extend(cap.mount_flags)
+        message.mount.volume_mount_group = cap.volume_mount_group
+    return message
