@@ -57,6 +57,10 @@ class CsiError(Exception):
         return self.code not in NON_FINAL_CODES
 
 
+class DriverNotRegistered(LookupError):
+    """No CSI driver of that name is registered on the node (yet): a transient failure."""
+
+
 def _is_secret(field: Any) -> bool:
     return bool(field.GetOptions().Extensions[csi_pb2.csi_secret])
 

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from csi_protos import csi_pb2
 from kubelet_sim.clock import Clock, ExponentialBackoff, RealClock
-from kubelet_sim.csi_client import CsiClient, CsiError
+from kubelet_sim.csi_client import CsiClient, CsiError, DriverNotRegistered
 from kubelet_sim.paths import (
     VOL_DATA_FILE,
     KubeletPaths,
@@ -335,7 +335,7 @@ class VolumeManager:
         for tries in range(1, self.max_attempts + 1):
             try:
                 result = await attempt()
-            except CsiError:
+            except (CsiError, DriverNotRegistered):
                 if tries == self.max_attempts:
                     raise
                 await self.clock.sleep(self.backoff.failed(operation))
