@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubelet_sim.model import JSON, NAMESPACE_NAME_LABEL, Resource
+from kubelet_sim.quantity import Quantity, QuantityError
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -43,13 +44,33 @@ def _pod(obj: Resource) -> None:
             claim.setdefault("readOnly", False)
 
 
+def _canonical_quantities(resources: object) -> None:
+    """Rewrite quantities in their canonical spelling (``1.5Gi`` is stored as ``1536Mi``),
+    as the API server does when it round-trips ``resource.Quantity``. Unparseable values
+    are left for validation to reject."""
+    if not isinstance(resources, dict):
+        return
+    for key, value in resources.items():
+        try:
+            resources[key] = Quantity.parse(value).canonical()
+        except QuantityError:
+            continue
+
+
 def _pvc(obj: Resource) -> None:
     obj.spec.setdefault("volumeMode", "Filesystem")
+    resources = obj.spec.get("resources")
+    if isinstance(resources, dict):
+        _canonical_quantities(resources.get("requests"))
+        _canonical_quantities(resources.get("limits"))
+    _canonical_quantities(obj.status.get("capacity"))
+    _canonical_quantities(obj.status.get("allocatedResources"))
 
 
 def _pv(obj: Resource) -> None:
     obj.spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
     obj.spec.setdefault("volumeMode", "Filesystem")
+    _canonical_quantities(obj.spec.get("capacity"))
 
 
 def _storage_class(obj: Resource) -> None:
