@@ -1,5 +1,5 @@
-"""Snapshot and group-snapshot rules (pure domain).  Snapshots are independent,
-fully copied point-in-time images, so volumes can be deleted while they exist."""
+"""Snapshot and group-snapshot rules (pure domain).  Snapshots are fully copied
+point-in-time images; their source volume is kept until they are deleted."""
 
 from __future__ import annotations
 

@@ -288,6 +288,11 @@ class Store:
     def delete_snapshot(self, snapshot_id: str) -> bool:
         return bool(self._exec("DELETE FROM snapshots WHERE snapshot_id=?", snapshot_id))
 
+    def has_snapshots_of(self, volume_id: str) -> bool:
+        return self._one(
+            "SELECT 1 FROM snapshots WHERE source_volume_id=? LIMIT 1", volume_id
+        ) is not None
+
     def list_snapshots(
         self, after_seq: int, limit: int, source_volume_id: str = ""
     ) -> list[Snapshot]:

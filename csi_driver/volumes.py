@@ -225,8 +225,9 @@ class Volumes:
     # DeleteVolume ----------------------------------------------------------
 
     def delete_volume(self, volume_id: str) -> None:
-        """Unknown id → OK.  Attached, staged or published → FAILED_PRECONDITION.
-        Snapshots are independent copies, so they do not block deletion."""
+        """Unknown id → OK.  Attached, staged, published, or the source of a snapshot
+        that still exists → FAILED_PRECONDITION (DESIGN.md: snapshots are treated as
+        dependents of their volume, as the spec allows)."""
         with self.store.transaction():
             volume = self.store.get_volume(volume_id)
             if volume is None:
@@ -237,6 +238,8 @@ class Volumes:
                 volume_id
             ):
                 raise FailedPrecondition(f"volume {volume_id!r} is still in use on a node")
+            if self.store.has_snapshots_of(volume_id):
+                raise FailedPrecondition(f"volume {volume_id!r} still has snapshots")
             self.store.delete_volume(volume)
         self.data.delete_volume(volume.volume_id, volume.access_type)
 

@@ -181,3 +181,12 @@ def test_preferred_topology_places_the_volume_on_that_node(domain):
         create_args("v", requisite=(node_topology,), preferred=(node_topology,))
     )
     assert v.accessible_topology == [node_topology]
+
+
+def test_delete_volume_with_a_snapshot_fails_precondition_until_the_snapshot_goes(domain):
+    v = domain.volumes.create_volume(create_args("v"))
+    snap = domain.snapshots.create_snapshot("s", v.volume_id, {})
+    with pytest.raises(FailedPrecondition):
+        domain.volumes.delete_volume(v.volume_id)
+    domain.snapshots.delete_snapshot(snap.snapshot_id)
+    domain.volumes.delete_volume(v.volume_id)
