@@ -225,7 +225,8 @@ class ContainerRuntime:
         try:
             setup = self.network.setup(sandbox.attachment())
         except (PluginError, NetworkNotReady) as err:
-            self._undo_failed_setup(sandbox)
+            # Without a network config nothing ran (go-cni refuses before any exec).
+            self._undo_failed_setup(sandbox, teardown=isinstance(err, PluginError))
             raise SandboxError(
                 f"failed to setup network for sandbox {sandbox_id!r}: {err}"
             ) from err
@@ -234,11 +235,12 @@ class ContainerRuntime:
         self._save(sandbox)
         return sandbox
 
-    def _undo_failed_setup(self, sandbox: Sandbox) -> None:
+    def _undo_failed_setup(self, sandbox: Sandbox, *, teardown: bool) -> None:
         """containerd's deferred cleanup: tear the network down, drop the netns and the record."""
-        # On failure the cached attachments stay on disk and a later GC retries the DEL.
-        with contextlib.suppress(PluginError, NetworkNotReady):
-            self.network.teardown(sandbox.attachment())
+        if teardown:
+            # If a DEL fails its cached attachment stays on disk; a later GC retries it.
+            with contextlib.suppress(PluginError, NetworkNotReady):
+                self.network.teardown(sandbox.attachment())
         self._remove_netns(sandbox.netns)
         self._forget(sandbox.id)
 
