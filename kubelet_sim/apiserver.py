@@ -20,7 +20,9 @@ API server's:
   :mod:`kubelet_sim.validation`).
 
 All verbs are synchronous (the store is in memory); ``watch`` hands back an async
-iterator. Returned objects are private copies.
+iterator. Returned objects are private copies. client-go's helpers
+(:func:`retry_on_conflict`, :func:`merge_patch`) are re-exported from
+:mod:`kubelet_sim.retry`.
 """
 
 from __future__ import annotations
@@ -30,20 +32,26 @@ import copy
 import itertools
 import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
 
-from kubelet_sim.clock import DEFAULT_RETRY, Backoff, Clock, RealClock
+from kubelet_sim.clock import Clock, RealClock
 from kubelet_sim.defaults import apply_defaults
 from kubelet_sim.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.model import JSON, Resource, format_time, kind_info, new
-from kubelet_sim.selectors import FieldSelector, LabelSelector
+from kubelet_sim.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
+from kubelet_sim.selectors import FieldSelector, LabelSelector, field_value
 from kubelet_sim.validation import validate
 from kubelet_sim.watch import ADDED, DELETED, MODIFIED, EventHistory, Watch, WatchEvent, _Change
 
-T = TypeVar("T")
+__all__ = [
+    "APIServer",
+    "ResourceList",
+    "merge_patch",
+    "retry_on_conflict",
+    "retry_on_conflict_async",
+]
 
 _COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
@@ -69,20 +77,6 @@ class ResourceList:
 class _Injected:
     count: int
     verbs: tuple[str, ...]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: objects merge recursively, ``null`` deletes, anything
-    else (lists included) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class APIServer:
@@ -311,7 +305,7 @@ class APIServer:
             if namespace is not None and obj.metadata.namespace != namespace:
                 return False
             return labels.matches(obj.metadata.labels) and fields.matches(
-                lambda path: _field_value(obj, path)
+                lambda path: field_value(obj, path)
             )
 
         return matches
@@ -430,49 +424,3 @@ class APIServer:
         ):
             return
         self._commit(DELETED, ns.copy(), ns)
-
-
-def _field_value(obj: Resource, path: str) -> str:
-    node: Any = {"metadata": obj.metadata.to_dict(), "spec": obj.spec, "status": obj.status}
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, bool):
-        return "true" if node else "false"
-    return "" if node is None else str(node)
-
-
-# ---------------------------------------------------------------------- client helpers
-
-
-def retry_on_conflict(
-    fn: Callable[[], T], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
-) -> T:
-    """client-go's ``retry.RetryOnConflict``: call ``fn`` up to ``backoff.steps`` times,
-    sleeping between attempts while it raises :class:`Conflict`; other errors and the
-    last Conflict propagate. ``fn`` must re-read the object each time."""
-    delays = backoff.delays()
-    sleeper = clock or RealClock()
-    for attempt in range(backoff.steps):
-        try:
-            return fn()
-        except Conflict:
-            if attempt == backoff.steps - 1:
-                raise
-            sleeper.sleep_sync(delays[attempt])
-    raise AssertionError("unreachable: backoff.steps must be >= 1")
-
-
-async def retry_on_conflict_async(
-    fn: Callable[[], Awaitable[T]], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
-) -> T:
-    """:func:`retry_on_conflict` for coroutine functions; sleeps with ``clock.sleep``."""
-    delays = backoff.delays()
-    sleeper = clock or RealClock()
-    for attempt in range(backoff.steps):
-        try:
-            return await fn()
-        except Conflict:
-            if attempt == backoff.steps - 1:
-                raise
-            await sleeper.sleep(delays[attempt])
-    raise AssertionError("unreachable: backoff.steps must be >= 1")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubelet_sim.errors import BadRequest, Invalid
+from kubelet_sim.model import Resource
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _TOKEN = re.compile(r"\s*(!=|==|=|!|\(|\)|,|[^\s!=(),]+)")
@@ -279,3 +280,14 @@ def _node_requirement_holds(req: Requirement, labels: Mapping[str, str]) -> bool
         bound = int(req.values[0])
         return int(value) > bound if req.operator == "Gt" else int(value) < bound
     return req.matches(labels)
+
+
+def field_value(obj: Resource, path: str) -> str:
+    """The string form of ``obj``'s field at dotted ``path`` ('' when absent), as field
+    selectors compare it."""
+    node: Any = {"metadata": obj.metadata.to_dict(), "spec": obj.spec, "status": obj.status}
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return "" if node is None else str(node)
