@@ -1,0 +1,151 @@
+"""The dataplane interface the bridge and loopback plugins program against."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from cni_plugin.errors import CNIError, internal
+from cni_plugin.types import IPConfig, Route
+
+
+@dataclass
+class Link:
+    name: str
+    kind: str                 # bridge | veth | loopback | vlan
+    mac: str = ""
+    mtu: int = 1500
+    up: bool = False
+    promisc: bool = False
+    master: str = ""          # the bridge a port is attached to
+    hairpin: bool = False
+    vlan: int = 0
+    peer_netns: str = ""      # for a veth: where its peer lives ("" = host)
+    peer_name: str = ""
+    addrs: list[str] = field(default_factory=list)  # CIDRs, e.g. "10.1.0.2/24"
+    ifindex: int = 0          # linux only: kernel index, and the veth peer's index
+    peer_ifindex: int = 0
+
+
+@dataclass
+class RouteEntry:
+    dst: str
+    gw: str = ""
+    dev: str = ""
+
+
+class NetnsNotFound(CNIError):
+    """CNI_NETNS names nothing; DEL treats this as success, ADD/CHECK fail with it."""
+
+    def __init__(self, netns: str) -> None:
+        super().__init__(999, f'failed to open netns "{netns}": failed to Statfs "{netns}": '
+                              "no such file or directory")
+
+
+class LinkExists(CNIError):
+    def __init__(self, ifname: str) -> None:
+        super().__init__(999, f"container veth name provided ({ifname}) already exists")
+
+
+def random_mac() -> str:
+    """A random locally administered unicast MAC, as the kernel gives a new veth."""
+    octets = bytearray(os.urandom(6))
+    octets[0] = (octets[0] & 0xFE) | 0x02
+    return ":".join(f"{b:02x}" for b in octets)
+
+
+def random_veth_name() -> str:
+    return "veth" + os.urandom(4).hex()
+
+
+class Dataplane(ABC):
+    """Host namespace is addressed as netns None; sandboxes by their CNI_NETNS path."""
+
+    @abstractmethod
+    def require_netns(self, netns: str) -> None:
+        """Raise NetnsNotFound when the path does not exist."""
+
+    @abstractmethod
+    def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
+        """Create the bridge if absent, set it up; error if the name is not a bridge."""
+
+    @abstractmethod
+    def get_link(self, netns: str | None, name: str) -> Link | None: ...
+
+    @abstractmethod
+    def links(self, netns: str | None) -> list[Link]: ...
+
+    @abstractmethod
+    def routes(self, netns: str | None) -> list[RouteEntry]: ...
+
+    @abstractmethod
+    def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
+                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
+        """A veth pair: `ifname` in the sandbox, a random vethXXXXXXXX on `bridge`.
+
+        Returns (host end, container end). LinkExists if `ifname` is taken.
+        """
+
+    @abstractmethod
+    def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
+                        routes: list[Route], enable_dad: bool) -> None:
+        """Addresses, link up, then routes (gateway defaulted from the IPs) in the sandbox."""
+
+    @abstractmethod
+    def set_up(self, netns: str | None, name: str) -> None: ...
+
+    @abstractmethod
+    def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
+        """Give a host link (the bridge) a gateway address, as the reference's ensureAddr."""
+
+    @abstractmethod
+    def enable_forwarding(self, ipv6: bool) -> None: ...
+
+    @abstractmethod
+    def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None: ...
+
+    @abstractmethod
+    def teardown_masquerade(self, chain: str) -> None:
+        """Remove the chain and every POSTROUTING jump to it (IPv4 and IPv6); absent is fine."""
+
+    @abstractmethod
+    def delete_link(self, netns: str, ifname: str) -> list[str] | None:
+        """Delete a sandbox link (and its veth peer); its global addresses, None if absent.
+
+        NetnsNotFound when the sandbox is gone.
+        """
+
+    @abstractmethod
+    def delete_host_link(self, name: str) -> None:
+        """Remove a host link if present (used to undo a failed ADD)."""
+
+    @abstractmethod
+    def loopback_up(self, netns: str) -> list[str]:
+        """Bring lo up in the sandbox; its addresses (127.0.0.1/8, ::1/128)."""
+
+    @abstractmethod
+    def loopback_down(self, netns: str) -> None: ...
+
+
+def ensure_addr_conflicts(existing: list[str], cidr: str) -> list[str]:
+    """The addresses that stand in the way of adding `cidr` (reference ensureAddr rules):
+    any other IPv4 address, or an IPv6 address whose subnet overlaps. [] if `cidr` is there.
+    """
+    import ipaddress
+
+    new = ipaddress.ip_interface(cidr)
+    if cidr in existing:
+        return []
+    conflicts = []
+    for text in existing:
+        have = ipaddress.ip_interface(text)
+        if have.version != new.version:
+            continue
+        if have.version == 4 or new.ip in have.network or have.ip in new.network:
+            conflicts.append(text)
+    return conflicts
+
+
+def conflict_error(bridge: str, cidr: str) -> CNIError:
+    return internal(f'"{bridge}" already has an IP address different from {cidr}')

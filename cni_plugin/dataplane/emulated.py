@@ -1,0 +1,238 @@
+"""A dataplane recorded in a state directory: no root, CNI_NETNS may be any existing path.
+
+Links, MACs, addresses and routes of every namespace live in one JSON document
+(`state.json`) changed under flock and replaced atomically, so CHECK, DEL and a
+simulator's connectivity queries see exactly what ADD did. The host namespace
+is the key "".
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import asdict
+from typing import Any
+
+from cni_plugin.dataplane.base import (
+    Dataplane,
+    Link,
+    LinkExists,
+    NetnsNotFound,
+    RouteEntry,
+    conflict_error,
+    ensure_addr_conflicts,
+    random_mac,
+    random_veth_name,
+)
+from cni_plugin.dataplane.statefile import StateFile
+from cni_plugin.errors import internal
+from cni_plugin.types import IPConfig, Route
+
+HOST = ""
+LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
+
+
+def _key(netns: str | None) -> str:
+    return HOST if netns is None else os.path.abspath(netns)
+
+
+def _ns(state: dict[str, Any], netns: str | None) -> dict[str, Any]:
+    spaces = state.setdefault("namespaces", {})
+    return spaces.setdefault(_key(netns), {"links": {}, "routes": []})
+
+
+def _link(d: dict[str, Any]) -> Link:
+    return Link(**d)
+
+
+def _is_global(cidr: str) -> bool:
+    ip = ipaddress.ip_interface(cidr).ip
+    return not (ip.is_link_local or ip.is_loopback)
+
+
+class EmulatedDataplane(Dataplane):
+    def __init__(self, state_dir: str) -> None:
+        self.state = StateFile(state_dir)
+
+    # --- queries -----------------------------------------------------------------------
+    def require_netns(self, netns: str) -> None:
+        if not os.path.exists(netns):
+            raise NetnsNotFound(netns)
+
+    def get_link(self, netns: str | None, name: str) -> Link | None:
+        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
+        found = space.get("links", {}).get(name)
+        return _link(found) if found else None
+
+    def links(self, netns: str | None) -> list[Link]:
+        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
+        return [_link(d) for d in space.get("links", {}).values()]
+
+    def routes(self, netns: str | None) -> list[RouteEntry]:
+        """Explicit routes plus the connected route of every address on an up link."""
+        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
+        out: list[RouteEntry] = []
+        for link in space.get("links", {}).values():
+            if not link["up"]:
+                continue
+            for cidr in link["addrs"]:
+                net = ipaddress.ip_interface(cidr).network
+                if not net.is_loopback and not net.is_link_local:
+                    out.append(RouteEntry(dst=str(net), dev=link["name"]))
+        out.extend(RouteEntry(**r) for r in space.get("routes", []))
+        return out
+
+    def namespaces(self) -> list[str]:
+        return sorted(self.state.snapshot().get("namespaces", {}))
+
+    # --- host side ---------------------------------------------------------------------
+    def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
+        with self.state.transaction() as state:
+            links = _ns(state, None)["links"]
+            existing = links.get(name)
+            if existing is not None and existing["kind"] != "bridge":
+                raise internal(f'failed to create bridge "{name}": '
+                               f'"{name}" already exists but is not a bridge')
+            if existing is None:
+                existing = asdict(Link(name=name, kind="bridge", mac=random_mac(),
+                                       mtu=mtu or 1500, vlan=1 if vlan_filtering else 0))
+                links[name] = existing
+            if promisc:
+                existing["promisc"] = True
+            existing["up"] = True
+            return _link(existing)
+
+    def set_up(self, netns: str | None, name: str) -> None:
+        with self.state.transaction() as state:
+            link = _ns(state, netns)["links"].get(name)
+            if link is None:
+                raise internal(f"failed to retrieve link: Link not found: {name}")
+            link["up"] = True
+
+    def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
+        with self.state.transaction() as state:
+            link = _ns(state, None)["links"].get(name)
+            if link is None:
+                raise internal(f'could not lookup "{name}": Link not found')
+            conflicts = ensure_addr_conflicts(link["addrs"], cidr)
+            if conflicts and not force:
+                raise conflict_error(name, cidr)
+            link["addrs"] = [a for a in link["addrs"] if a not in conflicts]
+            if cidr not in link["addrs"]:
+                link["addrs"].append(cidr)
+
+    def enable_forwarding(self, ipv6: bool) -> None:
+        with self.state.transaction() as state:
+            state.setdefault("forwarding", {})["ipv6" if ipv6 else "ipv4"] = True
+
+    def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
+        with self.state.transaction() as state:
+            entry = state.setdefault("masquerade", {}).setdefault(
+                chain, {"comment": comment, "sources": []})
+            if cidr not in entry["sources"]:
+                entry["sources"].append(cidr)
+
+    def teardown_masquerade(self, chain: str) -> None:
+        with self.state.transaction() as state:
+            state.get("masquerade", {}).pop(chain, None)
+
+    def delete_host_link(self, name: str) -> None:
+        with self.state.transaction() as state:
+            link = _ns(state, None)["links"].pop(name, None)
+            if link and link["kind"] == "veth":
+                peer_space = state.get("namespaces", {}).get(link["peer_netns"], {})
+                peer_space.get("links", {}).pop(link["peer_name"], None)
+                self._drop_routes(peer_space, link["peer_name"])
+
+    # --- sandbox side ------------------------------------------------------------------
+    def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
+                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
+        self.require_netns(netns)
+        with self.state.transaction() as state:
+            inside = _ns(state, netns)["links"]
+            host = _ns(state, None)["links"]
+            if ifname in inside:
+                raise LinkExists(ifname)
+            if bridge not in host:
+                raise internal(f'could not lookup "{bridge}": Link not found')
+            host_name = random_veth_name()
+            while host_name in host:
+                host_name = random_veth_name()
+            container = Link(name=ifname, kind="veth", mac=mac or random_mac(), mtu=mtu or 1500,
+                             peer_netns=HOST, peer_name=host_name)
+            host_end = Link(name=host_name, kind="veth", mac=random_mac(), mtu=mtu or 1500,
+                            up=True, master=bridge, hairpin=hairpin, vlan=vlan,
+                            peer_netns=_key(netns), peer_name=ifname)
+            inside[ifname] = asdict(container)
+            host[host_name] = asdict(host_end)
+            return host_end, container
+
+    def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
+                        routes: list[Route], enable_dad: bool) -> None:
+        self.require_netns(netns)
+        with self.state.transaction() as state:
+            space = _ns(state, netns)
+            link = space["links"].get(ifname)
+            if link is None:
+                raise internal(f'failed to lookup "{ifname}": Link not found')
+            v4gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "4"), "")
+            v6gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "6"), "")
+            for ip in ips:
+                if ip.address in link["addrs"]:
+                    raise internal(f'failed to add IP addr {ip.address} to "{ifname}": '
+                                   "file exists")
+                link["addrs"].append(ip.address)
+            link["up"] = True
+            for r in routes:
+                gw = r.gw or (v4gw if ":" not in r.dst else v6gw)
+                entry = {"dst": r.dst, "gw": gw, "dev": ifname}
+                if entry in space["routes"]:
+                    raise internal(f"failed to add route '{r.dst} via {gw or '<nil>'} dev "
+                                   f"{ifname}': file exists")
+                space["routes"].append(entry)
+
+    def delete_link(self, netns: str, ifname: str) -> list[str] | None:
+        if not os.path.exists(netns):
+            self._forget_netns(netns)
+            raise NetnsNotFound(netns)
+        with self.state.transaction() as state:
+            space = _ns(state, netns)
+            link = space["links"].pop(ifname, None)
+            if link is None:
+                return None
+            self._drop_routes(space, ifname)
+            if link["kind"] == "veth":
+                _ns(state, None)["links"].pop(link["peer_name"], None)
+            return [a for a in link["addrs"] if _is_global(a)]
+
+    def loopback_up(self, netns: str) -> list[str]:
+        self.require_netns(netns)
+        with self.state.transaction() as state:
+            links = _ns(state, netns)["links"]
+            lo = links.setdefault("lo", asdict(Link(name="lo", kind="loopback",
+                                                    mac="00:00:00:00:00:00", mtu=65536,
+                                                    addrs=list(LOOPBACK_ADDRS))))
+            lo["up"] = True
+            return list(lo["addrs"])
+
+    def _forget_netns(self, netns: str) -> None:
+        """The namespace is gone, and with it (as the kernel does) its links and veth peers."""
+        with self.state.transaction() as state:
+            gone = state.get("namespaces", {}).pop(_key(netns), {"links": {}})
+            host = _ns(state, None)["links"]
+            for link in gone["links"].values():
+                if link["kind"] == "veth" and link["peer_netns"] == HOST:
+                    host.pop(link["peer_name"], None)
+
+    def loopback_down(self, netns: str) -> None:
+        if not os.path.exists(netns):
+            self._forget_netns(netns)
+            raise NetnsNotFound(netns)
+        with self.state.transaction() as state:
+            lo = _ns(state, netns)["links"].get("lo")
+            if lo is not None:
+                lo["up"] = False
+
+    @staticmethod
+    def _drop_routes(space: dict[str, Any], ifname: str) -> None:
+        space["routes"] = [r for r in space.get("routes", []) if r["dev"] != ifname]

@@ -1,0 +1,321 @@
+"""The real dataplane: a Linux bridge, a veth pair into the sandbox netns, addresses, routes.
+
+Everything is done by `ip` (and `nsenter --net=PATH ip ...` inside the sandbox)
+in child processes, so no thread of ours ever switches network namespace.
+Masquerading uses iptables/ip6tables when present, as the reference does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from itertools import pairwise
+from typing import Any
+
+from cni_plugin.dataplane.base import (
+    Dataplane,
+    Link,
+    LinkExists,
+    NetnsNotFound,
+    RouteEntry,
+    conflict_error,
+    ensure_addr_conflicts,
+    random_veth_name,
+)
+from cni_plugin.errors import CNIError, internal
+from cni_plugin.types import IPConfig, Route
+
+NOT_PERMITTED = "the linux dataplane needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
+
+
+class CommandFailed(Exception):
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+        super().__init__(stderr.strip() or f"exit status {returncode}")
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+
+    def failed_line(self) -> int | None:
+        """For `ip -batch`, which input line failed (1-based)."""
+        m = re.search(r"Command failed -:(\d+)", self.stderr)
+        return int(m.group(1)) if m else None
+
+    def reason(self) -> str:
+        lines = [ln for ln in self.stderr.splitlines() if not ln.startswith("Command failed")]
+        text = " ".join(lines).replace("RTNETLINK answers: ", "").replace("Error: ", "")
+        return text or f"exit status {self.returncode}"
+
+
+def _run(argv: list[str], netns: str | None = None, stdin: str | None = None) -> str:
+    if netns is not None:
+        argv = ["nsenter", f"--net={netns}", *argv]
+    try:
+        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
+    except FileNotFoundError as e:
+        raise internal(f'exec: "{argv[0]}": executable file not found in $PATH') from e
+    if proc.returncode != 0:
+        if "Operation not permitted" in proc.stderr:
+            raise CNIError(999, f"{' '.join(argv)}: operation not permitted",
+                           NOT_PERMITTED)
+        raise CommandFailed(argv, proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+def _ip_json(args: list[str], netns: str | None = None) -> list[dict[str, Any]]:
+    out = _run(["ip", "-j", *args], netns)
+    data = json.loads(out) if out.strip() else []
+    return data if isinstance(data, list) else []
+
+
+def _write_sysctl(key: str, value: str, netns: str | None = None) -> None:
+    """Best effort, as the reference ignores these errors."""
+    with contextlib.suppress(CNIError, CommandFailed):
+        _run(["sysctl", "-q", "-w", f"{key}={value}"], netns)
+
+
+def _to_link(d: dict[str, Any]) -> Link:
+    info = d.get("linkinfo", {})
+    kind = info.get("info_kind") or ("loopback" if d.get("link_type") == "loopback" else "")
+    slave = info.get("info_slave_data", {})
+    addrs = [f"{a['local']}/{a['prefixlen']}" for a in d.get("addr_info", [])]
+    return Link(name=d["ifname"], kind=kind, mac=d.get("address", ""), mtu=d.get("mtu", 0),
+                up="UP" in d.get("flags", []), promisc=d.get("promiscuity", 0) > 0,
+                master=d.get("master", ""), hairpin=bool(slave.get("hairpin", False)),
+                addrs=addrs, ifindex=d.get("ifindex", 0), peer_ifindex=d.get("link_index", 0))
+
+
+class LinuxDataplane(Dataplane):
+    def require_netns(self, netns: str) -> None:
+        if not os.path.exists(netns):
+            raise NetnsNotFound(netns)
+
+    def get_link(self, netns: str | None, name: str) -> Link | None:
+        try:
+            found = _ip_json(["-d", "addr", "show", "dev", name], netns)
+        except CommandFailed as e:
+            if "does not exist" in e.stderr:
+                return None
+            raise internal(f'failed to lookup "{name}": {e.reason()}') from e
+        return _to_link(found[0]) if found else None
+
+    def links(self, netns: str | None) -> list[Link]:
+        return [_to_link(d) for d in _ip_json(["-d", "addr", "show"], netns)]
+
+    def routes(self, netns: str | None) -> list[RouteEntry]:
+        out = []
+        for family in ("-4", "-6"):
+            for r in _ip_json([family, "route", "show"], netns):
+                dst = r.get("dst", "")
+                if dst == "default":
+                    dst = "0.0.0.0/0" if family == "-4" else "::/0"
+                out.append(RouteEntry(dst=dst, gw=r.get("gateway", ""), dev=r.get("dev", "")))
+        return out
+
+    def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
+        argv = ["ip", "link", "add", "name", name]
+        if mtu:
+            argv += ["mtu", str(mtu)]
+        argv += ["type", "bridge"] + (["vlan_filtering", "1"] if vlan_filtering else [])
+        try:
+            _run(argv)
+        except CommandFailed as e:
+            if "File exists" not in e.stderr:
+                raise internal(f'failed to create bridge "{name}": could not add "{name}": '
+                               f"{e.reason()}") from e
+        if promisc:
+            _run(["ip", "link", "set", name, "promisc", "on"])
+        link = self.get_link(None, name)
+        if link is None or link.kind != "bridge":
+            raise internal(f'failed to create bridge "{name}": '
+                           f'"{name}" already exists but is not a bridge')
+        _write_sysctl(f"net.ipv6.conf.{name}.accept_ra", "0")
+        _run(["ip", "link", "set", name, "up"])
+        link.up = True
+        return link
+
+    def set_up(self, netns: str | None, name: str) -> None:
+        try:
+            _run(["ip", "link", "set", name, "up"], netns)
+        except CommandFailed as e:
+            raise internal(f"failed to retrieve link: {e.reason()}") from e
+
+    def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
+                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
+        self.require_netns(netns)
+        mtu_args = ["mtu", str(mtu)] if mtu else []
+        peer = ""
+        for _ in range(10):
+            peer = random_veth_name()
+            argv = ["ip", "link", "add", ifname, *mtu_args,
+                    *(["address", mac] if mac else []),
+                    "type", "veth", "peer", "name", peer, *mtu_args,
+                    "netns", f"/proc/{os.getpid()}/ns/net"]
+            try:
+                _run(argv, netns)
+                break
+            except CommandFailed as e:
+                if "File exists" not in e.stderr:
+                    raise internal(f"failed to make veth pair: {e.reason()}") from e
+                if self.get_link(None, peer) is None:
+                    raise LinkExists(ifname) from e
+        else:
+            raise internal("failed to find a unique veth name")
+        script = [f"link set {peer} up", f"link set {peer} master {bridge}"]
+        if hairpin:
+            script.append(f"link set {peer} type bridge_slave hairpin on")
+        try:
+            _run(["ip", "-batch", "-"], stdin="\n".join(script) + "\n")
+            _write_sysctl(f"net.ipv6.conf.{peer}.accept_ra", "0")
+            if vlan:
+                _run(["bridge", "vlan", "add", "dev", peer, "vid", str(vlan), "pvid",
+                      "untagged"])
+        except CommandFailed as e:
+            self.delete_host_link(peer)
+            raise internal(f'failed to connect "{peer}" to bridge {bridge}: {e.reason()}') from e
+        host, container = self.get_link(None, peer), self.get_link(netns, ifname)
+        if host is None or container is None:
+            self.delete_host_link(peer)
+            raise internal(f'failed to lookup "{peer}": Link not found')
+        return host, container
+
+    def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
+                        routes: list[Route], enable_dad: bool) -> None:
+        self.require_netns(netns)
+        sysctls = [f"net.ipv4.conf.{ifname}.arp_notify=1"]
+        if enable_dad:
+            sysctls += [f"net.ipv6.conf.{ifname}.enhanced_dad=1",
+                        f"net.ipv6.conf.{ifname}.accept_dad=1"]
+        else:
+            sysctls.append(f"net.ipv6.conf.{ifname}.accept_dad=0")
+        if any(ip.version == "6" for ip in ips):
+            sysctls += ["net.ipv6.conf.lo.disable_ipv6=0",
+                        f"net.ipv6.conf.{ifname}.disable_ipv6=0"]
+        with contextlib.suppress(CommandFailed):  # the reference ignores these failures too
+            _run(["sysctl", "-q", "-w", *sysctls], netns)
+        v4gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "4"), "")
+        v6gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "6"), "")
+        lines: list[tuple[str, str]] = [
+            (f"addr add {ip.address} dev {ifname}",
+             f'failed to add IP addr {ip.address} to "{ifname}"') for ip in ips]
+        lines.append((f"link set {ifname} up", f'failed to set "{ifname}" UP'))
+        for r in routes:
+            gw = r.gw or (v6gw if ":" in r.dst else v4gw)
+            via = f" via {gw}" if gw else ""
+            lines.append((f"route add {r.dst}{via} dev {ifname}",
+                          f"failed to add route '{r.dst} via {gw or '<nil>'} dev {ifname}'"))
+        try:
+            _run(["ip", "-batch", "-"], netns, "\n".join(c for c, _ in lines) + "\n")
+        except CommandFailed as e:
+            n = e.failed_line()
+            what = lines[n - 1][1] if n and 0 < n <= len(lines) else "failed to configure"
+            raise internal(f"{what}: {e.reason()}") from e
+
+    def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
+        link = self.get_link(None, name)
+        if link is None:
+            raise internal(f'could not lookup "{name}": Link not found')
+        conflicts = ensure_addr_conflicts(link.addrs, cidr)
+        if conflicts and not force:
+            raise conflict_error(name, cidr)
+        for old in conflicts:
+            _run(["ip", "addr", "del", old, "dev", name])
+        if cidr not in link.addrs:
+            try:
+                _run(["ip", "addr", "add", cidr, "dev", name])
+            except CommandFailed as e:
+                if "File exists" not in e.stderr and "already assigned" not in e.stderr:
+                    raise internal(f'could not add IP address to "{name}": {e.reason()}') from e
+        # Pin the bridge MAC so it no longer follows its lowest-numbered port.
+        _run(["ip", "link", "set", name, "address", link.mac])
+
+    def enable_forwarding(self, ipv6: bool) -> None:
+        key = "net.ipv6.conf.all.forwarding" if ipv6 else "net.ipv4.ip_forward"
+        try:
+            _run(["sysctl", "-q", "-w", f"{key}=1"])
+        except CommandFailed as e:
+            raise internal(f"failed to enable forwarding: {e.reason()}") from e
+
+    @staticmethod
+    def _iptables(cidr: str) -> str:
+        tool = "ip6tables" if ":" in cidr else "iptables"
+        if shutil.which(tool) is None:
+            raise internal(f'failed to locate iptables: exec: "{tool}": '
+                           "executable file not found in $PATH")
+        return tool
+
+    def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
+        tool = self._iptables(cidr)
+        multicast = "ff00::/8" if ":" in cidr else "224.0.0.0/4"
+        source = cidr.split("/")[0]
+        nat = [tool, "--wait", "-t", "nat"]
+        try:
+            _run([*nat, "-N", chain])
+        except CommandFailed as e:
+            if "exists" not in e.stderr:
+                raise internal(f"failed to create chain {chain}: {e.reason()}") from e
+        rules = [(chain, ["-d", cidr, "-j", "ACCEPT"]),
+                 (chain, ["!", "-d", multicast, "-j", "MASQUERADE"]),
+                 ("POSTROUTING", ["-s", source, "-j", chain])]
+        for target, rule in rules:
+            spec = [*rule, "-m", "comment", "--comment", comment]
+            try:
+                _run([*nat, "-C", target, *spec])
+            except CommandFailed:
+                try:
+                    _run([*nat, "-A", target, *spec])
+                except CommandFailed as e:
+                    raise internal(f"running iptables -A {target}: {e.reason()}") from e
+
+    def teardown_masquerade(self, chain: str) -> None:
+        for tool in ("iptables", "ip6tables"):
+            if shutil.which(tool) is None:
+                continue
+            nat = [tool, "--wait", "-t", "nat"]
+            try:
+                rules = _run([*nat, "-S", "POSTROUTING"]).splitlines()
+            except CommandFailed:
+                continue
+            for rule in rules:
+                words = shlex.split(rule)
+                jumps_to_chain = any(a == "-j" and b == chain for a, b in pairwise(words))
+                if words[:2] == ["-A", "POSTROUTING"] and jumps_to_chain:
+                    with contextlib.suppress(CommandFailed):  # raced with another DEL
+                        _run([*nat, "-D", *words[1:]])
+            for op in ("-F", "-X"):
+                with contextlib.suppress(CommandFailed):  # already gone
+                    _run([*nat, op, chain])
+
+    def delete_link(self, netns: str, ifname: str) -> list[str] | None:
+        self.require_netns(netns)
+        link = self.get_link(netns, ifname)
+        if link is None:
+            return None
+        try:
+            _run(["ip", "link", "del", ifname], netns)
+        except CommandFailed as e:
+            raise internal(f'failed to delete "{ifname}": {e.reason()}') from e
+        return [a for a in link.addrs if not a.startswith(("fe80:", "127.", "::1/"))]
+
+    def delete_host_link(self, name: str) -> None:
+        with contextlib.suppress(CommandFailed):  # not there: nothing to undo
+            _run(["ip", "link", "del", name])
+
+    def loopback_up(self, netns: str) -> list[str]:
+        self.require_netns(netns)
+        _run(["ip", "link", "set", "lo", "up"], netns)
+        lo = self.get_link(netns, "lo")
+        addrs = lo.addrs if lo else []
+        for a in addrs:
+            if not (a.startswith("127.") or a == "::1/128"):
+                raise internal("loopback interface found with non-loopback address "
+                               f'"{a.split("/")[0]}"')
+        return addrs
+
+    def loopback_down(self, netns: str) -> None:
+        self.require_netns(netns)
+        _run(["ip", "link", "set", "lo", "down"], netns)

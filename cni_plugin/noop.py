@@ -1,0 +1,101 @@
+"""A test plugin told what to do by a debug file, which also records every call made to it.
+
+The debug file (JSON) is named by CNI_ARGS `DEBUG=<path>` or the config's
+`"debugFile"`. Keys, each optional, also settable per command under
+`"commands": {"DEL": {...}}`:
+
+- `reportResult`: the result ADD reports (an object in any cniVersion; it is
+  printed in the config's version), or "PASSTHROUGH" for prevResult.
+- `reportError`, `reportErrorCode` (default 999), `reportErrorDetails`: fail with this error.
+- `exitWithCode`: exit with this status, printing nothing (a crashing plugin).
+- `reportStderr`: text written to stderr.
+- `sleepSeconds`: wait this long before answering (a slow or hanging plugin).
+
+Each call is appended to `"calls"`: command, the CNI_* environment and stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from cni_plugin.config import decode_object, load_netconf
+from cni_plugin.dataplane.statefile import StateFile
+from cni_plugin.errors import ERR_INTERNAL, CNIError
+from cni_plugin.skel import CmdArgs, Handlers, config_version, plugin_main
+from cni_plugin.types import Result
+from cni_plugin.version import result_from_json
+
+ABOUT = "CNI noop test plugin (cni-csi-mini emu-noop)"
+KNOWN_ARGS = frozenset({"DEBUG"})
+
+
+def debug_file(args: CmdArgs) -> str:
+    if args.args.get("DEBUG"):
+        return args.args["DEBUG"]
+    path = decode_object(args.stdin_data).get("debugFile", "")
+    return path if isinstance(path, str) else ""
+
+
+def _record(path: str, args: CmdArgs) -> dict[str, Any]:
+    """Append this call to the debug file; the instructions that apply to this command."""
+    store = StateFile(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    store.lock_path = path + ".lock"
+    env = {"CNI_COMMAND": args.command, "CNI_CONTAINERID": args.container_id,
+           "CNI_NETNS": args.netns, "CNI_IFNAME": args.ifname, "CNI_ARGS": args.args_raw,
+           "CNI_PATH": os.pathsep.join(args.path), "CNI_NETNS_OVERRIDE": args.netns_override}
+    with store.transaction() as debug:
+        debug.setdefault("calls", []).append({
+            "command": args.command, "env": env,
+            "stdin": args.stdin_data.decode(errors="replace")})
+        plan = {k: v for k, v in debug.items() if k not in ("calls", "commands")}
+        plan.update(debug.get("commands", {}).get(args.command, {}))
+    return plan
+
+
+def _obey(args: CmdArgs) -> dict[str, Any]:
+    path = debug_file(args)
+    plan = _record(path, args) if path else {}
+    if plan.get("sleepSeconds"):
+        time.sleep(float(plan["sleepSeconds"]))
+    if plan.get("reportStderr"):
+        sys.stderr.write(str(plan["reportStderr"]))
+        sys.stderr.flush()
+    if plan.get("exitWithCode") is not None:
+        sys.stdout.flush()
+        os._exit(int(plan["exitWithCode"]))
+    if plan.get("reportError"):
+        raise CNIError(int(plan.get("reportErrorCode", ERR_INTERNAL)), str(plan["reportError"]),
+                       str(plan.get("reportErrorDetails", "")))
+    return plan
+
+
+def cmd_add(args: CmdArgs) -> Result:
+    plan = _obey(args)
+    conf = load_netconf(args.stdin_data)
+    report = plan.get("reportResult", "PASSTHROUGH")
+    if report == "PASSTHROUGH":
+        return conf.prev_result or Result()
+    if isinstance(report, str):
+        report = json.loads(report)
+    version = report.get("cniVersion") or config_version(args.stdin_data)
+    return result_from_json(report, version)
+
+
+def cmd_other(args: CmdArgs) -> None:
+    _obey(args)
+
+
+HANDLERS = Handlers(add=cmd_add, delete=cmd_other, check=cmd_other, status=cmd_other,
+                    gc=cmd_other)
+
+
+def main() -> None:
+    sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS))
+
+
+if __name__ == "__main__":
+    main()
