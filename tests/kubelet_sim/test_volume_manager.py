@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
 from kubelet_sim.csi_client import CsiError
@@ -158,7 +159,7 @@ async def test_the_kubelet_creates_the_parent_of_target_path_and_the_driver_the_
     created_before_publish: list[bool] = []
     original = node.driver._NodePublishVolume
 
-    def spy(req: csi_pb2.NodePublishVolumeRequest) -> object:
+    def spy(req: csi_pb2.NodePublishVolumeRequest) -> Message:
         created_before_publish.append(Path(req.target_path).exists())
         assert Path(req.target_path).parent.is_dir()
         return original(req)
