@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 from dataclasses import dataclass
+from typing import TextIO
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -72,8 +73,9 @@ def build_runtime(cfg: Config) -> Runtime:
     )
 
 
-def create_server(cfg: Config) -> DriverServer:
-    """A ready-to-start server for ``cfg`` (socket bound, services registered)."""
+def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer:
+    """A ready-to-start server for ``cfg`` (socket bound, services registered).
+    RPC log lines go to ``log_stream`` (default stderr)."""
     path = endpoint.socket_path(cfg.endpoint)
     endpoint.prepare(path)
     rt = build_runtime(cfg)
@@ -82,7 +84,7 @@ def create_server(cfg: Config) -> DriverServer:
         redone = rt.node.recheck_mounts()
         if redone:
             log.info("re-established %d publishes recorded before the restart", redone)
-    server = grpc.aio.server(interceptors=[CsiInterceptor(dict(cfg.secrets))])
+    server = grpc.aio.server(interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream)])
     services = ["csi.v1.Identity"]
     csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
     if cfg.serves_controller:
