@@ -149,9 +149,13 @@ def conf_list_from_conf(plugin: PluginConf, *, source: str = "") -> NetworkConfi
     return conf_list_from_bytes(go_json(wrapped), source=source)
 
 
-LOOPBACK_NETWORK = conf_list_from_bytes(
-    b'{"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [{"type": "loopback"}]}'
-)
+def loopback_network(plugin_type: str = "loopback") -> NetworkConfigList:
+    """The loopback network containerd adds on ``lo`` (our bin dirs call it emu-loopback)."""
+    doc = {"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [{"type": plugin_type}]}
+    return conf_list_from_bytes(json.dumps(doc).encode())
+
+
+LOOPBACK_NETWORK = loopback_network()
 
 
 def conf_files(conf_dir: str) -> list[str]:

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubelet_sim.cni_conf import (
-    LOOPBACK_NETWORK,
     NetworkConfigList,
     NetworkNotReady,
     conf_list_from_bytes,
     load_pod_network,
+    loopback_network,
 )
 from kubelet_sim.cni_exec import PluginError
 from kubelet_sim.cni_results import PodIP, Result, pod_ips, to_current
@@ -64,8 +64,10 @@ class PodNetwork:
         *,
         skip_invalid: bool = False,
         ifname: str = DEFAULT_IFNAME,
+        loopback_type: str = "loopback",
     ) -> None:
         self.libcni = libcni
+        self.loopback = loopback_network(loopback_type)
         self.conf_dir = conf_dir
         self.skip_invalid = skip_invalid
         self.ifname = ifname
@@ -73,7 +75,7 @@ class PodNetwork:
     def networks(self) -> list[tuple[NetworkConfigList, str]]:
         """``[(loopback, "lo"), (pod network, "eth0")]``; raises `NetworkNotReady`."""
         pod = load_pod_network(self.conf_dir, skip_invalid=self.skip_invalid)
-        return [(LOOPBACK_NETWORK, LOOPBACK_IFNAME), (pod, self.ifname)]
+        return [(self.loopback, LOOPBACK_IFNAME), (pod, self.ifname)]
 
     def setup(self, att: Attachment) -> PodNetworkResult:
         """ADD of every network. On failure the caller must call `teardown`."""
@@ -87,7 +89,7 @@ class PodNetwork:
         try:
             nets = self.networks()
         except NetworkNotReady:
-            nets = [(LOOPBACK_NETWORK, LOOPBACK_IFNAME)]
+            nets = [(self.loopback, LOOPBACK_IFNAME)]
             for cached in self.libcni.cached_attachments(att.sandbox_id):
                 if cached.ifname == self.ifname:
                     nets.append((conf_list_from_bytes(cached.config), self.ifname))
