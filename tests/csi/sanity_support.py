@@ -153,8 +153,10 @@ class Resources:
 
     # -- controller --------------------------------------------------------------
 
-    def create_volume(self, req: csi_pb2.CreateVolumeRequest) -> csi_pb2.CreateVolumeResponse:
-        rsp = self.stubs.controller.CreateVolume(req, timeout=60)
+    def create_volume(
+        self, req: csi_pb2.CreateVolumeRequest, timeout: float = 60
+    ) -> csi_pb2.CreateVolumeResponse:
+        rsp = self.stubs.controller.CreateVolume(req, timeout=timeout)
         if rsp.volume.volume_id and not self._known_volume(rsp.volume.volume_id):
             self._ledger.append(("volume", _Volume(rsp.volume.volume_id)))
         return rsp
@@ -173,9 +175,9 @@ class Resources:
         return rsp
 
     def controller_publish(
-        self, req: csi_pb2.ControllerPublishVolumeRequest
+        self, req: csi_pb2.ControllerPublishVolumeRequest, timeout: float = 60
     ) -> csi_pb2.ControllerPublishVolumeResponse:
-        rsp = self.stubs.controller.ControllerPublishVolume(req, timeout=30)
+        rsp = self.stubs.controller.ControllerPublishVolume(req, timeout=timeout)
         vol = self._known_volume(req.volume_id)
         if vol is not None and req.node_id and req.node_id not in vol.node_ids:
             vol.node_ids.append(req.node_id)
@@ -195,8 +197,10 @@ class Resources:
             readonly=readonly,
         )
 
-    def create_snapshot(self, req: csi_pb2.CreateSnapshotRequest) -> csi_pb2.CreateSnapshotResponse:
-        rsp = self.stubs.controller.CreateSnapshot(req, timeout=60)
+    def create_snapshot(
+        self, req: csi_pb2.CreateSnapshotRequest, timeout: float = 60
+    ) -> csi_pb2.CreateSnapshotResponse:
+        rsp = self.stubs.controller.CreateSnapshot(req, timeout=timeout)
         sid = rsp.snapshot.snapshot_id
         if sid and ("snapshot", sid) not in self._ledger:
             self._ledger.append(("snapshot", sid))
@@ -227,9 +231,9 @@ class Resources:
         return rsp
 
     def create_group_snapshot(
-        self, req: csi_pb2.CreateVolumeGroupSnapshotRequest
+        self, req: csi_pb2.CreateVolumeGroupSnapshotRequest, timeout: float = 60
     ) -> csi_pb2.CreateVolumeGroupSnapshotResponse:
-        rsp = self.stubs.group_controller.CreateVolumeGroupSnapshot(req, timeout=60)
+        rsp = self.stubs.group_controller.CreateVolumeGroupSnapshot(req, timeout=timeout)
         gid = rsp.group_snapshot.group_snapshot_id
         if gid and ("group", gid) not in self._ledger:
             self._ledger.append(("group", gid))
@@ -237,15 +241,17 @@ class Resources:
 
     # -- node --------------------------------------------------------------------
 
-    def node_stage(self, req: csi_pb2.NodeStageVolumeRequest) -> csi_pb2.NodeStageVolumeResponse:
+    def node_stage(
+        self, req: csi_pb2.NodeStageVolumeRequest, timeout: float = 60
+    ) -> csi_pb2.NodeStageVolumeResponse:
         self.staging_paths.add(req.staging_target_path)
-        return self.stubs.node.NodeStageVolume(req, timeout=30)
+        return self.stubs.node.NodeStageVolume(req, timeout=timeout)
 
     def node_publish(
-        self, req: csi_pb2.NodePublishVolumeRequest
+        self, req: csi_pb2.NodePublishVolumeRequest, timeout: float = 60
     ) -> csi_pb2.NodePublishVolumeResponse:
         self.targets.add(req.target_path)
-        return self.stubs.node.NodePublishVolume(req, timeout=30)
+        return self.stubs.node.NodePublishVolume(req, timeout=timeout)
 
     # -- cleanup -----------------------------------------------------------------
 
@@ -258,7 +264,10 @@ class Resources:
     def cleanup(self) -> list[str]:
         """Undo everything, newest first; returns the errors (NOT_FOUND is not one)."""
         errors: list[str] = []
-        stage = NodeCap.STAGE_UNSTAGE_VOLUME in node_capabilities(self.stubs)
+        try:
+            node_caps: set[int] | None = node_capabilities(self.stubs)
+        except grpc.RpcError:  # a --mode controller process serves no Node service
+            node_caps = None
         for kind, item in reversed(self._ledger):
             if kind == "snapshot":
                 _attempt(
@@ -275,19 +284,21 @@ class Resources:
                     strict=True,
                 )
             else:
-                self._cleanup_volume(errors, item, stage)
+                self._cleanup_volume(errors, item, node_caps)
         self._ledger.clear()
         return errors
 
-    def _cleanup_volume(self, errors: list[str], vol: _Volume, stage: bool) -> None:
+    def _cleanup_volume(self, errors: list[str], vol: _Volume, node_caps: set[int] | None) -> None:
         vid = vol.volume_id
-        for target in sorted(self.targets | {self.ctx.target_path}):
+        for target in (
+            sorted(self.targets | {self.ctx.target_path}) if node_caps is not None else []
+        ):
             _attempt(
                 errors,
                 self.stubs.node.NodeUnpublishVolume,
                 csi_pb2.NodeUnpublishVolumeRequest(volume_id=vid, target_path=target),
             )
-        if stage:
+        if node_caps is not None and NodeCap.STAGE_UNSTAGE_VOLUME in node_caps:
             for staging in sorted(self.staging_paths | {self.ctx.staging_path}):
                 _attempt(
                     errors,

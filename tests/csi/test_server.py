@@ -183,7 +183,9 @@ class TestLogging:
             volume_id="nope",
             staging_target_path="/nonexistent-stage",
             volume_capability=csi_pb2.VolumeCapability(
-                access_mode=csi_pb2.VolumeCapability.AccessMode(mode=1),
+                access_mode=csi_pb2.VolumeCapability.AccessMode(
+                    mode=csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+                ),
                 mount=csi_pb2.VolumeCapability.MountVolume(),
             ),
             secrets={"password": SECRET_VALUE},
