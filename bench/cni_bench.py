@@ -1,0 +1,167 @@
+"""CNI exec benchmark: ADD+DEL cycles as a runtime runs them, beside the interpreter floor.
+
+Rows (median wall time of one cycle, each command a fresh process exec'd from
+the CNI bin dir laid out by ``python -m cni_plugin.install``):
+
+- the floor: ``<venv>/bin/python -I -S -c pass`` (one process start);
+- emu-host-local ADD+DEL (2 starts);
+- the reference /usr/lib/cni/host-local ADD+DEL, when installed (2 starts);
+- emu-bridge (emulated dataplane) delegating to emu-host-local, ADD+DEL (4 starts).
+
+Ratios are given to the single floor and to the floor times the number of
+process starts in the cycle (what the cycle would cost if each start were free
+of everything but the interpreter).
+
+Run: ``.venv/bin/python -m bench.cni_bench [--cycles N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REFERENCE_HOST_LOCAL = "/usr/lib/cni/host-local"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_MODULES = {"emu-host-local": "cni_plugin.host_local", "emu-bridge": "cni_plugin.bridge"}
+
+
+class Row:
+    def __init__(self, name: str, starts: int, median_ms: float | None, note: str = "") -> None:
+        self.name = name
+        self.starts = starts
+        self.median_ms = median_ms
+        self.note = note
+
+
+def venv_python() -> str:
+    candidate = Path(sys.prefix) / "bin" / "python"
+    return str(candidate if candidate.exists() else Path(sys.executable))
+
+
+def install_plugins(bin_dir: Path) -> str:
+    """Lay the plugins into bin_dir; return how it was done."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    if importlib.util.find_spec("cni_plugin.install") is not None:
+        subprocess.run([venv_python(), "-m", "cni_plugin.install", str(bin_dir)], check=True,
+                       capture_output=True)
+        return "python -m cni_plugin.install"
+    # Until the installer exists: the same shape it is specified to produce.
+    for name, module in PLUGIN_MODULES.items():
+        script = bin_dir / name
+        script.write_text(f"#!{venv_python()} -IS\nimport sys\n"
+                          f"sys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+                          f"from {module} import main\nmain()\n")
+        script.chmod(0o755)
+    return "bench fallback scripts (cni_plugin.install not available)"
+
+
+def cni_env(command: str, container_id: str, bin_dir: Path, netns: str) -> dict[str, str]:
+    return {"CNI_COMMAND": command, "CNI_CONTAINERID": container_id, "CNI_NETNS": netns,
+            "CNI_IFNAME": "eth0", "CNI_PATH": f"{bin_dir}:/usr/lib/cni", "PATH": "/usr/bin:/bin"}
+
+
+def exec_plugin(plugin: str, command: str, conf: bytes, env: dict[str, str]) -> None:
+    proc = subprocess.run([plugin], input=conf, env=env, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(plugin)} {command} failed: "
+                           f"{proc.stdout.decode().strip() or proc.stderr.decode().strip()}")
+
+
+def median_ms(cycle: Callable[[int], None], cycles: int) -> float:
+    cycle(-1)  # warm the page cache and any bytecode caches
+    samples = []
+    for i in range(cycles):
+        start = time.perf_counter()
+        cycle(i)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def floor_row(cycles: int) -> Row:
+    cmd = [venv_python(), "-I", "-S", "-c", "pass"]
+
+    def cycle(_: int) -> None:
+        subprocess.run(cmd, check=True)
+
+    ms = median_ms(cycle, cycles)
+    return Row("floor: python -I -S -c pass", 1, ms)
+
+
+def add_del_row(name: str, plugin: str, conf: dict[str, object], starts: int, cycles: int,
+                bin_dir: Path, netns: str) -> Row:
+    if not os.access(plugin, os.X_OK):
+        return Row(name, starts, None, "not available (not installed)")
+    data = json.dumps(conf).encode()
+
+    def cycle(i: int) -> None:
+        cid = f"bench{i + 1}"
+        exec_plugin(plugin, "ADD", data, cni_env("ADD", cid, bin_dir, netns))
+        exec_plugin(plugin, "DEL", data, cni_env("DEL", cid, bin_dir, netns))
+
+    try:
+        return Row(name, starts, median_ms(cycle, cycles))
+    except RuntimeError as exc:
+        return Row(name, starts, None, f"not available: {exc}")
+
+
+def format_table(rows: list[Row], floor_ms: float) -> str:
+    header = f"{'cycle':<48} {'starts':>6} {'median ms':>10} {'x floor':>8} {'x floor*starts':>15}"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        if row.median_ms is None:
+            lines.append(f"{row.name:<48} {row.starts:>6} {'-':>10} {'-':>8} {'-':>15}  "
+                         f"{row.note}")
+            continue
+        lines.append(f"{row.name:<48} {row.starts:>6} {row.median_ms:>10.2f} "
+                     f"{row.median_ms / floor_ms:>8.2f} "
+                     f"{row.median_ms / (floor_ms * row.starts):>15.2f}  {row.note}".rstrip())
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cni_bench", description="CNI ADD+DEL exec benchmark")
+    parser.add_argument("--cycles", type=int, default=30)
+    opts = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="cnibench") as tmp:
+        root = Path(tmp)
+        bin_dir = root / "bin"
+        how = install_plugins(bin_dir)
+        netns = str(root / "netns")
+        Path(netns).touch()
+        ipam = {"type": "emu-host-local", "subnet": "10.88.0.0/16",
+                "dataDir": str(root / "ipam")}
+        host_local_conf: dict[str, object] = {"cniVersion": "1.0.0", "name": "bench",
+                                               "type": "emu-bridge", "ipam": ipam}
+        ref_conf = {**host_local_conf, "ipam": {**ipam, "type": "host-local",
+                                                 "dataDir": str(root / "ref-ipam")}}
+        bridge_conf = {"cniVersion": "1.1.0", "name": "bench", "type": "emu-bridge",
+                       "bridge": "cnibench0", "isGateway": True,
+                       "dataplaneDir": str(root / "dataplane"), "ipam": ipam}
+        floor = floor_row(opts.cycles)
+        rows = [
+            floor,
+            add_del_row("emu-host-local ADD+DEL", str(bin_dir / "emu-host-local"),
+                        host_local_conf, 2, opts.cycles, bin_dir, netns),
+            add_del_row("reference host-local ADD+DEL", REFERENCE_HOST_LOCAL, ref_conf, 2,
+                        opts.cycles, bin_dir, netns),
+            add_del_row("emu-bridge + emu-host-local ADD+DEL (emulated)",
+                        str(bin_dir / "emu-bridge"), bridge_conf, 4, opts.cycles, bin_dir,
+                        netns),
+        ]
+        assert floor.median_ms is not None
+        print(f"CNI ADD+DEL cycles: median of {opts.cycles}; plugins installed by: {how}")
+        print(format_table(rows, floor.median_ms))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
