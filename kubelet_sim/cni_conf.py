@@ -149,9 +149,14 @@ def conf_list_from_conf(plugin: PluginConf, *, source: str = "") -> NetworkConfi
     return conf_list_from_bytes(go_json(wrapped), source=source)
 
 
-def loopback_network(plugin_type: str = "loopback") -> NetworkConfigList:
-    """The loopback network containerd adds on ``lo`` (our bin dirs call it emu-loopback)."""
-    doc = {"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [{"type": plugin_type}]}
+def loopback_network(plugin_type: str = "loopback", **plugin_keys: Any) -> NetworkConfigList:
+    """The loopback network containerd adds on ``lo``.
+
+    Our bin dirs call the plugin emu-loopback, and tests point its state at a
+    temp dir (``dataplaneDir=...``); containerd itself sends the plain form.
+    """
+    plugin = {"type": plugin_type, **plugin_keys}
+    doc = {"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [plugin]}
     return conf_list_from_bytes(json.dumps(doc).encode())
 
 

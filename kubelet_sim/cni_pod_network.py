@@ -64,10 +64,10 @@ class PodNetwork:
         *,
         skip_invalid: bool = False,
         ifname: str = DEFAULT_IFNAME,
-        loopback_type: str = "loopback",
+        loopback: NetworkConfigList | None = None,
     ) -> None:
         self.libcni = libcni
-        self.loopback = loopback_network(loopback_type)
+        self.loopback = loopback or loopback_network()
         self.conf_dir = conf_dir
         self.skip_invalid = skip_invalid
         self.ifname = ifname
