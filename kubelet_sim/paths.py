@@ -143,7 +143,8 @@ def save_volume_data(directory: Path, data: dict[str, str]) -> Path:
     target = directory / VOL_DATA_FILE
     tmp = directory / f".{VOL_DATA_FILE}.tmp"
     with open(tmp, "w", encoding="utf-8") as out:
-        json.dump(data, out, sort_keys=True)
+        # as Go's json.Encoder writes a map: sorted keys, compact, newline
+        json.dump(data, out, sort_keys=True, separators=(",", ":"))
         out.write("\n")
         out.flush()
         os.fsync(out.fileno())

@@ -57,6 +57,18 @@ def csinode_driver_entry(reg: CsiNodeRegistration) -> dict[str, Any]:
     return entry
 
 
+def csinode_drivers_with(drivers: list[dict[str, Any]],
+                         reg: CsiNodeRegistration) -> list[dict[str, Any]]:
+    """CSINode ``spec.drivers`` after registering `reg`: an entry of the same name is
+    replaced (the new one goes last, as the kubelet appends it), the others are kept."""
+    return [d for d in drivers if d.get("name") != reg.driver] + [csinode_driver_entry(reg)]
+
+
+def csinode_drivers_without(drivers: list[dict[str, Any]], driver: str) -> list[dict[str, Any]]:
+    """CSINode ``spec.drivers`` after the driver deregistered."""
+    return [d for d in drivers if d.get("name") != driver]
+
+
 def node_id_annotation(existing: str | None, driver: str, node_id: str | None) -> str | None:
     """The node's ``csi.volume.kubernetes.io/nodeid`` annotation with `driver` set to
     `node_id` (or removed when `node_id` is None): compact JSON with sorted keys, as Go

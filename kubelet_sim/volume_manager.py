@@ -21,6 +21,7 @@ backoff (500 ms doubling, capped at 2 min 2 s) on an injectable clock.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
@@ -71,6 +72,9 @@ class VolumeManager:
         self._device_mounts: dict[VolumeKey, Path | None] = {}  # None: driver does not stage
         self._users: dict[VolumeKey, set[str]] = {}
         self._uncertain: set[tuple[str, str]] = set()  # (pod uid, spec name)
+        # One operation at a time per volume on this node (the kubelet keys its pending
+        # operations by volume; it lets SetUps of different pods overlap, we do not).
+        self._locks: dict[VolumeKey, asyncio.Lock] = {}
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -114,11 +118,13 @@ class VolumeManager:
         if volume.ephemeral:
             raise ValueError("inline ephemeral volumes are not staged")
         key = _key(volume)
-        if key in self._device_mounts:
-            return self._device_mounts[key]
-        staged = await self._retrying(f"mount_device/{key}", lambda: self._mount_device(volume))
-        self._device_mounts[key] = staged
-        return staged
+        async with self._lock(key):
+            if key in self._device_mounts:
+                return self._device_mounts[key]
+            staged = await self._retrying(f"mount_device/{key}",
+                                          lambda: self._mount_device(volume))
+            self._device_mounts[key] = staged
+            return staged
 
     async def _mount_device(self, volume: CsiVolume) -> Path | None:
         client = self._client_for(volume.driver)
@@ -151,11 +157,12 @@ class VolumeManager:
     async def unmount_device(self, volume: CsiVolume) -> bool:
         """Unstage the volume unless a pod on this node still uses it; True when done."""
         key = _key(volume)
-        if self._users.get(key):
-            return False
-        await self._retrying(f"unmount_device/{key}", lambda: self._unmount_device(volume))
-        self._device_mounts.pop(key, None)
-        return True
+        async with self._lock(key):
+            if self._users.get(key):
+                return False
+            await self._retrying(f"unmount_device/{key}", lambda: self._unmount_device(volume))
+            self._device_mounts.pop(key, None)
+            return True
 
     async def _unmount_device(self, volume: CsiVolume) -> None:
         client = self._client_for(volume.driver)
@@ -180,10 +187,16 @@ class VolumeManager:
     # -- SetUp / TearDown ---------------------------------------------------------------------
 
     async def set_up(self, pod: PodInfo, volume: CsiVolume) -> Path:
-        """Publish the volume for the pod; returns the path the container sees."""
+        """Publish the volume for the pod; returns the path the container sees. A no-op
+        when the pod already has it (the kubelet's actual state says mounted)."""
         name = f"set_up/{pod.uid}/{volume.spec_name}"
-        target = await self._retrying(name, lambda: self._set_up(pod, volume))
-        self._users.setdefault(_key(volume, pod), set()).add(pod.uid)
+        key = _key(volume, pod)
+        async with self._lock(key):
+            if pod.uid in self._users.get(key, set()):
+                target = self.target_path(pod, volume)
+            else:
+                target = await self._retrying(name, lambda: self._set_up(pod, volume))
+                self._users.setdefault(key, set()).add(pod.uid)
         if volume.block:
             return self._link_block_device(pod, volume, target)
         return target
@@ -237,14 +250,16 @@ class VolumeManager:
     async def tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         """Unpublish the volume from the pod and remove the pod's volume directory."""
         name = f"tear_down/{pod.uid}/{volume.spec_name}"
-        if volume.block:
-            self._unlink_block_device(pod, volume)
-        await self._retrying(name, lambda: self._tear_down(pod, volume))
-        users = self._users.get(_key(volume, pod))
-        if users is not None:
-            users.discard(pod.uid)
-            if not users:
-                del self._users[_key(volume, pod)]
+        key = _key(volume, pod)
+        async with self._lock(key):
+            if volume.block:
+                self._unlink_block_device(pod, volume)
+            await self._retrying(name, lambda: self._tear_down(pod, volume))
+            users = self._users.get(key)
+            if users is not None:
+                users.discard(pod.uid)
+                if not users:
+                    del self._users[key]
 
     async def _tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         client = self._client_for(volume.driver)
@@ -312,18 +327,25 @@ class VolumeManager:
     async def stats(self, pod: PodInfo, volume: CsiVolume) -> VolumeStats | None:
         """NodeGetVolumeStats for the pod's publish path; None when not advertised."""
         client = self._client_for(volume.driver)
-        caps = await self._capabilities(client)
-        if not caps.volume_stats:
-            return None
-        staged = caps.stage_unstage and not volume.ephemeral
-        response = await client.node_get_volume_stats(csi_pb2.NodeGetVolumeStatsRequest(
-            volume_id=volume.handle_for(pod.uid),
-            volume_path=str(self.target_path(pod, volume)),
-            staging_target_path=str(self.staging_path(volume)) if staged else "",
-        ))
-        return VolumeStats.from_response(response)
+
+        async def stats_once() -> VolumeStats | None:
+            caps = await self._capabilities(client)
+            if not caps.volume_stats:
+                return None
+            staged = caps.stage_unstage and not volume.ephemeral
+            response = await client.node_get_volume_stats(csi_pb2.NodeGetVolumeStatsRequest(
+                volume_id=volume.handle_for(pod.uid),
+                volume_path=str(self.target_path(pod, volume)),
+                staging_target_path=str(self.staging_path(volume)) if staged else "",
+            ))
+            return VolumeStats.from_response(response)
+
+        return await self._retrying(f"stats/{pod.uid}/{volume.spec_name}", stats_once)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _lock(self, key: VolumeKey) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
 
     @staticmethod
     async def _capabilities(client: CsiClient) -> NodeCapabilities:

@@ -23,6 +23,8 @@ from kubelet_sim.plugin_watcher import (
     CsiNodeRegistration,
     PluginWatcher,
     csinode_driver_entry,
+    csinode_drivers_with,
+    csinode_drivers_without,
     highest_supported_version,
     node_id_annotation,
 )
@@ -286,6 +288,16 @@ def test_csinode_driver_entry_omits_allocatable_without_a_volume_limit() -> None
     unlimited = CsiNodeRegistration(driver=DRIVER, endpoint="/x.sock", versions=("1.0.0",),
                                     node_id="n1", topology={}, max_volumes_per_node=0)
     assert csinode_driver_entry(unlimited) == {"name": DRIVER, "nodeID": "n1", "topologyKeys": []}
+
+
+def test_registering_again_replaces_the_csinode_entry_and_keeps_other_drivers() -> None:
+    other = {"name": "other.example.com", "nodeID": "x", "topologyKeys": []}
+    stale = {"name": DRIVER, "nodeID": "old", "topologyKeys": []}
+
+    drivers = csinode_drivers_with([stale, other], REG)
+
+    assert drivers == [other, csinode_driver_entry(REG)]
+    assert csinode_drivers_without(drivers, DRIVER) == [other]
 
 
 def test_node_id_annotation_is_compact_sorted_json_keeping_other_drivers() -> None:

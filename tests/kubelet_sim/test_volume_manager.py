@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import stat
@@ -420,3 +421,32 @@ async def test_block_volume_uses_the_kubelet_volume_devices_layout(node: Node) -
                                       "NodeUnstageVolume"]
     assert not device.exists() and not (devices / "pvc-1234").exists()
     assert not (devices / "staging/pvc-1234").exists()
+
+
+# -- the kubelet's bookkeeping ------------------------------------------------------------------
+
+
+async def test_pods_mounting_one_volume_at_once_stage_it_once(node: Node) -> None:
+    pods = [PodInfo(name=f"p{i}", namespace="default", uid=f"uid-{i}") for i in range(4)]
+
+    await asyncio.gather(*(node.manager.mount(pod, pv()) for pod in pods))
+
+    assert node.driver.calls.count("NodeStageVolume") == 1
+    assert node.driver.calls.count("NodePublishVolume") == 4
+    assert node.manager.users(pv()) == {pod.uid for pod in pods}
+
+
+async def test_setting_up_a_pod_volume_that_is_already_set_up_makes_no_call(node: Node) -> None:
+    first = await node.manager.mount(POD_A, pv())
+    calls = list(node.driver.calls)
+
+    assert await node.manager.set_up(POD_A, pv()) == first
+    assert node.driver.calls == calls
+
+
+async def test_vol_data_json_is_written_as_go_encodes_a_map(node: Node) -> None:
+    staging = await node.manager.mount_device(pv())
+
+    assert staging is not None
+    assert (staging.parent / "vol_data.json").read_text() == (
+        '{"driverName":"fake.csi.example.com","volumeHandle":"vol-1"}\n')

@@ -186,3 +186,17 @@ async def test_block_volume_against_the_real_driver(node: RealNode) -> None:
     assert device.is_symlink() and device.resolve() == published.resolve()
     assert await node.manager.unmount(POD_A, volume) is True
     assert not published.exists() and not device.exists()
+
+
+async def test_a_node_plugin_restart_mid_life_does_not_lose_the_volume(node: RealNode) -> None:
+    volume = await node.provision_and_attach("pvc-vm-restart")
+    target = await node.manager.mount(POD_A, volume)
+    (target / "kept.txt").write_text("survives kill -9")
+
+    node.driver.restart()  # kill -9 and start again on the same socket and state dir
+
+    assert (target / "kept.txt").read_text() == "survives kill -9"
+    stats = await node.manager.stats(POD_A, volume)  # the same client reconnects
+    assert stats is not None
+    assert await node.manager.unmount(POD_A, volume) is True
+    assert not target.parent.exists()
