@@ -15,8 +15,14 @@ from kubelet_sim.quantity import Quantity, QuantityError
 def apply_defaults(obj: Resource) -> None:
     """Fill in defaulted fields of ``obj`` in place."""
     handler = _DEFAULTERS.get(obj.kind)
-    if handler is not None:
+    if handler is None:
+        return
+    try:
         handler(obj)
+    except (AttributeError, TypeError):
+        # A malformed shape (a string where an object belongs): validation, which runs
+        # next, rejects it with the field's path.
+        return
 
 
 def _namespace(obj: Resource) -> None:

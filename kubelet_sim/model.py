@@ -337,9 +337,8 @@ def set_condition(obj: Resource, cond: JSON, now: datetime) -> None:
     for i, old in enumerate(conds):
         if old.get("type") == cond.get("type"):
             same = old.get("status") == cond.get("status")
-            stamped.setdefault(
-                "lastTransitionTime", old.get("lastTransitionTime") if same else format_time(now)
-            )
+            kept = old.get("lastTransitionTime") if same else None
+            stamped.setdefault("lastTransitionTime", kept or format_time(now))
             conds[i] = stamped
             return
     stamped.setdefault("lastTransitionTime", format_time(now))
