@@ -1,6 +1,7 @@
 """Fixtures for the CSI contract tests.
 
-- `driver`: one driver for the whole session, all features on (csi-sanity's setup).
+- `driver`: one driver for the whole session, all features on (csi-sanity's setup);
+  `CSI_SANITY_DRIVER_ARGS` adds flags to it.
 - `spawn_driver`: a factory for fresh drivers with their own flags / state dirs;
   every one is stopped and its mounts removed at the end of the test, even on failure.
 - `sanity` / `make_sanity`: csi-sanity's per-test context (mount dir, staging dir,
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +34,10 @@ MakeSanity = Callable[[DriverProcess], SanityContext]
 
 @pytest.fixture(scope="session")
 def driver() -> Iterator[DriverProcess]:
-    proc = DriverProcess(node_id="sanity-node")
+    # CSI_SANITY_DRIVER_ARGS adds flags (e.g. "--no-snapshots") to run the csi-sanity port
+    # against a reduced driver, the way csi-sanity is pointed at any configuration.
+    extra = shlex.split(os.environ.get("CSI_SANITY_DRIVER_ARGS", ""))
+    proc = DriverProcess(node_id="sanity-node", args=extra)
     try:
         proc.start()
         yield proc
