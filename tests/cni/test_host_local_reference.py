@@ -80,6 +80,25 @@ ERRORS_AND_EDGES: list[Step] = [
     ("DEL", V4, "c5", "X=1"),
 ]
 
+MULTI = {"ranges": [[{"subnet": "10.3.0.0/30"}, {"subnet": "10.3.1.0/30"}],
+                    [{"subnet": "fd01::/126"}]]}
+MID_GATEWAY = {"subnet": "10.2.0.0/16", "gateway": "10.2.0.5", "rangeStart": "10.2.0.4",
+               "rangeEnd": "10.2.0.6"}
+ALLOCATION_ORDER: list[Step] = [
+    ("ADD", {"ranges": [[{"subnet": "fd00:0:0:1::/64", "rangeStart": "fd00:0:0:1:0:0:1:1"}]]},
+     "c1", ""),
+    ("ADD", MID_GATEWAY, "c2", ""),
+    ("ADD", MID_GATEWAY, "c3", ""),
+    ("ADD", MID_GATEWAY, "c4", ""),
+    ("ADD", MULTI, "c5", ""),
+    ("ADD", MULTI, "c6", ""),
+    ("ADD", MULTI, "c7", ""),
+    ("ADD", {"subnet": "10.4.0.0/24", "ranges": [[{"subnet": "10.5.0.0/24"}]]}, "c8",
+     "IP=10.5.0.9"),
+    ("ADD", V4, "c9", "IP=::ffff:10.1.2.7"),
+    ("ADD", {"subnet": "::ffff:10.6.0.0/120"}, "c10", ""),
+    ("ADD", V4, "c11", "IP="),
+]
 
 def conf_for(data_dir: Path, version: str, ipam: dict[str, Any]) -> dict[str, Any]:
     conf: dict[str, Any] = {"name": "net1", "type": "bridge",
@@ -130,6 +149,17 @@ def test_lifecycle_matches_the_reference_output_and_files(tmp_path: Path, versio
 @pytest.mark.parametrize("version", ["1.0.0", "0.2.0"])
 def test_errors_and_edge_cases_match_the_reference(tmp_path: Path, version: str) -> None:
     play(ERRORS_AND_EDGES, version, tmp_path)
+
+
+def test_allocation_order_and_address_names_match_the_reference(tmp_path: Path) -> None:
+    play(ALLOCATION_ORDER, "1.0.0", tmp_path)
+
+
+def test_resolv_conf_is_read_as_the_reference_reads_it(tmp_path: Path) -> None:
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 1.1.1.1\n; note\nnameserver 8.8.8.8 extra\nsearch a b\n"
+                      "domain x.example\noptions ndots:5 rotate\n  search  c\nnameserver\n")
+    play([("ADD", {**V4, "resolvConf": str(resolv)}, "c1", "")], "1.0.0", tmp_path)
 
 
 def shared_conf(data_dir: Path) -> dict[str, Any]:
