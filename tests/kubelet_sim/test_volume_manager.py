@@ -450,3 +450,18 @@ async def test_vol_data_json_is_written_as_go_encodes_a_map(node: Node) -> None:
     assert staging is not None
     assert (staging.parent / "vol_data.json").read_text() == (
         '{"driverName":"fake.csi.example.com","volumeHandle":"vol-1"}\n')
+
+
+async def test_node_secrets_reach_the_driver_but_not_the_trace(node: Node) -> None:
+    volume = pv(node_stage_secrets={"stage-key": "hunter-one"},
+                node_publish_secrets={"pub-key": "hunter-two"})
+
+    await node.manager.mount(POD_A, volume)
+
+    assert dict(node.driver.requests_of("NodeStageVolume")[0].secrets) == {
+        "stage-key": "hunter-one"}
+    assert dict(node.driver.requests_of("NodePublishVolume")[0].secrets) == {
+        "pub-key": "hunter-two"}
+    dumped = "\n".join(event.to_json() for event in node.trace)
+    assert "hunter-" not in dumped and "stage-key" not in dumped and "pub-key" not in dumped
+    assert all("secrets" not in event.request for event in node.trace)
