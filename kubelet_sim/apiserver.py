@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import itertools
 import random
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from kubelet_sim.clock import Clock, RealClock
 from kubelet_sim.defaults import apply_defaults
@@ -52,6 +55,21 @@ __all__ = [
     "retry_on_conflict",
     "retry_on_conflict_async",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Serialise a verb: the store may be used from the event loop and from worker threads
+    (``asyncio.to_thread``) at once."""
+
+    @functools.wraps(method)
+    def wrapper(self: APIServer, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 _COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
@@ -95,6 +113,7 @@ class APIServer:
         self._current_version = 0
         self._history = EventHistory(history_limit)
         self._watches: list[Watch] = []
+        self._lock = threading.RLock()
         self._injected: dict[str, _Injected] = {}
         self._rng = random.Random()
         for name in bootstrap_namespaces:
@@ -106,10 +125,12 @@ class APIServer:
         """The newest resourceVersion handed out."""
         return str(self._current_version)
 
+    @_locked
     def get(self, kind: str, name: str, namespace: str = "") -> Resource:
         """The object, or :class:`NotFound`."""
         return self._current(kind, name, namespace).copy()
 
+    @_locked
     def list(
         self,
         kind: str,
@@ -124,6 +145,7 @@ class APIServer:
         return ResourceList(items, self.resource_version)
 
     # ------------------------------------------------------------------ writes
+    @_locked
     def create(self, obj: Resource | JSON) -> Resource:
         """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
@@ -159,10 +181,12 @@ class APIServer:
         self._commit(ADDED, obj, None)
         return obj.copy()
 
+    @_locked
     def update(self, obj: Resource | JSON) -> Resource:
         """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
         return self._update(obj, status_only=False, verb="update")
 
+    @_locked
     def update_status(self, obj: Resource | JSON) -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
         kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
@@ -170,6 +194,7 @@ class APIServer:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
         return self._update(obj, status_only=True, verb="update_status")
 
+    @_locked
     def patch(
         self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = ""
     ) -> Resource:
@@ -182,6 +207,7 @@ class APIServer:
         verb = "patch_status" if subresource else "patch"
         return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
 
+    @_locked
     def delete(
         self,
         kind: str,
@@ -221,6 +247,7 @@ class APIServer:
         return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
 
     # ------------------------------------------------------------------ watch
+    @_locked
     def watch(
         self,
         kind: str | None = None,
@@ -233,7 +260,7 @@ class APIServer:
         the retained events after it (:class:`Gone` if too old); without, it starts with a
         synthetic ``ADDED`` for every current object, as Kubernetes does."""
         matches = self._predicate(kind, namespace, label_selector, field_selector)
-        w = Watch(kind, matches, self._watches.remove)
+        w = Watch(kind, matches, self._unsubscribe)
         if resource_version not in (None, "", "0"):
             for change in self._history.since(int(str(resource_version))):
                 w._offer(change)
@@ -245,6 +272,7 @@ class APIServer:
         self._watches.append(w)
         return w
 
+    @_locked
     def events_since(
         self, resource_version: str | int, kind: str | None = None, namespace: str | None = None
     ) -> builtins.list[WatchEvent]:
@@ -256,6 +284,7 @@ class APIServer:
         return w.drain()
 
     # ------------------------------------------------------------------ fault injection
+    @_locked
     def inject_conflicts(
         self, kind: str, count: int, verbs: tuple[str, ...] = ("update", "update_status")
     ) -> None:
@@ -266,6 +295,11 @@ class APIServer:
         self._injected[kind] = _Injected(count, verbs)
 
     # ------------------------------------------------------------------ internals
+    def _unsubscribe(self, watch: Watch) -> None:
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
     def _current(self, kind: str, name: str, namespace: str) -> Resource:
         info = kind_info(kind)
         ns = (namespace or "default") if info.namespaced else ""

@@ -117,23 +117,41 @@ class Watch:
         self._on_stop = on_stop
         self._queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
         self._stopped = False
+        try:  # the loop that consumes; writes from other threads are handed to it
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+
+    def _put(self, item: WatchEvent | None) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._queue.put_nowait(item)
+            return
+        try:
+            same_thread = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            same_thread = False
+        if same_thread:
+            self._queue.put_nowait(item)
+        else:
+            loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
     def _offer(self, change: _Change) -> None:
         if self._stopped:
             return
         event = filter_change(change, self.kind, self._matches)
         if event is not None:
-            self._queue.put_nowait(event)
+            self._put(event)
 
     def _push(self, event: WatchEvent) -> None:
-        self._queue.put_nowait(event)
+        self._put(event)
 
     def stop(self) -> None:
         """Unsubscribe; iteration ends after the events already queued."""
         if not self._stopped:
             self._stopped = True
             self._on_stop(self)
-            self._queue.put_nowait(None)
+            self._put(None)
 
     def drain(self) -> list[WatchEvent]:
         """Every event queued right now, without waiting."""

@@ -172,3 +172,18 @@ async def test_async_retry_on_conflict_sleeps_on_the_clock(api: APIServer) -> No
         await asyncio.sleep(0)
     clock.advance(0.5)
     assert (await task).status["phase"] == "Running"
+
+
+async def test_writes_from_worker_threads_reach_a_live_watch_in_order(api: APIServer) -> None:
+    w = api.watch("Pod", resource_version=api.resource_version)
+
+    def write_from_thread() -> None:
+        for i in range(20):
+            api.create(pod(f"p{i}"))
+
+    await asyncio.to_thread(write_from_thread)
+    events = []
+    while len(events) < 20:
+        events.append(await w.next())
+    w.stop()
+    assert [e.object.name for e in events if e] == [f"p{i}" for i in range(20)]
