@@ -8,6 +8,11 @@ the other (containerd can also run them in parallel; the order of the execs is
 then not defined, so we keep it serial). Teardown runs the pod network first,
 then loopback. When the conf dir no longer yields a network, teardown falls
 back to the network list cached at ADD time, so a pod can still be stopped.
+A failing DEL does not stop the other network's DEL (go-cni stops at the first
+error); the first error is raised after both ran.
+
+The loopback network is containerd's (``type: loopback``) unless another is
+given: a bin dir of our own plugins names it ``emu-loopback``.
 """
 
 from __future__ import annotations

@@ -94,8 +94,8 @@ def test_malformed_lists_are_rejected(doc, message):
 
 
 def test_cni_versions_picks_the_highest_version_libcni_implements():
-    doc = {"cniVersions": ["0.4.0", "1.1.0", "9.0.0"], "cniVersion": "1.0.0", "name": "n"}
-    doc["plugins"] = [{"type": "a"}]
+    doc: dict[str, object] = {"cniVersions": ["0.4.0", "1.1.0", "9.0.0"], "cniVersion": "1.0.0"}
+    doc |= {"name": "n", "plugins": [{"type": "a"}]}
     assert conf_list_from_bytes(json.dumps(doc).encode()).cni_version == "1.1.0"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ def libcni(tmp_path: Path, fake: FakeExec, trace: Trace) -> LibCNI:
     )
 
 
-def pod_rt(ifname: str = "eth0", **caps) -> RuntimeConf:
+def pod_rt(ifname: str = "eth0", **caps: Any) -> RuntimeConf:
     return RuntimeConf(
         container_id=SANDBOX,
         netns="/var/run/netns/cni-1234",
@@ -106,7 +107,7 @@ def test_add_threads_each_result_as_the_next_plugins_prev_result(libcni, fake):
 
 
 def test_runtime_config_holds_only_the_capabilities_a_plugin_declares(libcni, fake):
-    caps = {
+    caps: dict[str, Any] = {
         "portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}],
         "bandwidth": {"ingressRate": 1000},
         "io.kubernetes.cri.pod-annotations": {"a": "b"},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kubelet_sim.cni_exec import PluginError
@@ -15,7 +17,7 @@ from kubelet_sim.cni_results import (
     version_at_least,
 )
 
-CURRENT = {
+CURRENT: dict[str, Any] = {
     "cniVersion": "1.1.0",
     "interfaces": [
         {"name": "cni0", "mac": "aa:aa:aa:aa:aa:01"},
