@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from csi_driver.registration import serve_registration_for_kubelet
+from csi_protos import csi_pb2
+from kubelet_sim.paths import KubeletPaths
 from kubelet_sim.plugin_watcher import (
     CsiNodeRegistration,
     PluginWatcher,
@@ -18,7 +20,9 @@ from kubelet_sim.plugin_watcher import (
     node_id_annotation,
 )
 from kubelet_sim.trace import Trace
-from tests.csi.driver_process import DriverProcess
+from kubelet_sim.volume_manager import VolumeManager
+from kubelet_sim.volume_spec import CsiVolume, PodInfo
+from tests.csi.driver_process import DriverProcess, unmount_under
 
 DRIVER = "csi-mini.example.com"
 TOPOLOGY_KEY = "topology.csi-mini.example.com/node"
@@ -26,7 +30,7 @@ TOPOLOGY_KEY = "topology.csi-mini.example.com/node"
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[DriverProcess]:
-    proc = DriverProcess(node_id="n1", args=["--mode", "node", "--max-volumes-per-node", "7"])
+    proc = DriverProcess(node_id="n1", args=["--mode", "all", "--max-volumes-per-node", "7"])
     try:
         proc.start()
         yield proc
@@ -37,8 +41,11 @@ def driver() -> Iterator[DriverProcess]:
 @pytest.fixture
 def kubelet_root() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="kpr", dir="/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        yield root
+    finally:
+        unmount_under(root)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_registration_get_info_node_get_info_callback_notify(
@@ -75,3 +82,50 @@ async def test_registration_get_info_node_get_info_callback_notify(
     assert written["annotation"] == '{"csi-mini.example.com":"n1"}'
     assert [(s.registered, s.error) for s in registrar.servicer.statuses] == [(True, "")]
     assert watcher.drivers == {}
+
+
+async def test_the_volume_manager_reaches_the_driver_the_watcher_registered(
+    driver: DriverProcess, kubelet_root: Path,
+) -> None:
+    trace = Trace()
+    registered: list[CsiNodeRegistration] = []
+
+    async def remember(reg: CsiNodeRegistration) -> None:
+        registered.append(reg)
+
+    watcher = PluginWatcher(registry_dir=kubelet_root / "plugins_registry", node_name="n1",
+                            trace=trace, on_register=remember)
+    manager = VolumeManager(node_name="n1", paths=KubeletPaths(kubelet_root),
+                            client_for=watcher.client_for)
+    registrar = await serve_registration_for_kubelet(
+        kubelet_root, driver_name=DRIVER, csi_endpoint=driver.endpoint)
+    try:
+        await watcher.scan()
+        client = watcher.client_for(DRIVER)
+        mode = csi_pb2.VolumeCapability.AccessMode(
+            mode=csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_MULTI_WRITER)
+        capability = csi_pb2.VolumeCapability(
+            mount=csi_pb2.VolumeCapability.MountVolume(), access_mode=mode)
+        created = await client.with_component("external-provisioner").create_volume(
+            csi_pb2.CreateVolumeRequest(
+                name="pvc-via-watcher", volume_capabilities=[capability],
+                capacity_range=csi_pb2.CapacityRange(required_bytes=1 << 20)))
+        attached = await client.with_component("external-attacher").controller_publish_volume(
+            csi_pb2.ControllerPublishVolumeRequest(volume_id=created.volume.volume_id,
+                                                   node_id=registered[0].node_id,
+                                                   volume_capability=capability))
+        volume = CsiVolume(driver=DRIVER, spec_name="pvc-via-watcher",
+                           volume_handle=created.volume.volume_id,
+                           publish_context=dict(attached.publish_context))
+        pod = PodInfo(name="p", namespace="default", uid="uid-w")
+
+        target = await manager.mount(pod, volume)
+        assert target.is_dir()
+        assert await manager.unmount(pod, volume) is True
+    finally:
+        await registrar.stop(None)
+        await watcher.scan()
+
+    kubelet_calls = [c for c in trace.calls(component="kubelet") if c.startswith("csi.Node/")]
+    assert kubelet_calls[0] == "csi.Node/NodeGetInfo"
+    assert "csi.Node/NodeUnstageVolume" in kubelet_calls
