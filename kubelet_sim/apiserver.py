@@ -294,6 +294,15 @@ class APIServer:
         kind_info(kind)
         self._injected[kind] = _Injected(count, verbs)
 
+    @_locked
+    def close_watches(self) -> int:
+        """End every live watch, as an API server restart or a watch timeout does; clients
+        must watch again from the last resourceVersion they saw. Returns how many ended."""
+        watches = list(self._watches)
+        for w in watches:
+            w.stop()
+        return len(watches)
+
     # ------------------------------------------------------------------ internals
     def _unsubscribe(self, watch: Watch) -> None:
         with self._lock:
