@@ -1,8 +1,8 @@
 """A test plugin told what to do by a debug file, which also records every call made to it.
 
 The debug file (JSON) is named by CNI_ARGS `DEBUG=<path>` or the config's
-`"debugFile"`. Keys, each optional, also settable per command under
-`"commands": {"DEL": {...}}`:
+`"debugFile"` (or `"ipam": {"debugFile"}` when it serves as an IPAM plugin).
+Keys, each optional, also settable per command under `"commands": {"DEL": {...}}`:
 
 - `reportResult`: the result ADD reports (an object in any cniVersion; it is
   printed in the config's version), or "PASSTHROUGH" for prevResult.
@@ -36,7 +36,10 @@ KNOWN_ARGS = frozenset({"DEBUG"})
 def debug_file(args: CmdArgs) -> str:
     if args.args.get("DEBUG"):
         return args.args["DEBUG"]
-    path = decode_object(args.stdin_data).get("debugFile", "")
+    conf = decode_object(args.stdin_data)
+    ipam = conf.get("ipam")
+    # As an IPAM plugin it sees its parent's config: look in "ipam" too.
+    path = conf.get("debugFile") or (ipam.get("debugFile") if isinstance(ipam, dict) else "")
     return path if isinstance(path, str) else ""
 
 
