@@ -41,7 +41,14 @@ from typing import Any, TypeVar
 
 from kubelet_sim.clock import Clock, RealClock
 from kubelet_sim.defaults import apply_defaults
-from kubelet_sim.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
+from kubelet_sim.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+)
 from kubelet_sim.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
 from kubelet_sim.selectors import FieldSelector, LabelSelector, field_value
@@ -157,6 +164,8 @@ class APIServer:
             meta.name = meta.generate_name + suffix
         if not meta.name:
             raise Invalid("metadata.name", "Required value: name or generateName is required")
+        if meta.resource_version:
+            raise BadRequest("resourceVersion should not be set on objects to be created")
         if info.namespaced:
             ns = self._objects.get("Namespace", {}).get(("", meta.namespace))
             if ns is None:

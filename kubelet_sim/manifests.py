@@ -100,11 +100,17 @@ def load_file(path: str | Path) -> list[Resource]:
 def apply_manifests(api: APIServer, objects: Iterable[Resource]) -> list[Resource]:
     """Create each object, or replace the existing one's labels, annotations and desired
     state (spec, or the top-level fields of StorageClass-like kinds). Status in a
-    manifest is ignored, as the API server ignores it. Returns the stored objects."""
+    manifest is ignored, as the API server ignores it; server-set metadata (uid,
+    resourceVersion, creationTimestamp) is dropped. Returns the stored objects."""
     stored: list[Resource] = []
     for obj in objects:
+        fresh = obj.copy()
+        # Output of ``kubectl get -o yaml`` carries server-set fields a create refuses.
+        fresh.metadata.resource_version = ""
+        fresh.metadata.uid = ""
+        fresh.metadata.creation_timestamp = None
         try:
-            stored.append(api.create(obj))
+            stored.append(api.create(fresh))
         except AlreadyExists:
             stored.append(retry_on_conflict(lambda o=obj: _replace(api, o)))  # type: ignore[misc]
     return stored

@@ -256,3 +256,10 @@ def test_creating_in_a_terminating_namespace_is_forbidden(api: APIServer) -> Non
     api.delete("Namespace", "team")
     with pytest.raises(Forbidden):
         api.create(pod("web", "team"))
+
+
+def test_create_with_a_resource_version_fails_bad_request(api: APIServer) -> None:
+    obj = pod("web")
+    obj.metadata.resource_version = "42"
+    with pytest.raises(BadRequest):
+        api.create(obj)

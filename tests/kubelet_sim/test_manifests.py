@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.clock import FakeClock
@@ -201,3 +202,11 @@ def test_load_file_uses_the_file_name_as_source(tmp_path: Path) -> None:
 def test_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
     with pytest.raises(ManifestError):
         load_file(tmp_path / "absent.yaml")
+
+
+def test_applying_an_exported_object_drops_server_set_metadata() -> None:
+    source = APIServer(clock=FakeClock())
+    exported = source.create(load_manifests(APP)[1]).to_dict()
+    target = APIServer(clock=FakeClock())
+    stored = apply_manifests(target, load_manifests(yaml.safe_dump(exported)))
+    assert stored[0].metadata.uid != exported["metadata"]["uid"]
