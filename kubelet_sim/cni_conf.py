@@ -11,6 +11,7 @@ dockershim did. The loopback network is added by the runtime itself on ``lo``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class NetworkConfigList:
     bytes: bytes
     disable_check: bool = False
     disable_gc: bool = False
+    load_only_inlined_plugins: bool = False
     source: str = ""
 
 
@@ -117,10 +119,17 @@ def conf_list_from_bytes(data: bytes, *, source: str = "") -> NetworkConfigList:
         raise InvalidNetworkConfig("error parsing configuration list: invalid cniVersion type")
     if "cniVersions" in raw:
         version = _highest_supported(raw, version)
-    plugins_raw = raw.get("plugins")
+    inlined_only = _read_bool(raw, "loadOnlyInlinedPlugins")
+    if "plugins" not in raw and inlined_only:
+        raise InvalidNetworkConfig(
+            "error parsing configuration list: "
+            "`loadOnlyInlinedPlugins` is true, and no 'plugins' key"
+        )
+    # Without a plugins key the list's plugins may come from <dir>/<name>/*.conf.
+    plugins_raw = raw.get("plugins", [])
     if not isinstance(plugins_raw, list):
         raise InvalidNetworkConfig("error parsing configuration list: invalid 'plugins' type")
-    if not plugins_raw:
+    if "plugins" in raw and not plugins_raw:
         raise InvalidNetworkConfig("error parsing configuration list: no plugins in list")
     plugins = []
     for i, plugin in enumerate(plugins_raw):
@@ -135,6 +144,7 @@ def conf_list_from_bytes(data: bytes, *, source: str = "") -> NetworkConfigList:
         bytes=data,
         disable_check=_read_bool(raw, "disableCheck"),
         disable_gc=_read_bool(raw, "disableGC"),
+        load_only_inlined_plugins=inlined_only,
         source=source,
     )
 
@@ -166,15 +176,36 @@ LOOPBACK_NETWORK = loopback_network()
 def conf_files(conf_dir: str) -> list[str]:
     """The config files of ``conf_dir`` sorted by name (missing dir → none)."""
     try:
-        entries = list(os.scandir(conf_dir))
-    except FileNotFoundError:
-        return []
+        return _files_with(conf_dir, CONF_EXTENSIONS)
     except OSError as exc:
         raise NoNetworkConfig(f"failed to read config file: {exc}") from None
+
+
+def _files_with(directory: str, extensions: tuple[str, ...]) -> list[str]:
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
     names = [
-        e.path for e in entries if not e.is_dir() and os.path.splitext(e.name)[1] in CONF_EXTENSIONS
+        e.path for e in entries if not e.is_dir() and os.path.splitext(e.name)[1] in extensions
     ]
     return sorted(names)
+
+
+def _with_plugin_files(net: NetworkConfigList) -> NetworkConfigList:
+    """libcni appends the ``.conf`` files of ``<conf dir>/<network name>/``, sorted."""
+    if not net.load_only_inlined_plugins:
+        extra = []
+        for path in _files_with(os.path.join(os.path.dirname(net.source), net.name), (".conf",)):
+            try:
+                with open(path, "rb") as f:
+                    extra.append(plugin_conf_from_bytes(f.read()))
+            except OSError as exc:
+                raise InvalidNetworkConfig(f"error reading {path}: {exc}") from None
+        net = dataclasses.replace(net, plugins=net.plugins + tuple(extra))
+    if not net.plugins:
+        raise InvalidNetworkConfig("no plugin configs found")
+    return net
 
 
 def load_conf_file(path: str) -> NetworkConfigList:
@@ -185,7 +216,7 @@ def load_conf_file(path: str) -> NetworkConfigList:
         raise InvalidNetworkConfig(f"error reading {path}: {exc}") from None
     if path.endswith(".conflist"):
         try:
-            return conf_list_from_bytes(data, source=path)
+            return _with_plugin_files(conf_list_from_bytes(data, source=path))
         except InvalidNetworkConfig as exc:
             raise InvalidNetworkConfig(
                 f"failed to load CNI config list file {path}: {exc}"

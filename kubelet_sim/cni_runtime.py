@@ -220,6 +220,8 @@ class LibCNI:
     # -- the list operations --------------------------------------------------------
 
     def add_network_list(self, net: NetworkConfigList, rt: RuntimeConf) -> Result:
+        if not net.plugins:
+            raise PluginError(f'network "{net.name}" has no plugins')
         result: Result | None = None
         for plugin in net.plugins:
             stdin = build_plugin_config(net, plugin, prev_result=result, rt=rt)

@@ -115,3 +115,28 @@ def test_plugin_capabilities_are_read_from_the_plugin_config():
 def test_the_loopback_network_is_the_one_containerd_adds():
     assert (LOOPBACK_NETWORK.name, LOOPBACK_NETWORK.cni_version) == ("cni-loopback", "1.0.0")
     assert [p.type for p in LOOPBACK_NETWORK.plugins] == ["loopback"]
+
+
+def test_a_list_without_plugins_takes_the_conf_files_of_its_network_dir(tmp_path):
+    write(tmp_path / "10-net.conflist", {"cniVersion": "1.0.0", "name": "split"})
+    (tmp_path / "split").mkdir()
+    write(tmp_path / "split" / "20-portmap.conf", {"type": "portmap"})
+    write(tmp_path / "split" / "10-bridge.conf", {"type": "bridge"})
+    write(tmp_path / "split" / "30-ignored.json", {"type": "tuning"})
+    net = load_pod_network(str(tmp_path))
+    assert [p.type for p in net.plugins] == ["bridge", "portmap"]
+
+
+def test_inlined_plugins_come_first_and_the_flag_turns_the_network_dir_off(tmp_path):
+    (tmp_path / "mixed").mkdir()
+    write(tmp_path / "mixed" / "10-portmap.conf", {"type": "portmap"})
+    write(tmp_path / "10-net.conflist", conflist("mixed"))
+    assert [p.type for p in load_pod_network(str(tmp_path)).plugins] == ["bridge", "portmap"]
+    write(tmp_path / "10-net.conflist", {**conflist("mixed"), "loadOnlyInlinedPlugins": True})
+    assert [p.type for p in load_pod_network(str(tmp_path)).plugins] == ["bridge"]
+
+
+def test_a_list_with_no_plugin_anywhere_is_invalid(tmp_path):
+    write(tmp_path / "10-net.conflist", {"cniVersion": "1.0.0", "name": "empty"})
+    with pytest.raises(InvalidNetworkConfig, match="no plugin configs found"):
+        load_pod_network(str(tmp_path))
