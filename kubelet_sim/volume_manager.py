@@ -35,6 +35,7 @@ from kubelet_sim.paths import (
     VOL_DATA_FILE,
     KubeletPaths,
     attachment_name,
+    load_volume_data,
     make_dirs,
     remove_mount_dir,
     save_volume_data,
@@ -275,6 +276,35 @@ class VolumeManager:
                 target.parent.rmdir()
         else:
             remove_mount_dir(target)
+
+    # -- kubelet restart ------------------------------------------------------------------------
+
+    def reconstruct(self) -> int:
+        """Rebuild what is staged and which pods use what from the ``vol_data.json`` files on
+        disk, as a restarted kubelet does; returns how many pod volumes were found."""
+        found = 0
+        csi_dir = self.paths.csi_plugin_dir
+        for data_file in sorted(csi_dir.glob(f"*/*/{VOL_DATA_FILE}")):
+            if data_file.parent.parent.name == self.paths.volume_devices_dir.name:
+                continue
+            data = load_volume_data(data_file.parent)
+            key = (data["driverName"], data["volumeHandle"])
+            self._device_mounts.setdefault(key, data_file.parent / "globalmount")
+        for data_file in sorted(self.paths.volume_devices_dir.glob(f"*/data/{VOL_DATA_FILE}")):
+            data = load_volume_data(data_file.parent)
+            spec_name = data_file.parent.parent.name
+            key = (data["driverName"], data["volumeHandle"])
+            self._device_mounts.setdefault(key, self.paths.block_staging_path(spec_name))
+            for link in self.paths.pods_dir.glob(f"*/volumeDevices/*/{spec_name}"):
+                self._users.setdefault(key, set()).add(link.parents[2].name)
+                found += 1
+        for data_file in sorted(self.paths.pods_dir.glob(f"*/volumes/*/*/{VOL_DATA_FILE}")):
+            data = load_volume_data(data_file.parent)
+            pod_uid = data_file.parents[3].name
+            key = (data["driverName"], data["volumeHandle"])
+            self._users.setdefault(key, set()).add(pod_uid)
+            found += 1
+        return found
 
     # -- block device links ----------------------------------------------------------------
 

@@ -465,3 +465,26 @@ async def test_node_secrets_reach_the_driver_but_not_the_trace(node: Node) -> No
     dumped = "\n".join(event.to_json() for event in node.trace)
     assert "hunter-" not in dumped and "stage-key" not in dumped and "pub-key" not in dumped
     assert all("secrets" not in event.request for event in node.trace)
+
+
+async def test_a_restarted_kubelet_rebuilds_users_from_vol_data_and_unstages_after_the_last(
+    node: Node,
+) -> None:
+    block = CsiVolume(driver=DRIVER, spec_name="pvc-block", volume_handle="vol-2", block=True)
+    node.driver.add_volume("vol-2")
+    await node.manager.mount(POD_A, pv())
+    await node.manager.mount(POD_B, pv())
+    await node.manager.mount(POD_A, block)
+
+    restarted = VolumeManager(node_name="node-1", paths=node.paths,
+                              client_for=lambda _name: node.client, clock=node.clock)
+    assert restarted.reconstruct() == 3
+
+    assert restarted.users(pv()) == {"uid-a", "uid-b"}
+    assert restarted.users(block) == {"uid-a"}
+    assert restarted.is_device_mounted(pv()) and restarted.is_device_mounted(block)
+    assert await restarted.unmount(POD_A, pv()) is False
+    assert await restarted.unmount(POD_B, pv()) is True
+    assert await restarted.unmount(POD_A, block) is True
+    assert node.driver.calls.count("NodeUnstageVolume") == 2
+    assert node.driver.staged == {} and node.driver.published == {}
