@@ -212,7 +212,7 @@ class VolumeManager:
         target = self.target_path(pod, volume)
         make_dirs(target.parent)
         context = dict(volume.volume_attributes)
-        if volume.pod_info_on_mount:
+        if volume.pod_info_on_mount and not volume.block:  # the block mapper sends the PV's only
             context.update(pod_info_attributes(pod, ephemeral=volume.ephemeral))
         data_dir = self.paths.block_data_dir(volume.spec_name) if volume.block else target.parent
         make_dirs(data_dir)
