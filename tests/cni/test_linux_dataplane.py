@@ -1,0 +1,152 @@
+"""emu-bridge and emu-loopback on the linux dataplane, each test in a fresh netns (root only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import RecordingIPAM
+from .netns_support import (
+    delete_link,
+    fresh_netns,
+    host_link_exists,
+    ip_json,
+    needs_root,
+    unique_name,
+)
+from .procharness import cni_env, exec_plugin
+
+pytestmark = [needs_root, pytest.mark.root]
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    with fresh_netns() as path:
+        yield path
+
+
+@pytest.fixture
+def bridge_name() -> Iterator[str]:
+    name = unique_name()
+    yield name
+    delete_link(name)
+
+
+def conf(ipam: RecordingIPAM | None, bridge: str, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"cniVersion": "1.0.0", "name": "lxnet", "type": "emu-bridge",
+                           "bridge": bridge, "dataplane": "linux", **fields}
+    if ipam is not None:
+        out["ipam"] = ipam.ipam_conf()
+    return out
+
+
+def addrs(netns: str | None, dev: str) -> list[str]:
+    found = ip_json("addr", "show", "dev", dev, netns=netns)
+    return [f"{a['local']}/{a['prefixlen']}" for a in found[0]["addr_info"]
+            if a.get("scope") != "link"]
+
+
+def test_add_builds_bridge_veth_addresses_and_routes(recording_ipam: RecordingIPAM,
+                                                     netns: str, bridge_name: str,
+                                                     cni_bin: str) -> None:
+    recording_ipam.set_result({"cniVersion": "1.0.0",
+                               "ips": [{"address": "10.61.0.5/24"},
+                                       {"address": "fd61::5/64"}],
+                               "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]})
+    c = conf(recording_ipam, bridge_name, isGateway=True, mtu=1400)
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin), c)
+    assert add.status == 0, add.stdout
+    body = add.json()
+    eth0 = ip_json("-d", "link", "show", "dev", "eth0", netns=netns)[0]
+    assert eth0["address"] == body["interfaces"][2]["mac"]
+    assert eth0["mtu"] == 1400 and "UP" in eth0["flags"]
+    assert addrs(netns, "eth0") == ["10.61.0.5/24", "fd61::5/64"]
+    assert sorted(addrs(None, bridge_name)) == ["10.61.0.1/24", "fd61::1/64"]
+    host = ip_json("-d", "link", "show", "dev", body["interfaces"][1]["name"])[0]
+    assert host["master"] == bridge_name
+    routes = {(r["dst"], r.get("gateway")) for r in ip_json("route", "show", netns=netns)}
+    assert ("default", "10.61.0.1") in routes
+    routes6 = {(r["dst"], r.get("gateway")) for r in ip_json("-6", "route", "show",
+                                                              netns=netns)}
+    assert ("default", "fd61::1") in routes6
+
+    check = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("CHECK", "c1", netns, "eth0", cni_bin),
+                        {**c, "prevResult": body})
+    assert (check.status, check.stdout) == (0, "")
+
+    again = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin),
+                        c)
+    assert again.json()["msg"] == "container veth name provided (eth0) already exists"
+
+    for _ in range(2):
+        delete = exec_plugin(f"{cni_bin}/emu-bridge",
+                             cni_env("DEL", "c1", netns, "eth0", cni_bin), c)
+        assert (delete.status, delete.stdout) == (0, "")
+    assert [link["ifname"] for link in ip_json("link", "show", netns=netns)] == ["lo"]
+    assert not host_link_exists(body["interfaces"][1]["name"])
+    assert recording_ipam.commands() == ["ADD", "CHECK", "DEL", "DEL"]
+
+
+def test_failure_after_ipam_removes_the_veth(recording_ipam: RecordingIPAM, netns: str,
+                                             bridge_name: str, cni_bin: str) -> None:
+    # A route through a gateway that is not on-link cannot be added: ADD must undo.
+    recording_ipam.set_result({"cniVersion": "1.0.0", "ips": [{"address": "10.62.0.5/24"}],
+                               "routes": [{"dst": "10.99.0.0/16", "gw": "192.0.2.1"}]})
+    c = conf(recording_ipam, bridge_name)
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin), c)
+    assert add.status == 1
+    assert add.json()["msg"].startswith("failed to add route '10.99.0.0/16 via 192.0.2.1")
+    assert recording_ipam.commands() == ["ADD", "DEL"]
+    assert [link["ifname"] for link in ip_json("link", "show", netns=netns)] == ["lo"]
+    ports = [link for link in ip_json("link", "show") if link.get("master") == bridge_name]
+    assert ports == []
+
+
+def test_del_of_a_deleted_netns_succeeds(recording_ipam: RecordingIPAM, bridge_name: str,
+                                         cni_bin: str) -> None:
+    with fresh_netns() as path:
+        c = conf(recording_ipam, bridge_name)
+        assert exec_plugin(f"{cni_bin}/emu-bridge",
+                           cni_env("ADD", "c1", path, "eth0", cni_bin), c).status == 0
+    delete = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("DEL", "c1", path, "eth0", cni_bin),
+                         c)
+    assert (delete.status, delete.stdout) == (0, "")
+    assert recording_ipam.commands() == ["ADD", "DEL"]
+
+
+def test_loopback_brings_lo_up_with_127_0_0_1_and_ipv6(netns: str, cni_bin: str) -> None:
+    c = {"cniVersion": "1.0.0", "name": "lo", "type": "emu-loopback", "dataplane": "linux"}
+    add = exec_plugin(f"{cni_bin}/emu-loopback", cni_env("ADD", "c1", netns, "lo", cni_bin), c)
+    assert add.status == 0, add.stdout
+    assert [i["address"] for i in add.json()["ips"]] == ["127.0.0.1/8", "::1/128"]
+    lo = ip_json("addr", "show", "dev", "lo", netns=netns)[0]
+    assert "UP" in lo["flags"]
+    check = exec_plugin(f"{cni_bin}/emu-loopback", cni_env("CHECK", "c1", netns, "lo", cni_bin),
+                        c)
+    assert check.status == 0
+    delete = exec_plugin(f"{cni_bin}/emu-loopback", cni_env("DEL", "c1", netns, "lo", cni_bin),
+                         c)
+    assert delete.status == 0
+    assert "UP" not in ip_json("link", "show", "dev", "lo", netns=netns)[0]["flags"]
+
+
+def test_without_net_admin_the_error_says_so(recording_ipam: RecordingIPAM, netns: str,
+                                             bridge_name: str, cni_bin: str) -> None:
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv not installed")
+    c = conf(recording_ipam, bridge_name)
+    env = cni_env("ADD", "c1", netns, "eth0", cni_bin)
+    drop = "-net_admin,-sys_admin"
+    proc = subprocess.run(["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}",
+                           f"{cni_bin}/emu-bridge"], input=json.dumps(c).encode(),
+                          env={**os.environ, **env}, capture_output=True, check=False)
+    body = json.loads(proc.stdout)
+    assert (proc.returncode, body["code"]) == (1, 999)
+    assert "operation not permitted" in body["msg"]
+    assert body["details"].startswith("the linux dataplane needs root")
