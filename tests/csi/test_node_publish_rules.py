@@ -4,6 +4,7 @@ block targets, and both mount methods (bind as root, symlink)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
@@ -192,3 +193,18 @@ class TestTargets:
         assert not os.path.lexists(target)
         flow.res.node_publish(flow.publish_request(vol, pub, target=flow.ctx.other_target_path))
         assert Path(flow.ctx.other_target_path, "via-link").read_text() == "x"
+
+    def test_unpublish_naming_another_volume_leaves_the_publish_in_place(
+        self, flow: NodeFlow
+    ) -> None:
+        vol, _ = flow.stage_and_publish(unique_string("mine"))
+        other = flow.create_volume(unique_string("other"))
+        Path(flow.ctx.target_path, "mine.txt").write_text("still mine")
+        with contextlib.suppress(grpc.RpcError):  # OK or NOT_FOUND are both acceptable
+            flow.ctx.stubs.node.NodeUnpublishVolume(
+                csi_pb2.NodeUnpublishVolumeRequest(
+                    volume_id=other.volume.volume_id, target_path=flow.ctx.target_path
+                )
+            )
+        assert Path(flow.ctx.target_path, "mine.txt").read_text() == "still mine"
+        del vol

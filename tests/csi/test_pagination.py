@@ -69,6 +69,33 @@ class TestListVolumesPagination:
             grpc.StatusCode.INVALID_ARGUMENT,
         )
 
+    def test_tokens_stay_valid_when_listed_volumes_are_deleted_between_pages(
+        self, fresh: SanityContext
+    ) -> None:
+        """Port of csi-sanity's pending spec (XIt, not among its 95): "pagination should detect
+        volumes added between pages and accept tokens when the last volume from a page is
+        deleted" — no duplicates, nothing that was deleted, no more than what remains."""
+        existing = {
+            fresh.resources.must_create_volume(
+                make_create_volume_req(unique_string(f"x{i}"), GiB)
+            ).volume.volume_id
+            for i in range(3)
+        }
+        first = fresh.stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest(max_entries=2))
+        assert len(first.entries) == 2 and first.next_token
+        for entry in first.entries:
+            assert entry.volume.volume_id in existing
+            fresh.resources.delete_volume(entry.volume.volume_id)
+            existing.discard(entry.volume.volume_id)
+        added = fresh.resources.must_create_volume(make_create_volume_req("new-addition", GiB))
+        existing.add(added.volume.volume_id)
+        rest = fresh.stubs.controller.ListVolumes(
+            csi_pb2.ListVolumesRequest(starting_token=first.next_token)
+        )
+        ids = [e.volume.volume_id for e in rest.entries]
+        assert len(ids) == len(set(ids)) <= 3 - 2 + 1
+        assert set(ids) <= existing
+
 
 class TestListSnapshotsPagination:
     def test_pages_of_two_visit_every_snapshot_once(self, fresh: SanityContext) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -109,12 +110,17 @@ class TestSocket:
         message = proc.stderr()
         assert str(proc.socket_path) in message and "Traceback" not in message
 
-    def test_sigterm_stops_gracefully_and_removes_the_socket(
-        self, spawn_driver: SpawnDriver
+    @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+    def test_a_stop_signal_stops_gracefully_and_removes_the_socket(
+        self, spawn_driver: SpawnDriver, sig: signal.Signals
     ) -> None:
         proc = spawn_driver()
-        assert proc.terminate() == 0
+        assert proc.proc is not None
+        proc.close_channel()
+        proc.proc.send_signal(sig)
+        assert proc.proc.wait(timeout=15) == 0
         assert not proc.socket_path.exists()
+        assert os.listdir(proc.sock_dir) == []
 
 
 class TestEndpoint:
@@ -173,6 +179,7 @@ class TestLogging:
         assert entry["request"]["name"] == "logged"
         assert SECRET_VALUE not in json.dumps(entry)
         assert entry["code"] in ("OK", 0)
+        assert isinstance(entry["duration_ms"], int | float) and entry["duration_ms"] >= 0
         failed = log_lines(proc, "ControllerGetVolume")
         assert failed and failed[0]["code"] in ("NOT_FOUND", 5)
         assert SECRET_VALUE not in proc.stderr()
@@ -229,3 +236,17 @@ class TestRequiredSecrets:
         guarded.stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest())
         assert log_lines(guarded, "ListVolumes")
         assert self.RIGHT not in guarded.stderr()
+
+    def test_node_rpcs_with_a_secrets_field_are_guarded_too(self, guarded: DriverProcess) -> None:
+        req = csi_pb2.NodeStageVolumeRequest(
+            volume_id="v",
+            staging_target_path="/tmp",
+            volume_capability=csi_pb2.VolumeCapability(
+                access_mode=csi_pb2.VolumeCapability.AccessMode(
+                    mode=csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+                ),
+                mount=csi_pb2.VolumeCapability.MountVolume(),
+            ),
+        )
+        expect_error_code(guarded.stubs.node.NodeStageVolume, req, grpc.StatusCode.INVALID_ARGUMENT)
+        guarded.stubs.node.NodeGetCapabilities(csi_pb2.NodeGetCapabilitiesRequest())

@@ -119,6 +119,25 @@ class TestNodeGetVolumeStats:
         assert usage[Unit.BYTES].used + usage[Unit.BYTES].available <= usage[Unit.BYTES].total
         assert usage[Unit.INODES].used - old[Unit.INODES].used >= 11
 
+    def test_stats_of_a_block_volume_report_its_size(self, flow: NodeFlow) -> None:
+        cap = csi_pb2.VolumeCapability(
+            access_mode=mount_capability().access_mode, block=csi_pb2.VolumeCapability.BlockVolume()
+        )
+        req = make_create_volume_req(unique_string("blkstats"), 64 * MiB)
+        del req.volume_capabilities[:]
+        req.volume_capabilities.append(cap)
+        vol = flow.res.must_create_volume(req)
+        pub = flow.controller_publish(vol, "sanity-node", cap)
+        flow.node_stage(vol, pub, cap)
+        flow.node_publish(vol, pub, cap)
+        rsp = flow.ctx.stubs.node.NodeGetVolumeStats(
+            csi_pb2.NodeGetVolumeStatsRequest(
+                volume_id=vol.volume.volume_id, volume_path=flow.ctx.target_path
+            )
+        )
+        usage = {u.unit: u for u in rsp.usage}
+        assert usage[Unit.BYTES].total == 64 * MiB
+
     def test_stats_accept_the_staging_path_too(self, flow: NodeFlow) -> None:
         vol = flow.res.must_create_volume(make_create_volume_req(unique_string("stg"), GiB))
         publish(flow, vol)
