@@ -22,8 +22,9 @@ import json
 import os
 import secrets
 import subprocess
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from kubelet_sim.cni_conf import NetworkNotReady
 from kubelet_sim.cni_exec import PluginError
 from kubelet_sim.cni_pod_network import Attachment, PodNetwork
 from kubelet_sim.cni_runtime import containerd_cni_args
+from kubelet_sim.trace import Trace
 
 SANDBOX_READY = "SANDBOX_READY"
 SANDBOX_NOTREADY = "SANDBOX_NOTREADY"
@@ -133,8 +135,13 @@ class ContainerRuntime:
         *,
         linux_netns: bool = False,
         netns_dir: str = LINUX_NETNS_DIR,
+        cri_trace: Trace | None = None,
+        node: str = "",
     ) -> None:
         self.state_dir = state_dir
+        # When given, every CRI call is traced as the kubelet's gRPC call to containerd.
+        self.cri_trace = cri_trace
+        self.node = node
         self.network = network
         self.linux_netns = linux_netns
         self.netns_dir = netns_dir if linux_netns else os.path.join(state_dir, "netns")
@@ -171,19 +178,17 @@ class ContainerRuntime:
 
     # -- network namespaces ----------------------------------------------------------
 
-    def _create_netns(self) -> str:
-        name = f"cni-{uuid.uuid4()}"
+    def _create_netns(self, path: str) -> None:
         if self.linux_netns:
+            name = os.path.basename(path)
             proc = subprocess.run(["ip", "netns", "add", name], capture_output=True, check=False)
             if proc.returncode != 0:
                 raise SandboxError(
                     f"failed to create network namespace {name}: {proc.stderr.decode().strip()}"
                 )
-            return os.path.join(self.netns_dir, name)
+            return
         os.makedirs(self.netns_dir, exist_ok=True)
-        path = os.path.join(self.netns_dir, name)
         write_atomically(path, b"", mode=0o644)
-        return path
 
     def _remove_netns(self, path: str) -> None:
         if not path or not os.path.lexists(path):
@@ -200,15 +205,38 @@ class ContainerRuntime:
 
     # -- CRI ---------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _cri_call(self, method: str, request: dict[str, Any]) -> Iterator[None]:
+        start = time.monotonic()
+        outcome = "OK"
+        try:
+            yield
+        except Exception as exc:
+            outcome = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            if self.cri_trace is not None:
+                self.cri_trace.record(
+                    node=self.node,
+                    component="kubelet",
+                    call=f"runtime.v1.RuntimeService/{method}",
+                    request=request,
+                    result=outcome,
+                    duration_ms=(time.monotonic() - start) * 1000.0,
+                )
+
     def run_pod_sandbox(self, config: PodSandboxConfig) -> Sandbox:
+        with self._cri_call("RunPodSandbox", {"pod": f"{config.namespace}/{config.name}"}):
+            return self._run_pod_sandbox(config)
+
+    def _run_pod_sandbox(self, config: PodSandboxConfig) -> Sandbox:
         sandbox_id = secrets.token_hex(32)
-        netns = self._create_netns()
         sandbox = Sandbox(
             id=sandbox_id,
             name=config.name,
             namespace=config.namespace,
             uid=config.uid,
-            netns=netns,
+            netns=os.path.join(self.netns_dir, f"cni-{uuid.uuid4()}"),
             cni_args=[
                 [k, v]
                 for k, v in containerd_cni_args(
@@ -220,8 +248,15 @@ class ContainerRuntime:
             ],
             capability_args=capability_args(config),
         )
+        # The record is durable before the netns exists and before the first ADD, so a
+        # runtime killed from here on finds both again (`garbage_collect`).
         sandbox.network_attached = True
         self._save(sandbox)
+        try:
+            self._create_netns(sandbox.netns)
+        except SandboxError:
+            self._forget(sandbox.id)
+            raise
         try:
             setup = self.network.setup(sandbox.attachment())
         except (PluginError, NetworkNotReady) as err:
@@ -245,6 +280,10 @@ class ContainerRuntime:
         self._forget(sandbox.id)
 
     def stop_pod_sandbox(self, sandbox_id: str) -> Sandbox:
+        with self._cri_call("StopPodSandbox", {"pod_sandbox_id": sandbox_id}):
+            return self._stop_pod_sandbox(sandbox_id)
+
+    def _stop_pod_sandbox(self, sandbox_id: str) -> Sandbox:
         sandbox = self.pod_sandbox_status(sandbox_id)
         if sandbox.network_attached:
             self.network.teardown(sandbox.attachment())
@@ -254,8 +293,12 @@ class ContainerRuntime:
         return sandbox
 
     def remove_pod_sandbox(self, sandbox_id: str) -> None:
+        with self._cri_call("RemovePodSandbox", {"pod_sandbox_id": sandbox_id}):
+            self._remove_pod_sandbox(sandbox_id)
+
+    def _remove_pod_sandbox(self, sandbox_id: str) -> None:
         try:
-            sandbox = self.stop_pod_sandbox(sandbox_id)
+            sandbox = self._stop_pod_sandbox(sandbox_id)
         except SandboxNotFound:
             return
         self._remove_netns(sandbox.netns)

@@ -319,3 +319,35 @@ def test_every_cni_exec_is_in_the_trace_under_containerd(runtime, trace):
         "cni DEL bridge",
         "cni DEL loopback",
     ]
+
+
+def test_cri_calls_are_traced_as_the_kubelets_when_asked(tmp_path, conf_dir, fake, trace):
+    libcni = LibCNI([fake.bin_dir], str(tmp_path / "cache"), fake, trace=trace, node="node-1")
+    runtime = ContainerRuntime(
+        str(tmp_path / "state"), PodNetwork(libcni, str(conf_dir)), cri_trace=trace, node="node-1"
+    )
+    sandbox = runtime.run_pod_sandbox(WEB)
+    runtime.remove_pod_sandbox(sandbox.id)
+    with pytest.raises(SandboxNotFound):
+        runtime.stop_pod_sandbox(sandbox.id)
+    cri = [(e.call, e.result) for e in trace if e.component == "kubelet"]
+    assert cri == [
+        ("runtime.v1.RuntimeService/RunPodSandbox", "OK"),
+        ("runtime.v1.RuntimeService/RemovePodSandbox", "OK"),
+        ("runtime.v1.RuntimeService/StopPodSandbox", f"SandboxNotFound: '{sandbox.id}'"),
+    ]
+    assert len(trace.calls(component="containerd")) == 6
+
+
+def test_a_sandbox_record_names_its_netns_before_the_netns_exists(runtime, fake, tmp_path):
+    seen: list[bool] = []
+
+    def loopback_checking_record(call: ExecCall):
+        records = list((tmp_path / "state" / "sandboxes").iterdir())
+        doc = json.loads(records[0].read_text())
+        seen.append(doc["netns"] == call.env["CNI_NETNS"] and doc["network_attached"])
+        return loopback_plugin(call)
+
+    fake.plugins["loopback"] = loopback_checking_record
+    runtime.run_pod_sandbox(WEB)
+    assert seen == [True]
