@@ -144,11 +144,15 @@ class APIServer:
         namespace: str | None = None,
         label_selector: str | LabelSelector | None = None,
         field_selector: str | None = None,
+        where: Callable[[Resource], bool] | None = None,
     ) -> ResourceList:
         """Objects of ``kind`` (in ``namespace``; None = all), filtered, sorted by
-        namespace then name."""
+        namespace then name. ``where`` is an extra in-process filter (an informer
+        index's role): it sees the stored object and must not modify it."""
         matches = self._predicate(kind, namespace, label_selector, field_selector)
-        items = [o.copy() for o in self._sorted(kind) if matches(o)]
+        items = [
+            o.copy() for o in self._sorted(kind) if matches(o) and (where is None or where(o))
+        ]
         return ResourceList(items, self.resource_version)
 
     # ------------------------------------------------------------------ writes

@@ -96,10 +96,7 @@ class NetworkPolicyEngine:
                 return Endpoint(ips[0] if ips else "")
             return Endpoint(ips[0] if ips else "", who)
         ip = str(ipaddress.ip_address(who))
-        for pod in self.api.list("Pod").items:
-            if not pod.spec.get("hostNetwork") and ip in pod_ips(pod):
-                return Endpoint(ip, pod)
-        return Endpoint(ip)
+        return Endpoint(ip, pod_holding_ip(self.api, ip))
 
     def may_connect(
         self, src: Resource | str, dst: Resource | str, port: int, protocol: str = "TCP"
@@ -221,6 +218,14 @@ class NetworkPolicyEngine:
         except NotFound:
             return set()
         return set(node_addresses(node))
+
+
+def pod_holding_ip(api: APIServer, ip: str) -> Resource | None:
+    """The (non-hostNetwork) pod whose ``status.podIPs`` include ``ip``, or None."""
+    found = api.list(
+        "Pod", where=lambda p: not p.spec.get("hostNetwork") and ip in pod_ips(p)
+    ).items
+    return found[0] if found else None
 
 
 def policy_types(policy: Resource) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.errors import NotFound
 from kubelet_sim.model import Resource, node_internal_ip, node_pod_cidrs, pod_ips
-from kubelet_sim.netpol import NetworkPolicyEngine, Verdict
+from kubelet_sim.netpol import NetworkPolicyEngine, Verdict, pod_holding_ip
 
 LOCAL, VIA, NODE, UNREACHABLE = "local", "via", "node", "unreachable"
 
@@ -175,13 +175,13 @@ class ClusterNetwork:
             node = str(who.spec.get("nodeName") or "") or None
             return (ips[0] if ips else ""), node
         ip = str(ipaddress.ip_address(who))
-        for pod in self.api.list("Pod").items:
-            if ip in pod_ips(pod) and pod.spec.get("nodeName") and not pod.spec.get("hostNetwork"):
-                return ip, str(pod.spec["nodeName"])
+        pod = pod_holding_ip(self.api, ip)
+        if pod is not None and pod.spec.get("nodeName"):
+            return ip, str(pod.spec["nodeName"])
         return ip, self.node_of_ip(ip)
 
     def _pod_holds(self, ip: str) -> bool:
-        return any(ip in pod_ips(p) for p in self.api.list("Pod").items)
+        return bool(self.api.list("Pod", where=lambda p: ip in pod_ips(p)).items)
 
 
 def node_route_table(api: APIServer, node_name: str) -> list[str]:

@@ -285,7 +285,11 @@ def _node_requirement_holds(req: Requirement, labels: Mapping[str, str]) -> bool
 def field_value(obj: Resource, path: str) -> str:
     """The string form of ``obj``'s field at dotted ``path`` ('' when absent), as field
     selectors compare it."""
-    node: Any = {"metadata": obj.metadata.to_dict(), "spec": obj.spec, "status": obj.status}
+    if path == "metadata.name":
+        return obj.metadata.name
+    if path == "metadata.namespace":
+        return obj.metadata.namespace
+    node: Any = {"spec": obj.spec, "status": obj.status}
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     if isinstance(node, bool):

@@ -263,3 +263,10 @@ def test_create_with_a_resource_version_fails_bad_request(api: APIServer) -> Non
     obj.metadata.resource_version = "42"
     with pytest.raises(BadRequest):
         api.create(obj)
+
+
+def test_list_where_filters_in_process(api: APIServer) -> None:
+    api.create(pod("a", node="node-1"))
+    api.create(pod("b", node="node-2"))
+    found = api.list("Pod", where=lambda o: o.spec.get("nodeName") == "node-2")
+    assert [o.name for o in found.items] == ["b"]
