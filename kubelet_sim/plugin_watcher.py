@@ -1,7 +1,8 @@
 """The kubelet's plugin watcher and CSI plugin registration (pkg/kubelet/pluginmanager + the
 CSI plugin's registration handler).
 
-`PluginWatcher.scan` polls ``<root>/plugins_registry/`` (no inotify): for each new socket it
+`PluginWatcher.scan` polls ``<root>/plugins_registry/`` and its subdirectories (no inotify;
+names starting with a dot are skipped): for each new socket it
 calls ``pluginregistration.Registration/GetInfo``, checks the plugin type (``CSIPlugin``) and
 versions (one with major version 1), calls the driver's NodeGetInfo over the endpoint it
 reported, hands a `CsiNodeRegistration` to the caller's callback (which writes CSINode and the
@@ -160,22 +161,37 @@ class PluginWatcher:
     async def scan(self) -> None:
         """One pass: register new or re-created sockets, deregister vanished ones."""
         present: dict[Path, tuple[int, int]] = {}
-        if self.registry_dir.is_dir():
-            for entry in sorted(self.registry_dir.iterdir()):
-                if entry.name.startswith("."):
-                    continue
-                try:
-                    info = entry.lstat()
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISSOCK(info.st_mode):
-                    present[entry] = (info.st_ino, info.st_mtime_ns)
+        for entry in self._walk(self.registry_dir):
+            try:
+                info = entry.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISSOCK(info.st_mode):
+                present[entry] = (info.st_ino, info.st_mtime_ns)
         for socket, identity in list(self._seen.items()):
             if present.get(socket) != identity:
                 await self._deregister(socket)
         for socket, identity in present.items():
             if socket not in self._seen and await self._register(socket):
                 self._seen[socket] = identity
+
+    @classmethod
+    def _walk(cls, directory: Path) -> list[Path]:
+        """Every entry below `directory`, subdirectories included (as the kubelet walks the
+        registry), skipping names that start with a dot."""
+        try:
+            entries = sorted(directory.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found: list[Path] = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                found.extend(cls._walk(entry))
+            else:
+                found.append(entry)
+        return found
 
     # -- registration --------------------------------------------------------------------------
 

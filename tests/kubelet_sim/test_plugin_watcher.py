@@ -16,7 +16,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from csi_driver.registration import RegistrationServer, serve_registration_for_kubelet
+from csi_driver.registration import (
+    RegistrationServer,
+    serve_registration,
+    serve_registration_for_kubelet,
+)
 from kubelet_sim.csi_client import CsiClient, DriverNotRegistered
 from kubelet_sim.fake_csi import FakeCsiClient, FakeCsiDriver
 from kubelet_sim.plugin_watcher import (
@@ -236,6 +240,22 @@ async def test_files_that_are_not_sockets_and_dot_files_are_ignored(
     await harness.watcher.scan()
 
     assert harness.trace.calls() == []
+
+
+async def test_sockets_in_subdirectories_of_the_registry_are_registered(
+    harness: Harness, root: Path,
+) -> None:
+    nested = root / "plugins_registry" / "vendor"
+    nested.mkdir(parents=True)
+    registrar = await serve_registration(nested / "csi-reg.sock", driver_name=DRIVER,
+                                         csi_endpoint="/tmp/csi-mini/csi.sock")
+    try:
+        await harness.watcher.scan()
+    finally:
+        await registrar.stop(None)
+
+    assert [r.driver for r in harness.cluster.registered] == [DRIVER]
+    assert [(s.registered, s.error) for s in registrar.servicer.statuses] == [(True, "")]
 
 
 async def test_an_unanswering_socket_is_retried_on_the_next_scan(
