@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from csi_protos import csi_pb2
-from tests.csi.conftest import MakeSanity, SpawnDriver
-from tests.csi.driver_process import DriverProcess
+from tests.csi.conftest import MakeSanity, SpawnDriver, needs_root
+from tests.csi.driver_process import DriverProcess, unmount_under
 from tests.csi.node_flow import NodeFlow
 from tests.csi.sanity_support import (
     CtrlCap,
@@ -130,6 +130,27 @@ class TestKillNineAndRestart:
         )
         assert stats.usage
         assert Path(ctx.target_path, "data").read_text() == "survives"
+
+    @needs_root
+    def test_a_publish_lost_with_the_mounts_is_redone_by_a_repeated_node_publish(
+        self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
+    ) -> None:
+        """After kill -9 and a node reboot (mounts gone), kubelet repeats NodeStage and
+        NodePublish: the repeat must bring the data back, not just answer OK."""
+        proc = spawn_driver(node_id="n1")
+        ctx = make_sanity(proc)
+        flow = NodeFlow(ctx)
+        vol, pub = flow.stage_and_publish(unique_string("reboot"))
+        Path(ctx.target_path, "data").write_text("after reboot")
+        proc.kill9()
+        unmount_under(ctx.base)  # the "reboot"
+        assert not Path(ctx.target_path, "data").exists()
+        proc.start()
+        ctx.stubs = ctx.resources.stubs = proc.stubs
+        flow = NodeFlow(ctx)
+        flow.node_stage(vol, pub)
+        flow.node_publish(vol, pub)
+        assert Path(ctx.target_path, "data").read_text() == "after reboot"
 
     def test_kill_9_during_a_create_burst_loses_no_answered_volume(
         self, spawn_driver: SpawnDriver

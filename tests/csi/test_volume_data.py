@@ -223,3 +223,24 @@ class TestControllerGetVolume:
             )
         )
         assert list(ok.confirmed.volume_capabilities) == [mount_capability()]
+
+    def test_validate_does_not_confirm_a_volume_context_that_is_not_the_volumes(
+        self, sanity: SanityContext
+    ) -> None:
+        """Spec: ValidateVolumeCapabilitiesRequest.volume_context "MUST match the volume_context
+        of the volume identified by volume_id"; Confirmed.volume_context is the context
+        "validated by the plugin", so a foreign context is not confirmed."""
+        vol = sanity.resources.must_create_volume(make_create_volume_req(unique_string("ctx"), GiB))
+        foreign = dict(vol.volume.volume_context)
+        foreign["not-the-volumes"] = "context"
+        req = csi_pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=vol.volume.volume_id,
+            volume_capabilities=[mount_capability()],
+            volume_context=foreign,
+        )
+        try:
+            rsp = sanity.stubs.controller.ValidateVolumeCapabilities(req)
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+            return
+        assert not rsp.HasField("confirmed"), "a foreign volume_context was confirmed"
