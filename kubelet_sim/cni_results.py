@@ -63,6 +63,15 @@ def _ip_version(address: str) -> str:
     return "4" if ipaddress.ip_interface(address).version == 4 else "6"
 
 
+def _cidr(address: Any) -> str:
+    """An address in CIDR form, as Go's IPNet decoding demands (a bare IP is an error)."""
+    text = str(address)
+    if "/" not in text:
+        raise ValueError(f"invalid CIDR address: {text}")
+    ipaddress.ip_interface(text)
+    return text
+
+
 def _dns(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return {}
@@ -92,7 +101,7 @@ def create_result(version: str, raw: Any) -> Result:
             for key in ("ip4", "ip6"):
                 ipc = raw.get(key)
                 if isinstance(ipc, dict):
-                    entry: dict[str, Any] = {"ip": str(ipc["ip"])}
+                    entry: dict[str, Any] = {"ip": _cidr(ipc["ip"])}
                     if ipc.get("gateway"):
                         entry["gateway"] = ipc["gateway"]
                     if ipc.get("routes"):
@@ -116,7 +125,7 @@ def create_result(version: str, raw: Any) -> Result:
                     entry["version"] = str(ipc.get("version") or _ip_version(ipc["address"]))
                 if ipc.get("interface") is not None:
                     entry["interface"] = int(ipc["interface"])
-                entry["address"] = str(ipc["address"])
+                entry["address"] = _cidr(ipc["address"])
                 if ipc.get("gateway"):
                     entry["gateway"] = ipc["gateway"]
                 ips.append(entry)

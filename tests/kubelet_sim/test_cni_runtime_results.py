@@ -107,3 +107,9 @@ def test_an_ip_without_an_interface_index_belongs_to_the_default_interface():
     result = {"cniVersion": "1.0.0", "ips": [{"address": "10.0.0.9/24", "gateway": "10.0.0.1"}]}
     [ip] = pod_ips(result)
     assert (ip.ip, ip.gateway, ip.family) == ("10.0.0.9", "10.0.0.1", 4)
+
+
+@pytest.mark.parametrize("address", ["10.0.0.5", "not-an-ip/24", "10.0.0.300/24"])
+def test_a_result_address_that_is_not_a_cidr_fails_to_parse(address):
+    with pytest.raises(PluginError, match="failed to parse result"):
+        create_result("1.0.0", {"cniVersion": "1.0.0", "ips": [{"address": address}]})
