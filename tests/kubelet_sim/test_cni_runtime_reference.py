@@ -14,6 +14,7 @@ import pytest
 
 from kubelet_sim.cni_conf import LOOPBACK_NETWORK, conf_list_from_bytes
 from kubelet_sim.cni_exec import PluginError, RealExec
+from kubelet_sim.cni_results import pod_ips, to_current
 from kubelet_sim.cni_runtime import LibCNI, RuntimeConf, containerd_cni_args
 from kubelet_sim.trace import Trace
 
@@ -209,3 +210,19 @@ def test_portmap_gets_port_mappings_through_its_capability(libcni, tmp_path, net
     assert f"--dport {host_port}" in sh("iptables", "-t", "nat", "-S")
     libcni.del_network_list(net, rt)
     assert f"--dport {host_port}" not in sh("iptables", "-t", "nat", "-S")
+
+
+@pytest.mark.parametrize("version", ["0.2.0", "0.3.1", "0.4.0", "1.0.0"])
+def test_every_list_version_gives_a_pod_ip_and_dels_cleanly(
+    libcni, tmp_path, netns, bridge, subnet, version
+):
+    net = bridge_list(tmp_path, bridge, subnet, version)
+    rt = rt_for(netns)
+    result = libcni.add_network_list(net, rt)
+    assert result["cniVersion"] == version
+    prefix = subnet.rsplit(".", 1)[0]
+    assert [ip.ip for ip in pod_ips(to_current(result))] == [f"{prefix}.2"]
+    assert libcni.cached_result(net, rt) == result
+    libcni.del_network_list(net, rt)
+    assert addresses_in(netns, "eth0") == []
+    assert not any(p.name.startswith("10.") for p in (tmp_path / "ipam" / "podnet").iterdir())
