@@ -17,7 +17,8 @@ API server's:
   deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
   deleting a Namespace deletes its contents and the Namespace goes once it is empty;
 * defaulting and validation run on every write (:mod:`kubelet_sim.defaults`,
-  :mod:`kubelet_sim.validation`).
+  :mod:`kubelet_sim.validation`), and updates keep Kubernetes' immutability and
+  resize-admission rules (:mod:`kubelet_sim.update_rules`).
 
 All verbs are synchronous (the store is in memory); ``watch`` hands back an async
 iterator. Returned objects are private copies. client-go's helpers
@@ -52,6 +53,7 @@ from kubelet_sim.errors import (
 from kubelet_sim.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
 from kubelet_sim.selectors import FieldSelector, LabelSelector, field_value
+from kubelet_sim.update_rules import validate_update
 from kubelet_sim.validation import validate
 from kubelet_sim.watch import ADDED, DELETED, MODIFIED, EventHistory, Watch, WatchEvent, _Change
 
@@ -317,6 +319,9 @@ class APIServer:
         return len(watches)
 
     # ------------------------------------------------------------------ internals
+    def _stored_storage_class(self, name: str) -> Resource | None:
+        return self._objects.get("StorageClass", {}).get(("", name))
+
     def _unsubscribe(self, watch: Watch) -> None:
         with self._lock:
             if watch in self._watches:
@@ -408,6 +413,8 @@ class APIServer:
                                   "is being deleted")
         apply_defaults(updated)
         validate(updated)
+        if not status_only:
+            validate_update(current, updated, self._stored_storage_class)
         if updated.desired_state() != current.desired_state():
             updated.metadata.generation = current.metadata.generation + 1
         if updated.to_dict() == current.to_dict():

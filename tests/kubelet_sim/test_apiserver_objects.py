@@ -139,7 +139,7 @@ def test_generation_moves_only_when_spec_changes(api: APIServer) -> None:
 
 def test_top_level_fields_count_as_desired_state_for_storage_class(api: APIServer) -> None:
     sc = api.create(new("StorageClass", "fast", provisioner="csi.example.com"))
-    sc.body["parameters"] = {"tier": "gold"}
+    sc.body["allowVolumeExpansion"] = True
     assert api.update(sc).metadata.generation == 2
 
 

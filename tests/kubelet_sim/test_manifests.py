@@ -100,11 +100,11 @@ def test_applied_manifests_are_defaulted_and_quantities_canonical() -> None:
 def test_applying_twice_updates_instead_of_failing() -> None:
     api = APIServer(clock=FakeClock())
     apply_manifests(api, load_manifests(APP))
-    changed = APP.replace("storage: 1.5Gi", "storage: 2Gi")
+    changed = APP.replace("port: 3306", "port: 3307")
     apply_manifests(api, load_manifests(changed))
-    pvc = api.get("PersistentVolumeClaim", "data", "default")
-    assert pvc.spec["resources"]["requests"]["storage"] == "2Gi"
-    assert pvc.metadata.generation == 2
+    policy = api.get("NetworkPolicy", "db-allow-web", "default")
+    assert policy.spec["ingress"][0]["ports"][0]["port"] == 3307
+    assert policy.metadata.generation == 2
 
 
 def test_kind_list_is_expanded() -> None:
