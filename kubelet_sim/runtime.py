@@ -13,6 +13,13 @@ stops a ready one first. Every sandbox is a JSON file in ``<state>/sandboxes``
 written atomically before the first ADD, so a runtime restarted after a crash
 knows every netns it made and can GC the attachments of sandboxes that are gone
 or never became ready.
+
+Assembly for one node (the kubelet calls these from a thread, e.g. via
+``asyncio.to_thread``; each call blocks on plugin execs)::
+
+    libcni = LibCNI(bin_dirs, cache_dir, RealExec(), trace=trace, node="node-1")
+    network = PodNetwork(libcni, conf_dir)  # + loopback=loopback_network("emu-loopback", ...)
+    runtime = ContainerRuntime(state_dir, network, linux_netns=as_root)
 """
 
 from __future__ import annotations
