@@ -265,3 +265,21 @@ def test_host_network_pods_are_not_isolated(api: APIServer) -> None:
 def test_unknown_protocol_is_rejected(api: APIServer) -> None:
     with pytest.raises(ValueError):
         may(api, "web", "db-1", 1, "ICMP")
+
+
+def test_egress_ip_block_allows_external_destinations_only_inside_the_block(
+        api: APIServer) -> None:
+    policy(api, "web-out", {"podSelector": {"matchLabels": {"app": "web"}},
+                            "policyTypes": ["Egress"],
+                            "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0",
+                                                            "except": ["10.0.0.0/8"]}}],
+                                        "ports": [{"protocol": "TCP", "port": 443}]}]})
+    assert may(api, "web", "203.0.113.9", 443)
+    assert not may(api, "web", "203.0.113.9", 80)
+    assert not may(api, "web", "db-1", 443)  # pod IP falls in the except
+
+
+def test_policies_in_another_namespace_never_select_a_pod(api: APIServer) -> None:
+    policy(api, "deny-prod", {"podSelector": {}}, ns="prod")
+    assert may(api, "web", "db-1", 3306)
+    assert not may(api, "web", "prod/api", 80)
