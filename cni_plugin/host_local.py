@@ -69,7 +69,7 @@ def cmd_add(cmd: CmdArgs) -> Result:
     return Result(
         ips=[IPConfig(address=a.address, gateway=str(a.gateway) if a.gateway else "")
              for a in allocations],
-        routes=[Route(dst=r.dst, gw=r.gw, **r.extra) for r in conf.routes],
+        routes=[Route(dst=r.dst_text, gw=r.gw_text, **r.extra) for r in conf.routes],
         dns=dns,
     )
 

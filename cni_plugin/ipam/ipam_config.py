@@ -11,24 +11,23 @@ from __future__ import annotations
 
 import json
 
-from cni_plugin.ipam.addr import IP, IPParseError, parse_cidr, parse_ip
+from cni_plugin.ipam.addr import IP, IPParseError
+from cni_plugin.ipam.decode import (
+    ARGS_TYPE,
+    RUNTIME_TYPE,
+    DecodeError,
+    IPAMSection,
+    NetDecoder,
+    RouteSpec,
+    fields,
+    parse_ip_or_cidr,
+)
 from cni_plugin.ipam.disk import DEFAULT_DATA_DIR
-from cni_plugin.ipam.ranges import Range, RangeError, RangeSet, json_kind, parse_range_set
+from cni_plugin.ipam.ranges import RangeError, RangeSet, json_kind
 
 
 class IPAMConfigError(ValueError):
     """The configuration cannot be used; str() is the reference's message."""
-
-
-class RouteConfig:
-    """A route from the ipam section: destination as written, optional gateway."""
-
-    __slots__ = ("dst", "extra", "gw")
-
-    def __init__(self, dst: str, gw: str, extra: dict[str, int]) -> None:
-        self.dst = dst
-        self.gw = gw
-        self.extra = extra  # 1.1.0 fields: mtu, advmss, priority, table, scope
 
 
 class IPAMConfig:
@@ -36,7 +35,7 @@ class IPAMConfig:
                  "resolv_conf", "routes")
 
     def __init__(self, name: str, cni_version: str, ranges: list[RangeSet],
-                 routes: list[RouteConfig], data_dir: str, resolv_conf: str,
+                 routes: list[RouteSpec], data_dir: str, resolv_conf: str,
                  requested_ips: list[IP], raw: dict[str, object]) -> None:
         self.name = name
         self.cni_version = cni_version
@@ -58,45 +57,57 @@ def load_ipam_config(stdin_data: bytes, cni_args: dict[str, str]) -> IPAMConfig:
                               "allocator.Net")
     try:
         return _load(net, cni_args)
-    except (IPParseError, RangeError) as exc:
+    except (IPParseError, RangeError, DecodeError) as exc:
         raise IPAMConfigError(str(exc)) from exc
 
 
-def _load(net: dict[str, object], cni_args: dict[str, str]) -> IPAMConfig:
-    ipam = net.get("ipam")
-    runtime = _object(net.get("runtimeConfig"), "Net.runtimeConfig")
-    args = _object(net.get("args"), "Net.args")
-    cni_version = _string(net.get("cniVersion"), "Net.cniVersion")
-    name = _string(net.get("name"), "Net.name")
-    # Decode everything first: Go's decoder reports field errors before any check.
-    legacy: Range | None = None
-    ranges: list[RangeSet] = []
-    routes: list[RouteConfig] = []
-    ipam_obj = _object(ipam, "Net.ipam") if ipam is not None else None
-    if ipam_obj is not None:
-        if ipam_obj.get("subnet") not in (None, ""):
-            legacy = Range.from_json(ipam_obj)
-        raw_ranges = ipam_obj.get("ranges")
-        if raw_ranges is not None:
-            if not isinstance(raw_ranges, list):
-                raise IPAMConfigError(f"json: cannot unmarshal {json_kind(raw_ranges)} into Go "
-                                      "struct field IPAMConfig.ipam.ranges of type "
-                                      "[]allocator.RangeSet")
-            ranges = [parse_range_set(rs, "IPAMConfig.ipam.ranges") for rs in raw_ranges]
-        routes = _routes(ipam_obj.get("routes"))
-    runtime_ranges = runtime.get("ipRanges")
-    prepend: list[RangeSet] = []
-    if isinstance(runtime_ranges, list):
-        prepend = [parse_range_set(rs, "Net.runtimeConfig.ipRanges") for rs in runtime_ranges]
-    cni_ips = _ip_list(_object(args.get("cni"), "Net.args.cni").get("ips"))
-    runtime_ips = _ip_list(runtime.get("ips"))
-    if ipam_obj is None:
-        raise IPAMConfigError("IPAM config missing 'ipam' key")
+class _DecodedNet:
+    def __init__(self) -> None:
+        self.name = ""
+        self.cni_version = ""
+        self.ipam: IPAMSection | None = None
+        self.runtime_ranges: list[RangeSet] = []
+        self.runtime_ips: list[IP] = []
+        self.cni_ips: list[IP] = []
 
-    requested = _cni_args_ip(cni_args) + cni_ips + runtime_ips
-    if legacy is not None:
-        ranges.insert(0, RangeSet([legacy]))
-    ranges = prepend + ranges
+
+def _decode(net: dict[str, object]) -> _DecodedNet:
+    d, out = NetDecoder(), _DecodedNet()
+    for name, value in fields(net, ("name", "cniVersion", "ipam", "runtimeConfig", "args")):
+        if name == "name":
+            out.name = d.string(value, "Net", "name")
+        elif name == "cniVersion":
+            out.cni_version = d.string(value, "Net", "cniVersion")
+        elif name == "ipam":
+            ipam = d.struct_value(value, "Net", "ipam", "allocator.IPAMConfig")
+            out.ipam = d.ipam(ipam) if ipam is not None else None
+        elif name == "runtimeConfig":
+            runtime = d.struct_value(value, "Net", "runtimeConfig", RUNTIME_TYPE) or {}
+            for key, item in fields(runtime, ("ipRanges", "ips")):
+                if key == "ipRanges":
+                    out.runtime_ranges = d.range_sets(item, "", "runtimeConfig.ipRanges")
+                else:
+                    out.runtime_ips = d.ip_list(item, "", "runtimeConfig.ips")
+        else:
+            args = d.struct_value(value, "Net", "args", ARGS_TYPE) or {}
+            for _, cni in fields(args, ("cni",)):
+                cni_obj = d.struct_value(cni, "", "args.cni", "allocator.IPAMArgs") or {}
+                for _, ips in fields(cni_obj, ("ips",)):
+                    out.cni_ips = d.ip_list(ips, "IPAMArgs", "args.cni.ips")
+    d.finish()
+    return out
+
+
+def _load(net: dict[str, object], cni_args: dict[str, str]) -> IPAMConfig:
+    decoded = _decode(net)
+    section = decoded.ipam
+    if section is None:
+        raise IPAMConfigError("IPAM config missing 'ipam' key")
+    requested = _cni_args_ip(cni_args) + decoded.cni_ips + decoded.runtime_ips
+    ranges = list(section.ranges)
+    if section.legacy is not None:
+        ranges.insert(0, RangeSet([section.legacy]))
+    ranges = decoded.runtime_ranges + ranges
     if not ranges:
         raise IPAMConfigError("no IP ranges specified")
     v4 = v6 = 0
@@ -109,18 +120,18 @@ def _load(net: dict[str, object], cni_args: dict[str, str]) -> IPAMConfig:
             v4 += 1
         else:
             v6 += 1
-    if (v4 > 1 or v6 > 1) and _before_0_3_0(cni_version):
+    version = decoded.cni_version
+    if (v4 > 1 or v6 > 1) and _before_0_3_0(version):
         raise IPAMConfigError(
-            f"CNI version {cni_version} does not support more than 1 address per family"
+            f"CNI version {version} does not support more than 1 address per family"
         )
     for i, first in enumerate(ranges[:-1]):
         for j, second in enumerate(ranges[i + 1 :]):
             if first.overlaps(second):
                 raise IPAMConfigError(f"range set {i} overlaps with {i + j + 1}")
     return IPAMConfig(
-        name=name, cni_version=cni_version, ranges=ranges, routes=routes,
-        data_dir=_string(ipam_obj.get("dataDir"), "IPAMConfig.ipam.dataDir") or DEFAULT_DATA_DIR,
-        resolv_conf=_string(ipam_obj.get("resolvConf"), "IPAMConfig.ipam.resolvConf"),
+        name=decoded.name, cni_version=version, ranges=ranges, routes=section.routes,
+        data_dir=section.data_dir or DEFAULT_DATA_DIR, resolv_conf=section.resolv_conf,
         requested_ips=requested, raw=net,
     )
 
@@ -130,84 +141,11 @@ def _cni_args_ip(cni_args: dict[str, str]) -> list[IP]:
     if value == "":
         return []
     try:
-        return [_parse_ip_or_cidr(value)]
+        return [parse_ip_or_cidr(value)]
     except IPParseError as exc:
         raise IPAMConfigError(
             f'ARGS: error parsing value of pair "IP={value}": invalid IP address {value}'
         ) from exc
-
-
-def _parse_ip_or_cidr(text: str) -> IP:
-    # The reference's ip.IP accepts "10.1.2.3" and "10.1.2.3/24" (prefix ignored).
-    if "/" in text:
-        try:
-            return parse_cidr(text).ip
-        except IPParseError:
-            raise IPParseError(f"invalid IP address {text}") from None
-    try:
-        return parse_ip(text)
-    except IPParseError:
-        raise IPParseError(f"invalid IP address {text}") from None
-
-
-def _ip_list(raw: object) -> list[IP]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise IPAMConfigError(f"json: cannot unmarshal {json_kind(raw)} into Go value of type "
-                              "[]*ip.IP")
-    out: list[IP] = []
-    for item in raw:
-        if item is None or item == "":
-            continue
-        if not isinstance(item, str):
-            raise IPAMConfigError(f"json: cannot unmarshal {json_kind(item)} into Go value of "
-                                  "type ip.IP")
-        out.append(_parse_ip_or_cidr(item))
-    return out
-
-
-def _routes(raw: object) -> list[RouteConfig]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise IPAMConfigError(f"json: cannot unmarshal {json_kind(raw)} into Go struct field "
-                              "IPAMConfig.ipam.routes of type []*types.Route")
-    routes: list[RouteConfig] = []
-    for item in raw:
-        if item is None:
-            continue
-        if not isinstance(item, dict):
-            raise IPAMConfigError(f"json: cannot unmarshal {json_kind(item)} into Go struct "
-                                  "field IPAMConfig.ipam.routes of type types.Route")
-        dst_text = _string(item.get("dst"), "Route.dst")
-        dst = parse_cidr(dst_text)
-        gw_text = _string(item.get("gw"), "Route.gw")
-        gw = str(parse_ip(gw_text)) if gw_text else ""
-        extra = {k: v for k, v in item.items()
-                 if k in ("mtu", "advmss", "priority", "table", "scope")
-                 and isinstance(v, int) and not isinstance(v, bool)}
-        # Go keeps the address as written ("10.1.2.3/24" stays so).
-        routes.append(RouteConfig(f"{dst.ip}/{dst.prefix}", gw, extra))
-    return routes
-
-
-def _object(raw: object, where: str) -> dict[str, object]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise IPAMConfigError(f"json: cannot unmarshal {json_kind(raw)} into Go struct field "
-                              f"{where} of type object")
-    return raw
-
-
-def _string(raw: object, where: str) -> str:
-    if raw is None:
-        return ""
-    if not isinstance(raw, str):
-        raise IPAMConfigError(f"json: cannot unmarshal {json_kind(raw)} into Go struct field "
-                              f"{where} of type string")
-    return raw
 
 
 def _before_0_3_0(version: str) -> bool:

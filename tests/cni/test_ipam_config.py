@@ -61,8 +61,29 @@ def test_unparseable_gateway_is_a_decode_error() -> None:
 
 
 def test_routes_of_the_wrong_type_read_as_go_decoder_errors() -> None:
-    assert error_of({"subnet": "10.0.0.0/8", "routes": "x"}).startswith(
-        "json: cannot unmarshal string into Go struct field IPAMConfig.ipam.routes")
+    assert error_of({"subnet": "10.0.0.0/8", "routes": "x"}) == (
+        "json: cannot unmarshal string into Go struct field IPAMConfig.ipam.routes "
+        "of type []*types.Route")
+
+
+def test_a_mistyped_field_is_reported_even_when_later_checks_would_fail() -> None:
+    assert error_of({"dataDir": 5}) == ("json: cannot unmarshal number into Go struct field "
+                                        "IPAMConfig.ipam.dataDir of type string")
+
+
+def test_a_parse_error_beats_an_earlier_type_mismatch() -> None:
+    assert error_of({"dataDir": 5, "subnet": "bad"}) == "invalid CIDR address: bad"
+
+
+def test_keys_match_field_names_case_insensitively_as_in_go() -> None:
+    conf = load({"SUBNET": "10.1.0.0/16", "DataDir": "/tmp/x"})
+    assert (str(conf.ranges[0]), conf.data_dir) == ("10.1.0.1-10.1.255.254", "/tmp/x")
+
+
+def test_null_subnet_is_an_empty_cidr_but_a_missing_one_is_a_nil_address() -> None:
+    assert error_of({"ranges": [[{"subnet": None}]]}) == "invalid CIDR address: "
+    assert error_of({"ranges": [[{"rangeStart": "10.0.0.1"}]]}) == \
+        "invalid range set 0: IP <nil> not v4 nor v6"
 
 
 @pytest.mark.parametrize("version", ["0.1.0", "0.2.0"])
@@ -98,4 +119,5 @@ def test_runtime_ip_ranges_are_prepended() -> None:
 def test_routes_keep_the_destination_as_written() -> None:
     conf = load({"subnet": "10.1.0.0/16",
                  "routes": [{"dst": "10.9.0.3/16", "gw": "10.1.0.1"}, {"dst": "::/0"}]})
-    assert [(r.dst, r.gw) for r in conf.routes] == [("10.9.0.3/16", "10.1.0.1"), ("::/0", "")]
+    assert [(r.dst_text, r.gw_text) for r in conf.routes] == [
+        ("10.9.0.3/16", "10.1.0.1"), ("::/0", "")]
