@@ -354,10 +354,16 @@ class SanityContext:
         self.resources = Resources(stubs, self)
 
     def teardown(self) -> list[str]:
-        errors = self.resources.cleanup()
-        unmount_under(self.base)
-        leftovers = [str(p) for p in self.mount_dir.iterdir()] if self.mount_dir.exists() else []
-        if leftovers:
-            errors.append(f"left behind under the mount dir: {leftovers}")
-        shutil.rmtree(self.base, ignore_errors=True)
+        errors: list[str] = []
+        try:
+            errors += self.resources.cleanup()
+        except Exception as exc:  # a dead driver must not leave mounts behind
+            errors.append(f"cleanup raised {exc!r}")
+        finally:
+            unmount_under(self.base)
+            if self.mount_dir.exists():
+                leftovers = [str(p) for p in self.mount_dir.iterdir()]
+                if leftovers:
+                    errors.append(f"left behind under the mount dir: {leftovers}")
+            shutil.rmtree(self.base, ignore_errors=True)
         return errors

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -23,7 +25,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from csi_protos import csi_pb2, csi_pb2_grpc
 from tests.csi.conftest import SpawnDriver
-from tests.csi.driver_process import PYTHON, REPO, DriverProcess, short_tmpdir
+from tests.csi.driver_process import PYTHON, REPO, DriverProcess, short_tmpdir, unmount_under
 from tests.csi.sanity_support import GiB, expect_error_code, make_create_volume_req
 
 CSI_SERVICES = {
@@ -133,9 +135,9 @@ class TestEndpoint:
             stderr=subprocess.PIPE,
         )
 
-    def test_missing_endpoint_exits_2_with_a_clear_message(self) -> None:
+    def test_missing_endpoint_exits_2_with_a_clear_message(self, shared_state_dir: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k != "CSI_ENDPOINT"}
-        proc = self.run_raw(["--state-dir", str(short_tmpdir("csie"))], env)
+        proc = self.run_raw(["--state-dir", str(shared_state_dir)], env)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 2
         assert b"endpoint" in err.lower() and b"Traceback" not in err
@@ -159,7 +161,8 @@ class TestEndpoint:
         finally:
             proc.terminate()
             proc.wait(timeout=15)
-            subprocess.run(["rm", "-rf", str(sock_dir)], check=False)
+            unmount_under(sock_dir)
+            shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 class TestLogging:
