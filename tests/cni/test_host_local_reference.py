@@ -99,6 +99,19 @@ ALLOCATION_ORDER: list[Step] = [
     ("ADD", {"subnet": "::ffff:10.6.0.0/120"}, "c10", ""),
     ("ADD", V4, "c11", "IP="),
 ]
+DECODE_ERRORS: list[Step] = [
+    ("DEL", {"subnet": ""}, "c1", ""),
+    ("DEL", {"dataDir": 5, "subnet": "10.0.0.0/8"}, "c1", ""),
+    ("DEL", {"subnet": "10.0.0.0/8", "rangeStart": 5}, "c1", ""),
+    ("DEL", {"ranges": [[{"subnet": 5}]]}, "c1", ""),
+    ("DEL", {"ranges": [[{"subnet": None}]]}, "c1", ""),
+    ("DEL", {"ranges": [[5]]}, "c1", ""),
+    ("DEL", {"subnet": "10.0.0.0/8", "routes": [5]}, "c1", ""),
+    ("DEL", {"subnet": "10.0.0.0/8", "routes": [{"dst": "10.0.0.0/8", "gw": 5}]}, "c1", ""),
+    ("DEL", {"ranges": [[{"subnet": "10.2.0.0/24", "rangeStart": 5, "gateway": "q"}]]}, "c1",
+     ""),
+    ("ADD", {"SUBNET": "10.0.0.0/8", "type": True}, "c1", ""),
+]
 
 def conf_for(data_dir: Path, version: str, ipam: dict[str, Any]) -> dict[str, Any]:
     conf: dict[str, Any] = {"name": "net1", "type": "bridge",
@@ -149,6 +162,10 @@ def test_lifecycle_matches_the_reference_output_and_files(tmp_path: Path, versio
 @pytest.mark.parametrize("version", ["1.0.0", "0.2.0"])
 def test_errors_and_edge_cases_match_the_reference(tmp_path: Path, version: str) -> None:
     play(ERRORS_AND_EDGES, version, tmp_path)
+
+
+def test_config_decode_errors_read_as_the_references(tmp_path: Path) -> None:
+    play(DECODE_ERRORS, "1.0.0", tmp_path)
 
 
 def test_allocation_order_and_address_names_match_the_reference(tmp_path: Path) -> None:
