@@ -132,6 +132,9 @@ class ObjectMeta:
                     raise Invalid(f"{path}.{wire}", "must be an integer")
             elif attr == "owner_references":
                 value = copy.deepcopy(value)
+            elif attr.endswith("_timestamp") and isinstance(value, datetime):
+                # YAML turns an unquoted timestamp into a datetime
+                value = format_time(value if value.tzinfo else value.replace(tzinfo=UTC))
             elif not isinstance(value, str):
                 raise Invalid(f"{path}.{wire}", "must be a string")
             kwargs[attr] = value

@@ -210,3 +210,14 @@ def test_applying_an_exported_object_drops_server_set_metadata() -> None:
     target = APIServer(clock=FakeClock())
     stored = apply_manifests(target, load_manifests(yaml.safe_dump(exported)))
     assert stored[0].metadata.uid != exported["metadata"]["uid"]
+
+
+def test_unquoted_yaml_timestamps_are_read_as_rfc3339() -> None:
+    text = ("apiVersion: v1\nkind: Namespace\n"
+            "metadata: {name: x, creationTimestamp: 2024-05-01T10:00:00Z}\n")
+    assert load_manifests(text)[0].metadata.creation_timestamp == "2024-05-01T10:00:00Z"
+
+
+def test_non_string_label_value_is_reported() -> None:
+    err = _error("apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {v: 1.0}}\n")
+    assert err.field == "metadata.labels.v"
