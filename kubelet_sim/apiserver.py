@@ -89,6 +89,10 @@ SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
     "PersistentVolumeClaim": _COMMON_FIELDS | {"spec.volumeName"},
     "Namespace": _COMMON_FIELDS | {"status.phase"},
 }
+_PROTECTION_FINALIZERS = {
+    "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
+    "PersistentVolume": "kubernetes.io/pv-protection",
+}
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
 
 
@@ -108,15 +112,22 @@ class _Injected:
 
 class APIServer:
     """The store plus the verbs. ``bootstrap_namespaces`` exist from the start, as
-    ``default`` and ``kube-system`` do in a real cluster."""
+    ``default`` and ``kube-system`` do in a real cluster.
+
+    ``storage_object_in_use_protection`` turns on that admission plugin: every new
+    PersistentVolumeClaim gets the ``kubernetes.io/pvc-protection`` finalizer and every
+    new PersistentVolume ``kubernetes.io/pv-protection``, so a deleted claim or volume
+    stays (Terminating) until a protection controller removes the finalizer."""
 
     def __init__(
         self,
         clock: Clock | None = None,
         history_limit: int = 1000,
         bootstrap_namespaces: tuple[str, ...] = ("default", "kube-system"),
+        storage_object_in_use_protection: bool = False,
     ) -> None:
         self.clock: Clock = clock or RealClock()
+        self.storage_protection = storage_object_in_use_protection
         self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
         self._version = itertools.count(1)
         self._current_version = 0
@@ -188,6 +199,9 @@ class APIServer:
         meta.deletion_grace_period_seconds = None
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
+        protection = _PROTECTION_FINALIZERS.get(obj.kind) if self.storage_protection else None
+        if protection and protection not in meta.finalizers:
+            meta.finalizers.append(protection)
         apply_defaults(obj)
         validate(obj)
         store = self._objects.setdefault(obj.kind, {})

@@ -136,3 +136,18 @@ def test_deleting_a_namespace_deletes_its_contents_then_itself(api: APIServer) -
     with pytest.raises(NotFound):
         api.get("Namespace", "team")
     assert api.get("PersistentVolumeClaim", "data", "default").name == "data"
+
+
+def test_storage_protection_keeps_a_deleted_claim_until_released() -> None:
+    api = APIServer(clock=FakeClock(), storage_object_in_use_protection=True)
+    claim = api.create(pvc("data"))
+    assert claim.metadata.finalizers == ["kubernetes.io/pvc-protection"]
+    api.delete("PersistentVolumeClaim", "data", "default")
+    assert api.get("PersistentVolumeClaim", "data", "default").is_terminating
+    api.patch("PersistentVolumeClaim", "data", {"metadata": {"finalizers": []}}, "default")
+    with pytest.raises(NotFound):
+        api.get("PersistentVolumeClaim", "data", "default")
+
+
+def test_without_storage_protection_claims_get_no_finalizer(api: APIServer) -> None:
+    assert api.create(pvc("data")).metadata.finalizers == []
