@@ -25,7 +25,7 @@ from cni_plugin.dataplane import Dataplane, open_dataplane
 from cni_plugin.dataplane.base import NetnsNotFound
 from cni_plugin.errors import ERR_UNSUPPORTED_FIELD, CNIError, internal
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
-from cni_plugin.types import Interface, Result, Route
+from cni_plugin.types import DefaultGatewayRoute, Interface, Result
 
 ABOUT = "CNI bridge plugin (cni-csi-mini emu-bridge)"
 KNOWN_ARGS = frozenset({"MAC"})  # as the reference's MacEnvArgs
@@ -56,7 +56,7 @@ def apply_gateways(result: Result, conf: BridgeConf) -> list[str]:
         default_dst = "0.0.0.0/0" if family == "4" else "::/0"
         if conf.is_default_gateway and not default_found[family]:
             if not any(r.gw and r.dst == default_dst for r in result.routes):
-                result.routes.append(Route(dst=default_dst, gw=ip.gateway))
+                result.routes.append(DefaultGatewayRoute(dst=default_dst, gw=ip.gateway))
             default_found[family] = True
         if conf.is_gateway:
             prefix = ipaddress.ip_interface(ip.address).network.prefixlen

@@ -125,6 +125,14 @@ class Route:
         return out
 
 
+class DefaultGatewayRoute(Route):
+    """The default route the bridge adds for isDefaultGateway.
+
+    Only its origin differs: the reference builds its mask from the 16-byte zero
+    address, which shows in its error messages ({0.0.0.0 00000000000000000000ffff00000000}).
+    """
+
+
 @dataclass
 class DNS:
     nameservers: list[str] = field(default_factory=list)

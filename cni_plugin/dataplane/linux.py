@@ -8,6 +8,7 @@ Masquerading uses iptables/ip6tables when present, as the reference does.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from cni_plugin.dataplane.base import (
     random_veth_name,
 )
 from cni_plugin.errors import CNIError, internal
-from cni_plugin.types import IPConfig, Route
+from cni_plugin.types import DefaultGatewayRoute, IPConfig, Route
 
 NOT_PERMITTED = "the linux dataplane needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
 
@@ -46,9 +47,13 @@ class CommandFailed(Exception):
         return int(m.group(1)) if m else None
 
     def reason(self) -> str:
+        """The kernel's answer, worded as Go prints an errno ("file exists")."""
         lines = [ln for ln in self.stderr.splitlines() if not ln.startswith("Command failed")]
-        text = " ".join(lines).replace("RTNETLINK answers: ", "").replace("Error: ", "")
-        return text or f"exit status {self.returncode}"
+        text = " ".join(lines)
+        if text.startswith("RTNETLINK answers: "):
+            text = text.removeprefix("RTNETLINK answers: ")
+            text = text[:1].lower() + text[1:]
+        return text.removeprefix("Error: ") or f"exit status {self.returncode}"
 
 
 def _run(argv: list[str], netns: str | None = None, stdin: str | None = None) -> str:
@@ -76,6 +81,21 @@ def _write_sysctl(key: str, value: str, netns: str | None = None) -> None:
     """Best effort, as the reference ignores these errors."""
     with contextlib.suppress(CNIError, CommandFailed):
         _run(["sysctl", "-q", "-w", f"{key}={value}"], netns)
+
+
+def _go_ipnet(route: Route) -> str:
+    """A route's dst as the reference prints it in messages (Go's %v of a net.IPNet)."""
+    net = ipaddress.ip_interface(route.dst)
+    if isinstance(route, DefaultGatewayRoute):
+        mask = bytes(16) if net.version == 6 else bytes(10) + b"\xff\xff" + bytes(4)
+    else:
+        mask = net.netmask.packed
+    return f"{{{net.ip} {mask.hex()}}}"
+
+
+def _brd(cidr: str) -> str:
+    """IPv4 addresses get their broadcast address, as netlink's AddrAdd sets it."""
+    return "" if ":" in cidr else " broadcast +"
 
 
 def _to_link(d: dict[str, Any]) -> Link:
@@ -200,14 +220,15 @@ class LinuxDataplane(Dataplane):
         v4gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "4"), "")
         v6gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "6"), "")
         lines: list[tuple[str, str]] = [
-            (f"addr add {ip.address} dev {ifname}",
+            (f"addr add {ip.address}{_brd(ip.address)} dev {ifname}",
              f'failed to add IP addr {ip.address} to "{ifname}"') for ip in ips]
         lines.append((f"link set {ifname} up", f'failed to set "{ifname}" UP'))
         for r in routes:
             gw = r.gw or (v6gw if ":" in r.dst else v4gw)
             via = f" via {gw}" if gw else ""
             lines.append((f"route add {r.dst}{via} dev {ifname}",
-                          f"failed to add route '{r.dst} via {gw or '<nil>'} dev {ifname}'"))
+                          f"failed to add route '{_go_ipnet(r)} via {gw or '<nil>'} dev "
+                          f"{ifname}'"))
         try:
             _run(["ip", "-batch", "-"], netns, "\n".join(c for c, _ in lines) + "\n")
         except CommandFailed as e:
@@ -226,7 +247,7 @@ class LinuxDataplane(Dataplane):
             _run(["ip", "addr", "del", old, "dev", name])
         if cidr not in link.addrs:
             try:
-                _run(["ip", "addr", "add", cidr, "dev", name])
+                _run(["ip", "addr", "add", cidr, *_brd(cidr).split(), "dev", name])
             except CommandFailed as e:
                 if "File exists" not in e.stderr and "already assigned" not in e.stderr:
                     raise internal(f'could not add IP address to "{name}": {e.reason()}') from e

@@ -101,7 +101,7 @@ def test_failure_after_ipam_removes_the_veth(recording_ipam: RecordingIPAM, netn
     c = conf(recording_ipam, bridge_name)
     add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin), c)
     assert add.status == 1
-    assert add.json()["msg"].startswith("failed to add route '10.99.0.0/16 via 192.0.2.1")
+    assert add.json()["msg"].startswith("failed to add route '{10.99.0.0 ffff0000} via 192.0.2.1")
     assert recording_ipam.commands() == ["ADD", "DEL"]
     assert [link["ifname"] for link in ip_json("link", "show", netns=netns)] == ["lo"]
     ports = [link for link in ip_json("link", "show") if link.get("master") == bridge_name]
