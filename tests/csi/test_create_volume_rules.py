@@ -59,6 +59,18 @@ class TestCreateVolumeIdempotency:
         req.parameters["tier"] = "silver"
         expect_error_code(sanity.resources.create_volume, req, ALREADY_EXISTS)
 
+    def test_same_name_with_different_mutable_parameters_is_not_ok(
+        self, sanity: SanityContext
+    ) -> None:
+        """Spec: OK only when the existing volume "is compatible with the specified
+        capacity_range, volume_capabilities, parameters and mutable_parameters"."""
+        name = unique_string("mutable")
+        req = make_create_volume_req(name, GiB)
+        req.mutable_parameters["iops"] = "3000"
+        sanity.resources.must_create_volume(req)
+        req.mutable_parameters["iops"] = "4000"
+        expect_error_code(sanity.resources.create_volume, req, ALREADY_EXISTS)
+
     def test_same_name_with_a_content_source_fails_already_exists(
         self, sanity: SanityContext
     ) -> None:

@@ -150,6 +150,49 @@ class TestStaging:
             )
         )
 
+    def test_unstage_at_a_path_where_the_volume_is_not_staged_answers_ok(
+        self, flow: NodeFlow
+    ) -> None:
+        """Spec (NodeUnstageVolume): "If the volume corresponding to the volume_id is not staged
+        to the staging_target_path, the Plugin MUST reply 0 OK." The real stage stays."""
+        vol = flow.create_volume(unique_string("elsewhere"))
+        pub = flow.controller_publish(vol, "sanity-node")
+        flow.node_stage(vol, pub)
+        other = flow.ctx.base / "other-staging"
+        other.mkdir()
+        flow.ctx.stubs.node.NodeUnstageVolume(
+            csi_pb2.NodeUnstageVolumeRequest(
+                volume_id=vol.volume.volume_id, staging_target_path=str(other)
+            )
+        )
+        flow.node_publish(vol, pub)  # still staged at the real staging path
+
+    def test_paths_longer_than_128_bytes_are_accepted(self, flow: NodeFlow) -> None:
+        """Spec: staging_target_path and target_path override the general size limit; the SP
+        MUST accept at least 128 bytes and SHOULD support the OS maximum."""
+        deep = flow.ctx.base / ("p" * 150)
+        (deep / "stage").mkdir(parents=True)
+        (deep / "mnt").mkdir()
+        staging, target = str(deep / "stage"), str(deep / "mnt" / "target")
+        assert len(staging.encode()) > 128 and len(target.encode()) > 128
+        vol = flow.create_volume(unique_string("long"))
+        pub = flow.controller_publish(vol, "sanity-node")
+        flow.res.node_stage(
+            csi_pb2.NodeStageVolumeRequest(
+                volume_id=vol.volume.volume_id,
+                staging_target_path=staging,
+                volume_capability=mount_capability(),
+            )
+        )
+        req = flow.publish_request(vol, pub, target=target)
+        req.staging_target_path = staging
+        flow.res.node_publish(req)
+        assert os.path.isdir(target)
+        stats = flow.ctx.stubs.node.NodeGetVolumeStats(
+            csi_pb2.NodeGetVolumeStatsRequest(volume_id=vol.volume.volume_id, volume_path=target)
+        )
+        assert stats.usage
+
 
 class TestTargets:
     @needs_root
