@@ -20,8 +20,9 @@ API server's:
   :mod:`kubelet_sim.validation`), and updates keep Kubernetes' immutability and
   resize-admission rules (:mod:`kubelet_sim.update_rules`).
 
-All verbs are synchronous (the store is in memory); ``watch`` hands back an async
-iterator. Returned objects are private copies. client-go's helpers
+All verbs are synchronous (the store, :mod:`kubelet_sim.store`, is in memory) and
+serialised by a lock, so worker threads may call them too; ``watch`` hands back an
+async iterator. Returned objects are private copies. client-go's helpers
 (:func:`retry_on_conflict`, :func:`merge_patch`) are re-exported from
 :mod:`kubelet_sim.retry`.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 import builtins
 import copy
 import functools
-import itertools
 import random
 import threading
 import uuid
@@ -52,10 +52,11 @@ from kubelet_sim.errors import (
 )
 from kubelet_sim.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
-from kubelet_sim.selectors import FieldSelector, LabelSelector, field_value
+from kubelet_sim.selectors import LabelSelector, query_predicate
+from kubelet_sim.store import ObjectStore
 from kubelet_sim.update_rules import validate_update
 from kubelet_sim.validation import validate
-from kubelet_sim.watch import ADDED, DELETED, MODIFIED, EventHistory, Watch, WatchEvent, _Change
+from kubelet_sim.watch import ADDED, DELETED, MODIFIED, Watch, WatchEvent
 
 __all__ = [
     "APIServer",
@@ -80,15 +81,6 @@ def _locked(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
-SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
-    "Pod": _COMMON_FIELDS
-    | {"spec.nodeName", "spec.schedulerName", "spec.serviceAccountName", "spec.restartPolicy",
-       "status.phase", "status.podIP", "status.nominatedNodeName"},
-    "Node": _COMMON_FIELDS | {"spec.unschedulable"},
-    "PersistentVolumeClaim": _COMMON_FIELDS | {"spec.volumeName"},
-    "Namespace": _COMMON_FIELDS | {"status.phase"},
-}
 _PROTECTION_FINALIZERS = {
     "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
     "PersistentVolume": "kubernetes.io/pv-protection",
@@ -128,11 +120,7 @@ class APIServer:
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
-        self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
-        self._version = itertools.count(1)
-        self._current_version = 0
-        self._history = EventHistory(history_limit)
-        self._watches: list[Watch] = []
+        self._store = ObjectStore(history_limit)
         self._lock = threading.RLock()
         self._injected: dict[str, _Injected] = {}
         self._rng = random.Random()
@@ -143,7 +131,7 @@ class APIServer:
     @property
     def resource_version(self) -> str:
         """The newest resourceVersion handed out."""
-        return str(self._current_version)
+        return str(self._store.version)
 
     @_locked
     def get(self, kind: str, name: str, namespace: str = "") -> Resource:
@@ -162,9 +150,9 @@ class APIServer:
         """Objects of ``kind`` (in ``namespace``; None = all), filtered, sorted by
         namespace then name. ``where`` is an extra in-process filter (an informer
         index's role): it sees the stored object and must not modify it."""
-        matches = self._predicate(kind, namespace, label_selector, field_selector)
+        matches = query_predicate(kind, namespace, label_selector, field_selector)
         items = [
-            o.copy() for o in self._sorted(kind) if matches(o) and (where is None or where(o))
+            o.copy() for o in self._store.sorted(kind) if matches(o) and (where is None or where(o))
         ]
         return ResourceList(items, self.resource_version)
 
@@ -184,7 +172,7 @@ class APIServer:
         if meta.resource_version:
             raise BadRequest("resourceVersion should not be set on objects to be created")
         if info.namespaced:
-            ns = self._objects.get("Namespace", {}).get(("", meta.namespace))
+            ns = self._store.lookup("Namespace", "", meta.namespace)
             if ns is None:
                 raise NotFound("Namespace", meta.namespace)
             if ns.is_terminating:
@@ -204,10 +192,9 @@ class APIServer:
             meta.finalizers.append(protection)
         apply_defaults(obj)
         validate(obj)
-        store = self._objects.setdefault(obj.kind, {})
-        if (meta.namespace, meta.name) in store:
+        if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
-        self._commit(ADDED, obj, None)
+        self._store.commit(ADDED, obj, None)
         return obj.copy()
 
     @_locked
@@ -269,7 +256,7 @@ class APIServer:
                 updated.status["phase"] = "Terminating"
         if grace == 0 and not updated.metadata.finalizers and kind != "Namespace":
             return self._remove(current)
-        self._commit(MODIFIED, updated, current)
+        self._store.commit(MODIFIED, updated, current)
         if kind == "Namespace":
             self._delete_namespace_contents(name)
             self._finish_namespace(name)
@@ -288,29 +275,17 @@ class APIServer:
         """Subscribe to changes. With ``resource_version`` the watch first replays exactly
         the retained events after it (:class:`Gone` if too old); without, it starts with a
         synthetic ``ADDED`` for every current object, as Kubernetes does."""
-        matches = self._predicate(kind, namespace, label_selector, field_selector)
-        w = Watch(kind, matches, self._unsubscribe)
-        if resource_version not in (None, "", "0"):
-            for change in self._history.since(int(str(resource_version))):
-                w._offer(change)
-        else:
-            for k in [kind] if kind else sorted(self._objects):
-                for obj in self._sorted(k):
-                    if matches(obj):
-                        w._push(WatchEvent(ADDED, obj.copy()))
-        self._watches.append(w)
-        return w
+        matches = query_predicate(kind, namespace, label_selector, field_selector)
+        since = None if resource_version in (None, "", "0") else int(str(resource_version))
+        return self._store.watch(kind, matches, since)
 
     @_locked
     def events_since(
         self, resource_version: str | int, kind: str | None = None, namespace: str | None = None
     ) -> builtins.list[WatchEvent]:
         """The retained events after ``resource_version`` (:class:`Gone` if too old)."""
-        matches = self._predicate(kind, namespace, None, None)
-        w = Watch(kind, matches, lambda _w: None)
-        for change in self._history.since(int(str(resource_version))):
-            w._offer(change)
-        return w.drain()
+        matches = query_predicate(kind, namespace, None, None)
+        return self._store.events_since(int(str(resource_version)), kind, matches)
 
     # ------------------------------------------------------------------ fault injection
     @_locked
@@ -327,24 +302,16 @@ class APIServer:
     def close_watches(self) -> int:
         """End every live watch, as an API server restart or a watch timeout does; clients
         must watch again from the last resourceVersion they saw. Returns how many ended."""
-        watches = list(self._watches)
-        for w in watches:
-            w.stop()
-        return len(watches)
+        return self._store.close_watches()
 
     # ------------------------------------------------------------------ internals
     def _stored_storage_class(self, name: str) -> Resource | None:
-        return self._objects.get("StorageClass", {}).get(("", name))
-
-    def _unsubscribe(self, watch: Watch) -> None:
-        with self._lock:
-            if watch in self._watches:
-                self._watches.remove(watch)
+        return self._store.lookup("StorageClass", "", name)
 
     def _current(self, kind: str, name: str, namespace: str) -> Resource:
         info = kind_info(kind)
         ns = (namespace or "default") if info.namespaced else ""
-        obj = self._objects.get(kind, {}).get((ns, name))
+        obj = self._store.lookup(kind, ns, name)
         if obj is None:
             raise NotFound(kind, name, ns)
         return obj
@@ -355,35 +322,6 @@ class APIServer:
         except NotFound:
             return False
         return True
-
-    def _sorted(self, kind: str) -> builtins.list[Resource]:
-        kind_info(kind)
-        store = self._objects.get(kind, {})
-        return [store[k] for k in sorted(store)]
-
-    def _predicate(
-        self,
-        kind: str | None,
-        namespace: str | None,
-        label_selector: str | LabelSelector | None,
-        field_selector: str | None,
-    ) -> Callable[[Resource], bool]:
-        labels = (
-            label_selector
-            if isinstance(label_selector, LabelSelector)
-            else LabelSelector.parse(label_selector)
-        )
-        supported = SUPPORTED_FIELDS.get(kind or "", _COMMON_FIELDS)
-        fields = FieldSelector.parse(field_selector, supported)
-
-        def matches(obj: Resource) -> bool:
-            if namespace is not None and obj.metadata.namespace != namespace:
-                return False
-            return labels.matches(obj.metadata.labels) and fields.matches(
-                lambda path: field_value(obj, path)
-            )
-
-        return matches
 
     def _take_injected(self, kind: str, verb: str) -> None:
         injected = self._injected.get(kind)
@@ -442,7 +380,7 @@ class APIServer:
         if gone:
             # The API server deletes instead of writing the emptied finalizer list.
             return self._remove(updated)
-        self._commit(MODIFIED, updated, current)
+        self._store.commit(MODIFIED, updated, current)
         if updated.kind == "Namespace" and updated.is_terminating:
             self._finish_namespace(updated.name)
         return updated.copy()
@@ -461,43 +399,21 @@ class APIServer:
         obj.metadata.deletion_timestamp = format_time(self.clock.now() + timedelta(seconds=grace))
         obj.metadata.deletion_grace_period_seconds = grace
 
-    def _commit(self, event_type: str, obj: Resource, prev: Resource | None) -> None:
-        self._current_version = next(self._version)
-        obj.metadata.resource_version = str(self._current_version)
-        stored = obj.copy()
-        if event_type == DELETED:
-            self._objects[obj.kind].pop((obj.namespace, obj.name), None)
-        else:
-            self._objects.setdefault(obj.kind, {})[(obj.namespace, obj.name)] = stored
-        change = _Change(event_type, stored, prev)
-        self._history.record(change)
-        for w in list(self._watches):
-            w._offer(change)
-
     def _remove(self, current: Resource) -> Resource:
         final = current.copy()
-        self._commit(DELETED, final, current)
+        self._store.commit(DELETED, final, current)
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
         return final.copy()
 
     def _delete_namespace_contents(self, namespace: str) -> None:
-        for kind, store in list(self._objects.items()):
-            if not kind_info(kind).namespaced:
-                continue
-            for ns, name in sorted(k for k in store if k[0] == namespace):
-                if (ns, name) in store:
-                    self.delete(kind, name, ns)
+        for kind, name in self._store.names_in_namespace(namespace):
+            if self._store.lookup(kind, namespace, name) is not None:
+                self.delete(kind, name, namespace)
 
     def _finish_namespace(self, namespace: str) -> None:
-        ns = self._objects.get("Namespace", {}).get(("", namespace))
+        ns = self._store.lookup("Namespace", "", namespace)
         if ns is None or not ns.is_terminating or ns.metadata.finalizers:
             return
-        if any(
-            key[0] == namespace
-            for kind, store in self._objects.items()
-            if kind_info(kind).namespaced
-            for key in store
-        ):
-            return
-        self._commit(DELETED, ns.copy(), ns)
+        if not self._store.names_in_namespace(namespace):
+            self._store.commit(DELETED, ns.copy(), ns)

@@ -295,3 +295,42 @@ def field_value(obj: Resource, path: str) -> str:
     if isinstance(node, bool):
         return "true" if node else "false"
     return "" if node is None else str(node)
+
+
+# --------------------------------------------------------------------------- list/watch query
+
+_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+# The field labels the Kubernetes API accepts per kind; anything else is a 400.
+SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
+    "Pod": _COMMON_FIELDS
+    | {"spec.nodeName", "spec.schedulerName", "spec.serviceAccountName", "spec.restartPolicy",
+       "status.phase", "status.podIP", "status.nominatedNodeName"},
+    "Node": _COMMON_FIELDS | {"spec.unschedulable"},
+    "PersistentVolumeClaim": _COMMON_FIELDS | {"spec.volumeName"},
+    "Namespace": _COMMON_FIELDS | {"status.phase"},
+}
+
+
+def query_predicate(
+    kind: str | None,
+    namespace: str | None,
+    label_selector: str | LabelSelector | None,
+    field_selector: str | None,
+) -> Callable[[Resource], bool]:
+    """The filter of a list or watch request: namespace (None = all), label selector
+    (string or parsed) and field selector (validated against ``kind``'s field labels)."""
+    labels = (
+        label_selector
+        if isinstance(label_selector, LabelSelector)
+        else LabelSelector.parse(label_selector)
+    )
+    fields = FieldSelector.parse(field_selector, SUPPORTED_FIELDS.get(kind or "", _COMMON_FIELDS))
+
+    def matches(obj: Resource) -> bool:
+        if namespace is not None and obj.metadata.namespace != namespace:
+            return False
+        return labels.matches(obj.metadata.labels) and fields.matches(
+            lambda path: field_value(obj, path)
+        )
+
+    return matches
