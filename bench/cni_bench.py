@@ -4,13 +4,16 @@ Rows (median wall time of one cycle, each command a fresh process exec'd from
 the CNI bin dir laid out by ``python -m cni_plugin.install``):
 
 - the floor: ``<venv>/bin/python -I -S -c pass`` (one process start);
+- the floor plus importing emu-host-local's modules, without running a command
+  (what the exec path's imports cost);
 - emu-host-local ADD+DEL (2 starts);
 - the reference /usr/lib/cni/host-local ADD+DEL, when installed (2 starts);
 - emu-bridge (emulated dataplane) delegating to emu-host-local, ADD+DEL (4 starts).
 
 Ratios are given to the single floor and to the floor times the number of
 process starts in the cycle (what the cycle would cost if each start were free
-of everything but the interpreter).
+of everything but the interpreter). Cases are timed interleaved, one cycle of
+each in turn, so background load weighs on all rows alike.
 
 Run: ``.venv/bin/python -m bench.cni_bench [--cycles N]``.
 """
@@ -76,41 +79,60 @@ def exec_plugin(plugin: str, command: str, conf: bytes, env: dict[str, str]) -> 
                            f"{proc.stdout.decode().strip() or proc.stderr.decode().strip()}")
 
 
-def median_ms(cycle: Callable[[int], None], cycles: int) -> float:
-    cycle(-1)  # warm the page cache and any bytecode caches
-    samples = []
-    for i in range(cycles):
-        start = time.perf_counter()
-        cycle(i)
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+class Case:
+    """One benchmarked cycle: a callable doing one cycle (index -> None)."""
+
+    def __init__(self, name: str, starts: int, cycle: Callable[[int], None]) -> None:
+        self.name = name
+        self.starts = starts
+        self.cycle = cycle
+        self.samples: list[float] = []
+        self.note = ""
 
 
-def floor_row(cycles: int) -> Row:
-    cmd = [venv_python(), "-I", "-S", "-c", "pass"]
+def interpreter_case(name: str, code: str) -> Case:
+    cmd = [venv_python(), "-I", "-S", "-c", code]
 
     def cycle(_: int) -> None:
         subprocess.run(cmd, check=True)
 
-    ms = median_ms(cycle, cycles)
-    return Row("floor: python -I -S -c pass", 1, ms)
+    return Case(name, 1, cycle)
 
 
-def add_del_row(name: str, plugin: str, conf: dict[str, object], starts: int, cycles: int,
-                bin_dir: Path, netns: str) -> Row:
-    if not os.access(plugin, os.X_OK):
-        return Row(name, starts, None, "not available (not installed)")
+def add_del_case(name: str, plugin: str, conf: dict[str, object], starts: int,
+                 bin_dir: Path, netns: str) -> Case:
     data = json.dumps(conf).encode()
 
     def cycle(i: int) -> None:
-        cid = f"bench{i + 1}"
+        cid = f"bench{i + 2}"
         exec_plugin(plugin, "ADD", data, cni_env("ADD", cid, bin_dir, netns))
         exec_plugin(plugin, "DEL", data, cni_env("DEL", cid, bin_dir, netns))
 
-    try:
-        return Row(name, starts, median_ms(cycle, cycles))
-    except RuntimeError as exc:
-        return Row(name, starts, None, f"not available: {exc}")
+    case = Case(name, starts, cycle)
+    if not os.access(plugin, os.X_OK):
+        case.note = "not available (not installed)"
+    return case
+
+
+def measure(cases: list[Case], cycles: int) -> list[Row]:
+    """Warm each case once, then time them interleaved so load hits all alike."""
+    live: list[Case] = []
+    for case in cases:
+        if case.note:
+            continue
+        try:
+            case.cycle(-1)
+        except RuntimeError as exc:
+            case.note = f"not available: {exc}"
+            continue
+        live.append(case)
+    for i in range(cycles):
+        for case in live:
+            start = time.perf_counter()
+            case.cycle(i)
+            case.samples.append((time.perf_counter() - start) * 1000)
+    return [Row(c.name, c.starts, statistics.median(c.samples) if c.samples else None, c.note)
+            for c in cases]
 
 
 def format_table(rows: list[Row], floor_ms: float) -> str:
@@ -146,20 +168,23 @@ def main(argv: list[str] | None = None) -> int:
         bridge_conf = {"cniVersion": "1.1.0", "name": "bench", "type": "emu-bridge",
                        "bridge": "cnibench0", "isGateway": True,
                        "dataplaneDir": str(root / "dataplane"), "ipam": ipam}
-        floor = floor_row(opts.cycles)
-        rows = [
-            floor,
-            add_del_row("emu-host-local ADD+DEL", str(bin_dir / "emu-host-local"),
-                        host_local_conf, 2, opts.cycles, bin_dir, netns),
-            add_del_row("reference host-local ADD+DEL", REFERENCE_HOST_LOCAL, ref_conf, 2,
-                        opts.cycles, bin_dir, netns),
-            add_del_row("emu-bridge + emu-host-local ADD+DEL (emulated)",
-                        str(bin_dir / "emu-bridge"), bridge_conf, 4, opts.cycles, bin_dir,
-                        netns),
+        cases = [
+            interpreter_case("floor: python -I -S -c pass", "pass"),
+            interpreter_case("  (import of emu-host-local's modules only)",
+                             f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
+                             "import cni_plugin.host_local"),
+            add_del_case("emu-host-local ADD+DEL", str(bin_dir / "emu-host-local"),
+                         host_local_conf, 2, bin_dir, netns),
+            add_del_case("reference host-local ADD+DEL", REFERENCE_HOST_LOCAL, ref_conf, 2,
+                         bin_dir, netns),
+            add_del_case("emu-bridge + emu-host-local ADD+DEL (emulated)",
+                         str(bin_dir / "emu-bridge"), bridge_conf, 4, bin_dir, netns),
         ]
-        assert floor.median_ms is not None
+        rows = measure(cases, opts.cycles)
+        floor_ms = rows[0].median_ms
+        assert floor_ms is not None
         print(f"CNI ADD+DEL cycles: median of {opts.cycles}; plugins installed by: {how}")
-        print(format_table(rows, floor.median_ms))
+        print(format_table(rows, floor_ms))
     return 0
 
 
