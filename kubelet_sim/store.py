@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 
 from kubelet_sim.model import Resource, kind_info
-from kubelet_sim.watch import ADDED, DELETED, EventHistory, Watch, WatchEvent, _Change
+from kubelet_sim.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
 
 Predicate = Callable[[Resource], bool]
 
@@ -64,7 +64,7 @@ class ObjectStore:
             self._objects.get(obj.kind, {}).pop(key, None)
         else:
             self._objects.setdefault(obj.kind, {})[key] = stored
-        change = _Change(event_type, stored, prev)
+        change = Change(event_type, stored, prev)
         self._history.record(change)
         for w in list(self._watches):
             w._offer(change)

@@ -38,7 +38,7 @@ class WatchEvent:
 
 
 @dataclass(frozen=True)
-class _Change:
+class Change:
     """One write as stored in history: the object before (None on create) and after."""
 
     type: str
@@ -56,7 +56,7 @@ def _with_version(obj: Resource, version: str) -> Resource:
     return out
 
 
-def filter_change(change: _Change, kind: str | None, matches: Predicate) -> WatchEvent | None:
+def filter_change(change: Change, kind: str | None, matches: Predicate) -> WatchEvent | None:
     """How a watcher of ``kind`` with predicate ``matches`` sees ``change`` (None: not at all)."""
     if kind is not None and change.obj.kind != kind:
         return None
@@ -80,10 +80,10 @@ class EventHistory:
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError("history limit must be at least 1")
-        self._changes: deque[_Change] = deque(maxlen=limit)
+        self._changes: deque[Change] = deque(maxlen=limit)
         self._evicted_through = 0  # newest resourceVersion no longer retained
 
-    def record(self, change: _Change) -> None:
+    def record(self, change: Change) -> None:
         if len(self._changes) == self._changes.maxlen:
             self._evicted_through = self._changes[0].resource_version
         self._changes.append(change)
@@ -93,7 +93,7 @@ class EventHistory:
         """The smallest resourceVersion a watch may start from."""
         return self._evicted_through
 
-    def since(self, version: int) -> Iterable[_Change]:
+    def since(self, version: int) -> Iterable[Change]:
         """Changes with resourceVersion > ``version``; Gone if some were evicted."""
         if version < self._evicted_through:
             raise Gone(
@@ -136,7 +136,7 @@ class Watch:
         else:
             loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
-    def _offer(self, change: _Change) -> None:
+    def _offer(self, change: Change) -> None:
         if self._stopped:
             return
         event = filter_change(change, self.kind, self._matches)
