@@ -279,3 +279,24 @@ def test_plugin_killed_mid_add_leaves_nothing_del_cannot_clean(tmp_path: Path) -
         run = run_plugin(PLUGIN, "DEL", conf, container_id=f"k{attempt}")
         assert run.returncode == 0, run.stdout
     assert leases_in(tmp_path) == {}
+
+
+def test_add_failing_in_a_later_range_set_releases_the_earlier_lease(tmp_path: Path) -> None:
+    conf = net_conf(tmp_path, ranges=[[{"subnet": "10.1.2.0/24"}],
+                                      [{"subnet": "fd00:4::/126", "rangeEnd": "fd00:4::2"}]])
+    assert run_plugin(PLUGIN, "ADD", conf, container_id="first").returncode == 0
+    run = run_plugin(PLUGIN, "ADD", conf, container_id="second")
+    assert run.returncode == 1
+    assert run.json()["msg"] == ("failed to allocate for range 1: no IP addresses available in "
+                                 "range set: fd00:4::1-fd00:4::2")
+    assert sorted(leases_in(tmp_path).values()) == [b"first\r\neth0", b"first\r\neth0"]
+
+
+def test_check_and_del_accept_a_lease_written_in_the_legacy_id_only_format(
+        tmp_path: Path) -> None:
+    conf = net_conf(tmp_path)
+    (tmp_path / "net1").mkdir()
+    (tmp_path / "net1" / "10.1.2.40").write_bytes(b"legacy\n")
+    assert run_plugin(PLUGIN, "CHECK", conf, container_id="legacy").returncode == 0
+    assert run_plugin(PLUGIN, "DEL", conf, container_id="legacy").returncode == 0
+    assert leases_in(tmp_path) == {}
