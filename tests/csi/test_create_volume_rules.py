@@ -178,18 +178,30 @@ class TestTopology:
         vol = res.must_create_volume(req)
         assert [dict(t.segments) for t in vol.volume.accessible_topology] == [{NODE_KEY: "node-b"}]
 
-    def test_preferred_topology_wins_among_the_requisite_ones(
+    def test_preferred_topologies_are_tried_in_order_among_the_requisite_ones(
+        self, two_nodes: tuple[DriverProcess, DriverProcess], make_sanity: MakeSanity
+    ) -> None:
+        """Spec: "An SP MUST attempt to make the provisioned volume available using the
+        preferred topologies in order from first to last"."""
+        res = make_sanity(two_nodes[0]).resources
+        for order in (("node-b", "node-a"), ("node-a", "node-b")):
+            req = make_create_volume_req(unique_string(f"pref-{order[0]}"), GiB)
+            for node in ("node-a", "node-b"):
+                req.accessibility_requirements.requisite.add().segments[NODE_KEY] = node
+            for node in order:
+                req.accessibility_requirements.preferred.add().segments[NODE_KEY] = node
+            vol = res.must_create_volume(req)
+            topo = [dict(t.segments) for t in vol.volume.accessible_topology]
+            assert topo == [{NODE_KEY: order[0]}]
+
+    def test_preferred_alone_places_the_volume(
         self, two_nodes: tuple[DriverProcess, DriverProcess], make_sanity: MakeSanity
     ) -> None:
         res = make_sanity(two_nodes[0]).resources
-        for preferred in ("node-b", "node-a"):
-            req = make_create_volume_req(unique_string(f"pref-{preferred}"), GiB)
-            for node in ("node-a", "node-b"):
-                req.accessibility_requirements.requisite.add().segments[NODE_KEY] = node
-            req.accessibility_requirements.preferred.add().segments[NODE_KEY] = preferred
-            vol = res.must_create_volume(req)
-            topo = [dict(t.segments) for t in vol.volume.accessible_topology]
-            assert topo == [{NODE_KEY: preferred}]
+        req = make_create_volume_req(unique_string("pref-only"), GiB)
+        req.accessibility_requirements.preferred.add().segments[NODE_KEY] = "node-b"
+        vol = res.must_create_volume(req)
+        assert [dict(t.segments) for t in vol.volume.accessible_topology] == [{NODE_KEY: "node-b"}]
 
     def test_extra_topology_segments_are_reported_by_the_node(
         self, spawn_driver: SpawnDriver

@@ -126,6 +126,26 @@ class TestControllerPublishRules:
         )
         assert sorted(rsp.status.published_node_ids) == ["node-a", "node-b"]
 
+    def test_unpublish_without_a_node_id_detaches_from_every_node(
+        self, two_nodes: tuple[DriverProcess, DriverProcess], make_sanity: MakeSanity
+    ) -> None:
+        """Spec: "If the value is unset, the SP MUST unpublish the volume from all nodes it is
+        published to"."""
+        ctx = make_sanity(two_nodes[0])
+        cap = mount_capability(AccessMode.MULTI_NODE_MULTI_WRITER)
+        vid = new_volume(ctx, AccessMode.MULTI_NODE_MULTI_WRITER)
+        for node in ("node-a", "node-b"):
+            ctx.resources.controller_publish(
+                ctx.resources.make_controller_publish_req(vid, node, cap)
+            )
+        ctx.stubs.controller.ControllerUnpublishVolume(
+            csi_pb2.ControllerUnpublishVolumeRequest(volume_id=vid)
+        )
+        rsp = ctx.stubs.controller.ControllerGetVolume(
+            csi_pb2.ControllerGetVolumeRequest(volume_id=vid)
+        )
+        assert list(rsp.status.published_node_ids) == []
+
     def test_attach_limit_frees_a_slot_after_unpublish(
         self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
     ) -> None:
