@@ -65,6 +65,13 @@ def _canonical_quantities(resources: object) -> None:
 
 def _pvc(obj: Resource) -> None:
     obj.spec.setdefault("volumeMode", "Filesystem")
+    # KEP 1495: dataSource and dataSourceRef mirror each other when only one is given
+    # (a dataSourceRef into another namespace has no dataSource twin).
+    source, ref = obj.spec.get("dataSource"), obj.spec.get("dataSourceRef")
+    if isinstance(source, dict) and ref is None:
+        obj.spec["dataSourceRef"] = dict(source)
+    elif isinstance(ref, dict) and source is None and not ref.get("namespace"):
+        obj.spec["dataSource"] = {k: v for k, v in ref.items() if k != "namespace"}
     resources = obj.spec.get("resources")
     if isinstance(resources, dict):
         _canonical_quantities(resources.get("requests"))

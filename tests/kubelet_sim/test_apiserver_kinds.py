@@ -206,3 +206,18 @@ def test_malformed_shapes_are_invalid_not_a_crash(api: APIServer) -> None:
     with pytest.raises(Invalid):
         api.create({"kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
                     "spec": {"accessModes": ["ReadWriteOnce"], "resources": []}})
+
+
+def test_claim_data_source_and_ref_mirror_each_other(api: APIServer) -> None:
+    snap = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "s1"}
+    restored = api.create(b.persistent_volume_claim("r", storage="1Gi", data_source=snap))
+    assert restored.spec["dataSourceRef"] == snap
+    claim = b.persistent_volume_claim("r2", storage="1Gi")
+    claim.spec["dataSourceRef"] = dict(snap)
+    assert api.create(claim).spec["dataSource"] == snap
+
+
+def test_new_claim_has_empty_status(api: APIServer) -> None:
+    claim = b.persistent_volume_claim("c", storage="1Gi")
+    claim.status = {"phase": "Bound"}
+    assert api.create(claim).status == {}
