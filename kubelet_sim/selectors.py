@@ -317,7 +317,8 @@ def query_predicate(
     label_selector: str | LabelSelector | None,
     field_selector: str | None,
 ) -> Callable[[Resource], bool]:
-    """The filter of a list or watch request: namespace (None = all), label selector
+    """The filter of a list or watch request: namespace (None or "" = all, as in
+    client-go), label selector
     (string or parsed) and field selector (validated against ``kind``'s field labels)."""
     labels = (
         label_selector
@@ -327,7 +328,7 @@ def query_predicate(
     fields = FieldSelector.parse(field_selector, SUPPORTED_FIELDS.get(kind or "", _COMMON_FIELDS))
 
     def matches(obj: Resource) -> bool:
-        if namespace is not None and obj.metadata.namespace != namespace:
+        if namespace and obj.metadata.namespace != namespace:
             return False
         return labels.matches(obj.metadata.labels) and fields.matches(
             lambda path: field_value(obj, path)

@@ -270,3 +270,10 @@ def test_list_where_filters_in_process(api: APIServer) -> None:
     api.create(pod("b", node="node-2"))
     found = api.list("Pod", where=lambda o: o.spec.get("nodeName") == "node-2")
     assert [o.name for o in found.items] == ["b"]
+
+
+def test_empty_namespace_lists_all_namespaces_as_client_go_does(api: APIServer) -> None:
+    api.create(new("Namespace", "other"))
+    api.create(pod("a"))
+    api.create(pod("b", "other"))
+    assert [o.name for o in api.list("Pod", namespace="").items] == ["a", "b"]
