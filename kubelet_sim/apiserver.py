@@ -147,7 +147,7 @@ class APIServer:
         field_selector: str | None = None,
         where: Callable[[Resource], bool] | None = None,
     ) -> ResourceList:
-        """Objects of ``kind`` (in ``namespace``; None = all), filtered, sorted by
+        """Objects of ``kind`` (in ``namespace``; None or "" = all), filtered, sorted by
         namespace then name. ``where`` is an extra in-process filter (an informer
         index's role): it sees the stored object and must not modify it."""
         matches = query_predicate(kind, namespace, label_selector, field_selector)
