@@ -35,6 +35,8 @@ class KindInfo:
     # whatever the client sent (Node: the kubelet registers with a status).
     create_status: JSON | None = None
     has_spec: bool = True
+    # For kinds without spec: the top-level fields the kind defines (others are unknown).
+    top_level: frozenset[str] = frozenset()
 
 
 KINDS: dict[str, KindInfo] = {
@@ -45,13 +47,21 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("Pod", "v1", True, True, {"phase": "Pending"}),
         KindInfo("PersistentVolumeClaim", "v1", True, True, {}),
         KindInfo("PersistentVolume", "v1", False, True, {"phase": "Pending"}),
-        KindInfo("StorageClass", "storage.k8s.io/v1", False, False, has_spec=False),
+        KindInfo(
+            "StorageClass", "storage.k8s.io/v1", False, False, has_spec=False,
+            top_level=frozenset({"provisioner", "parameters", "reclaimPolicy", "mountOptions",
+                                 "allowVolumeExpansion", "volumeBindingMode",
+                                 "allowedTopologies"}),
+        ),
         KindInfo("CSIDriver", "storage.k8s.io/v1", False, False),
         KindInfo("CSINode", "storage.k8s.io/v1", False, False),
         KindInfo("VolumeAttachment", "storage.k8s.io/v1", False, True, {}),
         KindInfo("VolumeSnapshot", "snapshot.storage.k8s.io/v1", True, True, {}),
         KindInfo("VolumeSnapshotContent", "snapshot.storage.k8s.io/v1", False, True, {}),
-        KindInfo("VolumeSnapshotClass", "snapshot.storage.k8s.io/v1", False, False, has_spec=False),
+        KindInfo(
+            "VolumeSnapshotClass", "snapshot.storage.k8s.io/v1", False, False, has_spec=False,
+            top_level=frozenset({"driver", "parameters", "deletionPolicy"}),
+        ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
     )
 }
@@ -228,8 +238,9 @@ class Resource:
             for k, v in raw.items()
             if k not in ("apiVersion", "kind", "metadata", "spec", "status")
         }
-        if info.has_spec and body:
-            raise Invalid(sorted(body)[0], "unknown field")
+        unknown = sorted(body) if info.has_spec else sorted(set(body) - info.top_level)
+        if unknown:
+            raise Invalid(unknown[0], "unknown field")
         spec, status = raw.get("spec") or {}, raw.get("status") or {}
         if not isinstance(spec, dict):
             raise Invalid("spec", "must be an object")

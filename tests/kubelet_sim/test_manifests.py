@@ -221,3 +221,9 @@ def test_unquoted_yaml_timestamps_are_read_as_rfc3339() -> None:
 def test_non_string_label_value_is_reported() -> None:
     err = _error("apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {v: 1.0}}\n")
     assert err.field == "metadata.labels.v"
+
+
+def test_misspelled_storage_class_field_is_reported() -> None:
+    err = _error("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\n"
+                 "provisioner: p\nallowVolumeExpanson: true\n")
+    assert err.field == "allowVolumeExpanson" and err.detail == "unknown field"
