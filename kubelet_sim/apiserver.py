@@ -294,7 +294,8 @@ class APIServer:
     ) -> None:
         """Make the next ``count`` writes of ``kind`` through ``verbs`` (any of update,
         update_status, patch, patch_status) fail with :class:`Conflict`, as if another
-        writer had raced them. The object is left untouched."""
+        writer had raced them. The object is left untouched. A new call replaces the
+        pending count for ``kind``; ``count=0`` clears it."""
         kind_info(kind)
         self._injected[kind] = _Injected(count, verbs)
 
