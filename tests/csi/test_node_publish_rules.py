@@ -32,6 +32,12 @@ def flow(sanity: SanityContext) -> NodeFlow:
     return NodeFlow(sanity)
 
 
+@pytest.fixture
+def bind_flow(spawn_driver: SpawnDriver, make_sanity: MakeSanity) -> NodeFlow:
+    """A driver that must bind mount (`--mount-method bind`), whatever the session uses."""
+    return NodeFlow(make_sanity(spawn_driver("--mount-method", "bind", node_id="bind-node")))
+
+
 def is_mount_point(path: str) -> bool:
     real = os.path.realpath(path)
     with open("/proc/self/mountinfo") as info:
@@ -84,9 +90,10 @@ class TestReadOnlyPublish:
         flow.res.node_publish(flow.publish_request(vol, pub, cap, readonly=True))
 
     @needs_root
-    def test_readonly_publish_refuses_writes_at_the_target(self, flow: NodeFlow) -> None:
+    def test_readonly_publish_refuses_writes_at_the_target(self, bind_flow: NodeFlow) -> None:
+        flow = bind_flow
         vol = flow.create_volume(unique_string("ro"))
-        pub = flow.controller_publish(vol, "sanity-node")
+        pub = flow.controller_publish(vol, "bind-node")
         flow.node_stage(vol, pub)
         flow.res.node_publish(flow.publish_request(vol, pub, readonly=True))
         with pytest.raises(OSError) as err:
@@ -197,8 +204,9 @@ class TestStaging:
 class TestTargets:
     @needs_root
     def test_mount_publish_bind_mounts_a_directory_that_holds_the_volume_data(
-        self, flow: NodeFlow
+        self, bind_flow: NodeFlow
     ) -> None:
+        flow = bind_flow
         vol, pub = flow.stage_and_publish(unique_string("data"))
         target = flow.ctx.target_path
         assert os.path.isdir(target) and is_mount_point(target)

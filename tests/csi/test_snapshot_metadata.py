@@ -192,3 +192,50 @@ class TestGetMetadataDelta:
         with pytest.raises(grpc.RpcError) as err:
             list(stream)
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+    @pytest.mark.parametrize(
+        ("base", "target", "offset", "code"),
+        [
+            ("", "head", 0, grpc.StatusCode.INVALID_ARGUMENT),
+            ("base", "", 0, grpc.StatusCode.INVALID_ARGUMENT),
+            ("base", "no-such-snapshot", 0, grpc.StatusCode.NOT_FOUND),
+            ("base", "head", VOLUME_SIZE + 1, grpc.StatusCode.OUT_OF_RANGE),
+        ],
+    )
+    def test_bad_delta_requests_fail_with_the_spec_code(
+        self,
+        flow: NodeFlow,
+        block_volume: tuple[str, str],
+        base: str,
+        target: str,
+        offset: int,
+        code: grpc.StatusCode,
+    ) -> None:
+        ids = {"base": snapshot(flow, block_volume[0]), "head": snapshot(flow, block_volume[0])}
+        stream = flow.ctx.stubs.snapshot_metadata.GetMetadataDelta(
+            csi_pb2.GetMetadataDeltaRequest(
+                base_snapshot_id=ids.get(base, base),
+                target_snapshot_id=ids.get(target, target),
+                starting_offset=offset,
+            )
+        )
+        with pytest.raises(grpc.RpcError) as err:
+            list(stream)
+        assert err.value.code() == code
+
+    def test_delta_respects_max_results_and_starting_offset(
+        self, flow: NodeFlow, block_volume: tuple[str, str]
+    ) -> None:
+        vid, target = block_volume
+        base = snapshot(flow, vid)
+        write_at(target, {1 * MiB: 4096, 3 * MiB: 4096, 9 * MiB: 4096}, b"\x77")
+        head = snapshot(flow, vid)
+        start = 2 * MiB
+        stream = flow.ctx.stubs.snapshot_metadata.GetMetadataDelta(
+            csi_pb2.GetMetadataDeltaRequest(
+                base_snapshot_id=base, target_snapshot_id=head, starting_offset=start, max_results=1
+            )
+        )
+        ranges = collect(stream, max_results=1, starting_offset=start)
+        assert covers(ranges, 3 * MiB, 3 * MiB + 4096) and covers(ranges, 9 * MiB, 9 * MiB + 4096)
+        assert not covers(ranges, 1 * MiB, 1 * MiB + 1)

@@ -105,6 +105,9 @@ class TestKillNineAndRestart:
         flow.node_stage(vol, pub)
         flow.node_publish(vol, pub)
         Path(ctx.target_path, "data").write_text("survives")
+        snap = ctx.resources.must_create_snapshot(
+            csi_pb2.CreateSnapshotRequest(name=unique_string("durable-snap"), source_volume_id=vid)
+        )
 
         proc.restart()  # kill -9, then start on the same socket and state dir
         ctx.stubs = ctx.resources.stubs = proc.stubs
@@ -130,6 +133,10 @@ class TestKillNineAndRestart:
         )
         assert stats.usage
         assert Path(ctx.target_path, "data").read_text() == "survives"
+        got_snap = proc.stubs.controller.GetSnapshot(
+            csi_pb2.GetSnapshotRequest(snapshot_id=snap.snapshot.snapshot_id)
+        )
+        assert got_snap.snapshot.source_volume_id == vid
 
     @needs_root
     def test_a_publish_lost_with_the_mounts_is_redone_by_a_repeated_node_publish(
