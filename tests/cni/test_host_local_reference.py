@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,40 @@ def test_legacy_id_only_lease_is_released_by_both_plugins(tmp_path: Path) -> Non
     assert run_plugin(PLUGIN, "DEL", conf, "old-a").returncode == 0
     assert run_plugin(REFERENCE, "DEL", conf, "old-b").returncode == 0
     assert leases_in(tmp_path) == {}
+
+
+REFERENCE_BRIDGE = "/usr/lib/cni/bridge"
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for a network namespace")
+@pytest.mark.skipif(not os.access(REFERENCE_BRIDGE, os.X_OK), reason="reference bridge absent")
+def test_reference_bridge_delegates_to_emu_host_local_in_a_real_netns(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    subprocess.run([sys.executable, "-m", "cni_plugin.install", str(bin_dir)], check=True,
+                   capture_output=True)
+    netns, bridge = f"emuhl{os.getpid()}", f"emuhlbr{os.getpid() % 100000}"
+    conf = {"cniVersion": "1.0.0", "name": "mixnet", "type": "bridge", "bridge": bridge,
+            "isGateway": True,
+            "ipam": {"type": "emu-host-local", "subnet": "10.77.0.0/24",
+                     "dataDir": str(tmp_path / "ipam"), "routes": [{"dst": "0.0.0.0/0"}]}}
+    env = {"CNI_CONTAINERID": "mix1", "CNI_NETNS": f"/var/run/netns/{netns}",
+           "CNI_IFNAME": "eth0", "CNI_PATH": f"{bin_dir}:/usr/lib/cni"}
+    subprocess.run(["ip", "netns", "add", netns], check=True)
+    try:
+        add = subprocess.run([REFERENCE_BRIDGE], input=json.dumps(conf).encode(),
+                             env={**env, "CNI_COMMAND": "ADD"}, capture_output=True, check=False)
+        assert add.returncode == 0, add.stdout
+        assert [ip["address"] for ip in json.loads(add.stdout)["ips"]] == ["10.77.0.2/24"]
+        assert leases_in(tmp_path / "ipam", "mixnet") == {"10.77.0.2": b"mix1\r\neth0"}
+        shown = subprocess.run(["ip", "-n", netns, "-4", "addr", "show", "eth0"],
+                               capture_output=True, check=True).stdout.decode()
+        assert "inet 10.77.0.2/24" in shown
+        delete = subprocess.run([REFERENCE_BRIDGE], input=json.dumps(conf).encode(),
+                                env={**env, "CNI_COMMAND": "DEL"}, capture_output=True,
+                                check=False)
+        assert delete.returncode == 0, delete.stdout
+        assert leases_in(tmp_path / "ipam", "mixnet") == {}
+    finally:
+        subprocess.run(["ip", "netns", "del", netns], check=False, capture_output=True)
+        subprocess.run(["ip", "link", "del", bridge], check=False, capture_output=True)
