@@ -104,3 +104,12 @@ def parse_storage(text: Any) -> int:
     if qty.amount < 0:
         raise QuantityError(f"storage size must not be negative: {text!r}")
     return qty.value()
+
+
+def format_storage(size: int) -> str:
+    """A byte count as Kubernetes prints ``resource.NewQuantity(size, BinarySI)``
+    (10737418240 → ``10Gi``, 1500000000 → ``1500000000``): what a provisioner writes
+    into a PV's capacity from the CSI answer."""
+    if size < 0:
+        raise QuantityError(f"storage size must not be negative: {size}")
+    return Quantity(Fraction(size), "BinarySI").canonical()

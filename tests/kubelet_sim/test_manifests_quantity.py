@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet_sim.quantity import Quantity, QuantityError, parse_storage
+from kubelet_sim.quantity import Quantity, QuantityError, format_storage, parse_storage
 
 
 @pytest.mark.parametrize(("text", "size"), [
@@ -59,3 +59,15 @@ def test_canonical_form_matches_kubernetes(text: str, canonical: str) -> None:
 
 def test_sub_nano_amounts_round_up_to_one_nano() -> None:
     assert Quantity.parse("0.1n").canonical() == "1n"
+
+
+@pytest.mark.parametrize(("size", "text"), [
+    (10 * 1024**3, "10Gi"),
+    (1610612736, "1536Mi"),
+    (1_500_000_000, "1500000000"),
+    (1023, "1023"),
+    (0, "0"),
+])
+def test_byte_counts_format_as_binary_si(size: int, text: str) -> None:
+    assert format_storage(size) == text
+    assert parse_storage(text) == size
