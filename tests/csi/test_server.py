@@ -187,6 +187,42 @@ class TestLogging:
         assert failed and failed[0]["code"] in ("NOT_FOUND", 5)
         assert SECRET_VALUE not in proc.stderr()
 
+    def test_every_rpc_gets_exactly_one_line_even_when_it_fails_or_streams(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+
+        def rpc_lines() -> list[dict]:
+            out = []
+            for line in proc.stderr().splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(entry, dict) and "method" in entry:
+                    out.append(entry)
+            return out
+
+        before = len(log_lines(proc, "Probe"))
+        start = len(rpc_lines())
+        stubs = proc.stubs
+        stubs.identity.GetPluginInfo(csi_pb2.GetPluginInfoRequest())
+        stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest())
+        with pytest.raises(grpc.RpcError):
+            stubs.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest())
+        with pytest.raises(grpc.RpcError):
+            list(
+                stubs.snapshot_metadata.GetMetadataAllocated(
+                    csi_pb2.GetMetadataAllocatedRequest(snapshot_id="none")
+                )
+            )
+        stubs.identity.Probe(csi_pb2.ProbeRequest())
+        assert len(log_lines(proc, "Probe", wanted=before + 1)) == before + 1
+        methods = [e["method"].rsplit("/", 1)[-1] for e in rpc_lines()[start:]]
+        assert methods == [
+            "GetPluginInfo", "ListVolumes", "DeleteVolume", "GetMetadataAllocated", "Probe"
+        ]  # fmt: skip
+
     def test_a_node_secret_is_not_logged_either(self, spawn_driver: SpawnDriver) -> None:
         proc = spawn_driver()
         req = csi_pb2.NodeStageVolumeRequest(
