@@ -88,13 +88,14 @@ class NetworkPolicyEngine:
         self.api = api
 
     # ------------------------------------------------------------------ public API
-    def endpoint(self, who: Resource | str) -> Endpoint:
-        """A pod becomes (its first IP, pod); an IP string becomes (ip, the pod holding it)."""
+    def endpoint(self, who: Resource | str, family: int | None = None) -> Endpoint:
+        """A pod becomes (its first IP — of IP ``family`` 4 or 6 when it has one —, pod);
+        an IP string becomes (ip, the pod holding it)."""
         if isinstance(who, Resource):
             ips = pod_ips(who)
-            if who.spec.get("hostNetwork"):
-                return Endpoint(ips[0] if ips else "")
-            return Endpoint(ips[0] if ips else "", who)
+            same = [ip for ip in ips if ipaddress.ip_address(ip).version == family]
+            ip = (same or ips or [""])[0]
+            return Endpoint(ip) if who.spec.get("hostNetwork") else Endpoint(ip, who)
         ip = str(ipaddress.ip_address(who))
         return Endpoint(ip, pod_holding_ip(self.api, ip))
 
@@ -106,7 +107,9 @@ class NetworkPolicyEngine:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
         if not 0 < port <= 65535:
             raise ValueError(f"port out of range: {port}")
-        source, dest = self.endpoint(src), self.endpoint(dst)
+        source = self.endpoint(src)
+        family = ipaddress.ip_address(source.ip).version if source.ip else None
+        dest = self.endpoint(dst, family)  # a dual-stack peer answers in the source's family
         policies = self.api.list("NetworkPolicy").items
         egress = self._direction(EGRESS, source, dest, port, protocol, policies)
         ingress = self._direction(INGRESS, dest, source, port, protocol, policies)

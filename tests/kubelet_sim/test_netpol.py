@@ -283,3 +283,15 @@ def test_policies_in_another_namespace_never_select_a_pod(api: APIServer) -> Non
     policy(api, "deny-prod", {"podSelector": {}}, ns="prod")
     assert may(api, "web", "db-1", 3306)
     assert not may(api, "web", "prod/api", 80)
+
+
+def test_dual_stack_destination_is_reached_in_the_sources_family(api: APIServer) -> None:
+    pod = api.get("Pod", "db-1", "default")
+    pod.status["podIPs"] = [{"ip": "10.244.2.2"}, {"ip": "fd00:2::2"}]
+    api.update_status(pod)
+    policy(api, "v6-only", {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": [
+        {"from": [{"ipBlock": {"cidr": "fd00::/16"}}]}]})
+    engine = NetworkPolicyEngine(api)
+    verdict = engine.may_connect("fd00:1::9", api.get("Pod", "db-1", "default"), 3306)
+    assert verdict.allowed and "fd00:2::2" in verdict.reasons[0]
+    assert not engine.may_connect("10.244.1.2", api.get("Pod", "db-1", "default"), 3306)
