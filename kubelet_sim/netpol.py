@@ -120,12 +120,8 @@ class NetworkPolicyEngine:
 
     def isolating_policies(self, pod: Resource, direction: str) -> list[Resource]:
         """Policies in ``pod``'s namespace that select it for ``direction``."""
-        return [
-            p
-            for p in self.api.list("NetworkPolicy", namespace=pod.namespace).items
-            if direction in policy_types(p)
-            and LabelSelector.from_dict(p.spec.get("podSelector") or {}).matches(pod.labels)
-        ]
+        policies = self.api.list("NetworkPolicy", namespace=pod.namespace).items
+        return [p for p in policies if selects(p, pod, direction)]
 
     # ------------------------------------------------------------------ one direction
     def _direction(
@@ -148,11 +144,7 @@ class NetworkPolicyEngine:
         if peer.ip and peer.ip in self._node_ips(pod):
             return DirectionVerdict(direction, True, reason="traffic between a pod and its "
                                     "own node is always allowed")
-        selecting = [
-            p for p in policies
-            if p.namespace == pod.namespace and direction in policy_types(p)
-            and LabelSelector.from_dict(p.spec.get("podSelector") or {}).matches(pod.labels)
-        ]
+        selecting = [p for p in policies if selects(p, pod, direction)]
         who = f"{pod.namespace}/{pod.name}"
         if not selecting:
             return DirectionVerdict(direction, True, reason=f"{who} is not isolated for "
@@ -229,6 +221,16 @@ def pod_holding_ip(api: APIServer, ip: str) -> Resource | None:
         "Pod", where=lambda p: not p.spec.get("hostNetwork") and ip in pod_ips(p)
     ).items
     return found[0] if found else None
+
+
+def selects(policy: Resource, pod: Resource, direction: str) -> bool:
+    """Does ``policy`` isolate ``pod`` for ``direction``? Same namespace, pod selector
+    matches, and ``direction`` among the (defaulted) policy types."""
+    return (
+        policy.namespace == pod.namespace
+        and direction in policy_types(policy)
+        and LabelSelector.from_dict(policy.spec.get("podSelector") or {}).matches(pod.labels)
+    )
 
 
 def policy_types(policy: Resource) -> list[str]:
