@@ -295,3 +295,13 @@ def test_dual_stack_destination_is_reached_in_the_sources_family(api: APIServer)
     verdict = engine.may_connect("fd00:1::9", api.get("Pod", "db-1", "default"), 3306)
     assert verdict.allowed and "fd00:2::2" in verdict.reasons[0]
     assert not engine.may_connect("10.244.1.2", api.get("Pod", "db-1", "default"), 3306)
+
+
+def test_isolating_policies_lists_the_policies_selecting_a_pod_per_direction(
+        api: APIServer) -> None:
+    policy(api, "db-allow-web", WEB_TO_DB_3306)
+    policy(api, "all-egress", {"podSelector": {}, "policyTypes": ["Egress"]})
+    engine = NetworkPolicyEngine(api)
+    db = api.get("Pod", "db-1", "default")
+    assert [p.name for p in engine.isolating_policies(db, "Ingress")] == ["db-allow-web"]
+    assert [p.name for p in engine.isolating_policies(db, "Egress")] == ["all-egress"]

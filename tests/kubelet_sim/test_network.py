@@ -8,7 +8,15 @@ from kubelet_sim.apiserver import APIServer
 from kubelet_sim.clock import FakeClock
 from kubelet_sim.errors import NotFound
 from kubelet_sim.model import new
-from kubelet_sim.network import LOCAL, NODE, UNREACHABLE, VIA, ClusterNetwork, Route
+from kubelet_sim.network import (
+    LOCAL,
+    NODE,
+    UNREACHABLE,
+    VIA,
+    ClusterNetwork,
+    Route,
+    node_route_table,
+)
 
 
 @pytest.fixture
@@ -105,3 +113,21 @@ def test_pod_without_ip_is_not_reachable(api: APIServer) -> None:
         "containers": [{"name": "c", "image": "i"}]}))
     result = ClusterNetwork(api).reach(api.get("Pod", "app-a", "default"), pending, 80)
     assert not result.reachable
+
+
+def test_node_of_ip_knows_internal_ips_and_pod_cidrs(api: APIServer) -> None:
+    net = ClusterNetwork(api)
+    assert net.node_of_ip("192.168.0.2") == "node-2"
+    assert net.node_of_ip("10.244.1.77") == "node-1"
+    assert net.node_of_ip("8.8.8.8") is None
+
+
+def test_route_table_lines_read_like_ip_route(api: APIServer) -> None:
+    assert node_route_table(api, "node-2") == ["10.244.2.0/24 local",
+                                               "10.244.1.0/24 via 192.168.0.1"]
+    assert node_route_table(api, "node-9") == []
+
+
+def test_node_ip_reaches_a_pod_on_another_node(api: APIServer) -> None:
+    result = ClusterNetwork(api).reach("192.168.0.1", api.get("Pod", "app-b", "default"), 80)
+    assert result.reachable and result.route.next_hop == "192.168.0.2"
