@@ -277,3 +277,28 @@ def test_empty_namespace_lists_all_namespaces_as_client_go_does(api: APIServer) 
     api.create(pod("a"))
     api.create(pod("b", "other"))
     assert [o.name for o in api.list("Pod", namespace="").items] == ["a", "b"]
+
+
+def test_malformed_field_selector_fails_bad_request(api: APIServer) -> None:
+    with pytest.raises(BadRequest):
+        api.list("Pod", field_selector="spec.nodeName")
+
+
+def test_update_carrying_another_uid_fails_conflict(api: APIServer) -> None:
+    obj = api.create(pod("web"))
+    obj.metadata.uid = "0000"
+    obj.labels["x"] = "y"
+    with pytest.raises(Conflict):
+        api.update(obj)
+
+
+@pytest.mark.parametrize(("metadata", "field"), [
+    ({"name": "x", "finalizers": "a"}, "metadata.finalizers"),
+    ({"name": "x", "generation": "1"}, "metadata.generation"),
+    ({"name": "x", "labels": ["a"]}, "metadata.labels"),
+    ({"name": 5}, "metadata.name"),
+])
+def test_metadata_of_the_wrong_type_is_invalid(metadata: dict, field: str) -> None:
+    with pytest.raises(Invalid) as err:
+        Resource.from_dict({"kind": "Namespace", "metadata": metadata})
+    assert err.value.field == field
