@@ -229,9 +229,10 @@ def volume_snapshot_class(
 
 
 def volume_snapshot(
-    name: str, namespace: str = "default", *, pvc_name: str, snapshot_class: str | None = None
+    name: str, namespace: str = "default", *, source_pvc: str, snapshot_class: str | None = None
 ) -> Resource:
-    spec: JSON = {"source": {"persistentVolumeClaimName": pvc_name}}
+    """A VolumeSnapshot of the claim ``source_pvc`` (dynamic snapshot)."""
+    spec: JSON = {"source": {"persistentVolumeClaimName": source_pvc}}
     if snapshot_class:
         spec["volumeSnapshotClassName"] = snapshot_class
     return new("VolumeSnapshot", name, namespace, spec=spec)

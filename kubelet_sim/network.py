@@ -71,6 +71,14 @@ class Reachability:
     verdict: Verdict | None
     reasons: tuple[str, ...] = field(default=())
 
+    @property
+    def allowed(self) -> bool:
+        """Same as :attr:`reachable`, so a Reachability reads like a policy Verdict."""
+        return self.reachable
+
+    def __bool__(self) -> bool:
+        return self.reachable
+
 
 class ClusterNetwork:
     """Routing over the API server's Nodes; policy through :class:`NetworkPolicyEngine`."""

@@ -55,7 +55,7 @@ def every_kind() -> list[Resource]:
                                "topologyKeys": ["topology/zone"], "allocatable": {"count": 8}}]),
         b.volume_attachment("csi-abc", DRIVER, "node-1", "pvc-1"),
         b.volume_snapshot_class("snap", DRIVER),
-        b.volume_snapshot("snap-1", pvc_name="data", snapshot_class="snap"),
+        b.volume_snapshot("snap-1", source_pvc="data", snapshot_class="snap"),
         Resource.from_dict({"apiVersion": "snapshot.storage.k8s.io/v1",
                             "kind": "VolumeSnapshotContent", "metadata": {"name": "snapcontent-1"},
                             "spec": {"driver": DRIVER, "deletionPolicy": "Delete",

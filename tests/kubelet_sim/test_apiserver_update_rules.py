@@ -123,7 +123,7 @@ def test_volume_attachment_spec_is_immutable_but_status_is_not(api: APIServer) -
 
 
 def test_snapshot_source_is_immutable(api: APIServer) -> None:
-    snap = api.create(b.volume_snapshot("s", pvc_name="data"))
+    snap = api.create(b.volume_snapshot("s", source_pvc="data"))
     snap.spec["source"] = {"persistentVolumeClaimName": "other"}
     with pytest.raises(Invalid):
         api.update(snap)

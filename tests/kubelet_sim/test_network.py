@@ -131,3 +131,8 @@ def test_route_table_lines_read_like_ip_route(api: APIServer) -> None:
 def test_node_ip_reaches_a_pod_on_another_node(api: APIServer) -> None:
     result = ClusterNetwork(api).reach("192.168.0.1", api.get("Pod", "app-b", "default"), 80)
     assert result.reachable and result.route.next_hop == "192.168.0.2"
+
+
+def test_reachability_reads_like_a_verdict(api: APIServer) -> None:
+    result = ClusterNetwork(api).reach("10.244.1.2", "10.244.2.2", 80)
+    assert result.allowed is result.reachable is True and bool(result)
