@@ -1,0 +1,222 @@
+"""A simulated cluster on one machine: API server, controllers, N kubelets, real plugins.
+
+Every node has its own kubelet root, its own CSI node-plugin process (own socket, node
+id and topology) registering through ``plugins_registry`` as node-driver-registrar
+does, and its own CNI conf dir with a bridge + host-local conflist for its podCIDR.
+One controller-plugin process serves the controllers. Pods on different nodes reach
+each other through host-gw routes (:mod:`kubelet_sim.network`).
+
+`Cluster.settle()` runs the controllers and kubelets until nothing changes, so tests and
+the demo are deterministic; `run()`/`stop()` start their loops for a live cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cni_plugin.install import install as install_cni_plugins
+from kubelet_sim import builders
+from kubelet_sim.apiserver import APIServer
+from kubelet_sim.cni_conf import loopback_network
+from kubelet_sim.cni_exec import RealExec
+from kubelet_sim.cni_pod_network import PodNetwork
+from kubelet_sim.cni_runtime import LibCNI
+from kubelet_sim.controllers import build_controller_manager
+from kubelet_sim.csi_client import GrpcCsiClient
+from kubelet_sim.kubelet import Kubelet
+from kubelet_sim.processes import DriverProcess
+from kubelet_sim.runtime import ContainerRuntime
+from kubelet_sim.trace import Trace
+
+DRIVER_NAME = "csi-mini.example.com"
+TOPOLOGY_NODE_KEY = f"topology.{DRIVER_NAME}/node"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    pod_cidr: str
+    internal_ip: str
+    zone: str = ""
+
+
+def default_nodes(count: int) -> list[NodeSpec]:
+    """node-1 … node-N: podCIDR 10.244.<i>.0/24, InternalIP 192.168.0.<i>."""
+    return [NodeSpec(f"node-{i}", f"10.244.{i}.0/24", f"192.168.0.{i}")
+            for i in range(1, count + 1)]
+
+
+@dataclass
+class ClusterConfig:
+    nodes: Sequence[NodeSpec] = field(default_factory=lambda: default_nodes(1))
+    work_dir: Path | None = None  # default: a fresh temp dir, removed on stop
+    dataplane: str = "emulated"  # or "linux" (root): real netns, bridges and veths
+    cni_bin_dir: Path | None = None  # a real CNI bin dir instead of ours
+    bridge_type: str = "emu-bridge"
+    ipam_type: str = "emu-host-local"
+    loopback_type: str = "emu-loopback"
+    driver_args: Sequence[str] = ()  # extra flags for every driver process
+    attach_required: bool = True
+    missing_cni_config: Sequence[str] = ()  # node names started without a network config
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig | None = None, trace: Trace | None = None) -> None:
+        self.config = config or ClusterConfig()
+        self._own_work_dir = self.config.work_dir is None
+        self.work_dir = self.config.work_dir or Path(tempfile.mkdtemp(prefix="ksim-", dir="/tmp"))
+        self.trace = trace or Trace()
+        self.api = APIServer()
+        self.controller_plugin: DriverProcess | None = None
+        self.node_plugins: dict[str, DriverProcess] = {}
+        self.kubelets: dict[str, Kubelet] = {}
+        self.manager = None  # set in start()
+        self._clients: list[GrpcCsiClient] = []
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    @property
+    def csi_state_dir(self) -> Path:
+        return self.work_dir / "storage-array"
+
+    @property
+    def cni_bin_dir(self) -> Path:
+        return self.config.cni_bin_dir or self.work_dir / "opt-cni-bin"
+
+    def node_dir(self, node: str) -> Path:
+        return self.work_dir / node
+
+    def cni_conf_dir(self, node: str) -> Path:
+        return self.node_dir(node) / "net.d"
+
+    # -- start ----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self.config
+        if cfg.cni_bin_dir is None:
+            install_cni_plugins(str(self.cni_bin_dir))
+        self.csi_state_dir.mkdir(parents=True, exist_ok=True)
+        common = ["--driver-name", DRIVER_NAME, "--state-dir", str(self.csi_state_dir),
+                  *(["--attach-required"] if cfg.attach_required else ["--no-attach-required"]),
+                  *cfg.driver_args]
+        self.controller_plugin = DriverProcess(
+            name="csi-controller-plugin",
+            socket=self.work_dir / "controller" / "csi.sock",
+            args=["--mode", "controller", "--node-id", "controller", *common],
+            log_path=self.work_dir / "logs" / "csi-controller.log",
+        )
+        self.controller_plugin.start()
+        self.api.create(builders.csi_driver(
+            DRIVER_NAME, attach_required=cfg.attach_required, pod_info_on_mount=True,
+            volume_lifecycle_modes=["Persistent", "Ephemeral"]))
+        for spec in cfg.nodes:
+            self._add_node(spec, common)
+        await self.controller_plugin.wait_ready()
+        for proc in self.node_plugins.values():
+            await proc.wait_ready()
+        controller_client = GrpcCsiClient(self.controller_plugin.endpoint, trace=self.trace,
+                                          node="control-plane", component="controller")
+        self._clients.append(controller_client)
+        self.manager = build_controller_manager(self.api, controller_client, DRIVER_NAME)
+        for kubelet in self.kubelets.values():
+            await kubelet.start()
+        await self.settle()
+
+    def _add_node(self, spec: NodeSpec, common: list[str]) -> None:
+        labels = {"kubernetes.io/hostname": spec.name}
+        if spec.zone:
+            labels["topology.kubernetes.io/zone"] = spec.zone
+        self.api.create(builders.node(spec.name, spec.pod_cidr, spec.internal_ip, labels=labels))
+        root = self.node_dir(spec.name) / "kubelet"
+        plugin_dir = root / "plugins" / DRIVER_NAME
+        args = ["--mode", "node", "--node-id", spec.name,
+                "--registration-dir", str(root / "plugins_registry"), *common]
+        if spec.zone:
+            args += ["--topology-segment", f"topology.kubernetes.io/zone={spec.zone}"]
+        proc = DriverProcess(name=f"csi-node-plugin-{spec.name}", socket=plugin_dir / "csi.sock",
+                             args=args, log_path=self.work_dir / "logs" / f"csi-{spec.name}.log")
+        proc.start()
+        self.node_plugins[spec.name] = proc
+        if spec.name not in self.config.missing_cni_config:
+            self.write_cni_config(spec)
+        self.kubelets[spec.name] = self._kubelet(spec, root)
+
+    def network_config(self, spec: NodeSpec) -> dict[str, object]:
+        """The node's pod network: a bridge with host-local IPAM over its podCIDR."""
+        cfg = self.config
+        node_dir = self.node_dir(spec.name)
+        bridge: dict[str, object] = {
+            "type": cfg.bridge_type,
+            "bridge": f"cni-{spec.name}"[:15] if cfg.dataplane == "linux" else "cni0",
+            "isGateway": True,
+            "ipMasq": False,
+            "ipam": {
+                "type": cfg.ipam_type,
+                "ranges": [[{"subnet": spec.pod_cidr}]],
+                "routes": [{"dst": "0.0.0.0/0"}],
+                "dataDir": str(node_dir / "ipam"),
+            },
+        }
+        if cfg.bridge_type.startswith("emu-"):
+            bridge["dataplane"] = cfg.dataplane
+            bridge["dataplaneDir"] = str(node_dir / "dataplane")
+        return {"cniVersion": "1.1.0", "name": "mini-pod-network", "plugins": [bridge]}
+
+    def write_cni_config(self, spec: NodeSpec) -> Path:
+        conf_dir = self.cni_conf_dir(spec.name)
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        path = conf_dir / "10-mini.conflist"
+        path.write_text(json.dumps(self.network_config(spec), indent=2))
+        return path
+
+    def _kubelet(self, spec: NodeSpec, root: Path) -> Kubelet:
+        node_dir = self.node_dir(spec.name)
+        libcni = LibCNI([str(self.cni_bin_dir)], str(node_dir / "cni-cache"), RealExec(),
+                        trace=self.trace, node=spec.name)
+        loopback_keys: dict[str, object] = {}
+        if self.config.loopback_type.startswith("emu-"):
+            loopback_keys = {"dataplane": self.config.dataplane,
+                             "dataplaneDir": str(node_dir / "dataplane")}
+        network = PodNetwork(libcni, str(self.cni_conf_dir(spec.name)),
+                             loopback=loopback_network(self.config.loopback_type, **loopback_keys))
+        runtime = ContainerRuntime(str(node_dir / "containerd"), network,
+                                   linux_netns=self.config.dataplane == "linux")
+        return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
+                       trace=self.trace)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def settle(self, max_rounds: int = 60) -> int:
+        """Run controllers and kubelets until a whole round changes nothing; the rounds run."""
+        assert self.manager is not None, "start() first"
+        for round_no in range(1, max_rounds + 1):
+            changed = await self.manager.settle()
+            for kubelet in self.kubelets.values():
+                changed = await kubelet.sync_once() or changed
+            if not changed:
+                return round_no
+        return max_rounds
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for client in self._clients:
+            await client.close()
+        for kubelet in self.kubelets.values():
+            for registered in list(kubelet.watcher.drivers.values()):
+                await registered.client.close()
+        for proc in self.node_plugins.values():
+            proc.stop()
+        if self.controller_plugin is not None:
+            self.controller_plugin.stop()
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -1,0 +1,289 @@
+"""The six scenarios of ``make demo``, each on a fresh simulated cluster.
+
+Every scenario prints what it observed (read back from the API server, the node's
+directories and the plugins' answers, never restated from its inputs) and the ordered
+trace of the gRPC calls and CNI execs it caused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from kubelet_sim import builders
+from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.model import Resource
+from kubelet_sim.network import ClusterNetwork
+from kubelet_sim.paths import attachment_name
+from kubelet_sim.trace import Trace, TraceEvent
+
+STORAGE_CLASS = "mini"
+
+
+@dataclass
+class Report:
+    """What a scenario saw: named checks with the observed value, plus free notes."""
+
+    title: str
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def check(self, what: str, ok: bool, observed: object) -> None:
+        self.checks.append((what, ok, str(observed)))
+
+    @property
+    def passed(self) -> bool:
+        return all(ok for _, ok, _ in self.checks)
+
+
+@dataclass
+class DemoOptions:
+    dataplane: str = "emulated"
+    show_trace: bool = True
+    out: TextIO | None = None
+
+
+Scenario = Callable[[Cluster, Report], Awaitable[None]]
+
+
+def _pod(api_pod: Resource) -> str:
+    st = api_pod.status
+    return (f"{api_pod.name}: phase={st.get('phase')} podIP={st.get('podIP')} "
+            f"node={api_pod.spec.get('nodeName')}")
+
+
+def _gateway(cluster: Cluster, node: str) -> str:
+    """The gateway the pod network handed out, read from the libcni result cache."""
+    kubelet = cluster.kubelets[node]
+    for att in kubelet.runtime.network.libcni.cached_attachments():
+        if att.ifname == "eth0":
+            for ip in att.result.ips:
+                if ip.gateway:
+                    return str(ip.gateway)
+    return ""
+
+
+async def scenario_pod_ip(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    api.create(builders.pod("web", labels={"app": "web"}))
+    await cluster.settle()
+    web = api.get("Pod", "web", "default")
+    report.notes.append(_pod(web))
+    report.check("web scheduled to node-1", web.spec.get("nodeName") == "node-1",
+                 web.spec.get("nodeName"))
+    report.check("web's IP from node-1's podCIDR 10.244.1.0/24",
+                 web.status.get("podIP") == "10.244.1.2", web.status.get("podIP"))
+    gw = _gateway(cluster, "node-1")
+    report.check("gateway 10.244.1.1", gw == "10.244.1.1", gw)
+    report.check("phase Running", web.status.get("phase") == "Running", web.status.get("phase"))
+
+
+async def scenario_cross_node(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    api.create(builders.pod("app-a", labels={"app": "a"}, node_name="node-1"))
+    api.create(builders.pod("app-b", labels={"app": "b"}, node_name="node-2"))
+    await cluster.settle()
+    a, b = api.get("Pod", "app-a", "default"), api.get("Pod", "app-b", "default")
+    report.notes += [_pod(a), _pod(b)]
+    report.check("app-a on node-1 has 10.244.1.2", a.status.get("podIP") == "10.244.1.2",
+                 a.status.get("podIP"))
+    report.check("app-b on node-2 has 10.244.2.2", b.status.get("podIP") == "10.244.2.2",
+                 b.status.get("podIP"))
+    net = ClusterNetwork(api)
+    report.notes.append("node-1 routes: " + "; ".join(str(r) for r in net.route_table("node-1")))
+    reach = net.reach(a, b, 80)
+    hop = reach.route.next_hop
+    report.check("node-1 reaches app-b via next hop 192.168.0.2",
+                 reach.reachable and hop == "192.168.0.2", f"reachable={reach.reachable} via {hop}")
+
+
+async def scenario_network_policy(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    api.create(builders.pod("web", labels={"app": "web"}))
+    api.create(builders.pod("db", labels={"app": "db"}, containers=[
+        builders.container("mysql", ports=[builders.container_port(3306, "mysql")])]))
+    api.create(builders.pod("db-replica", labels={"app": "db"}))
+    api.create(builders.network_policy(
+        "db-allow-web", "default", pod_selector={"matchLabels": {"app": "db"}},
+        ingress=[{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+                  "ports": [{"protocol": "TCP", "port": 3306}]}],
+        policy_types=["Ingress"]))
+    await cluster.settle()
+    net = ClusterNetwork(api)
+    web, db = api.get("Pod", "web", "default"), api.get("Pod", "db", "default")
+    replica = api.get("Pod", "db-replica", "default")
+    for src, dst, port, want, label in (
+        (web, db, 3306, True, "web→db:3306 allowed"),
+        (web, db, 8080, False, "web→db:8080 denied"),
+        (replica, db, 3306, False, "db→db:3306 denied"),
+    ):
+        verdict = net.reach(src, dst, port)
+        report.check(label, verdict.allowed == want,
+                     "allowed" if verdict.allowed else "denied")
+        report.notes.append(f"{label}: " + " | ".join(verdict.reasons[-2:]))
+
+
+async def _pvc_pod(cluster: Cluster, pvc: str, pod: str, storage: str = "1Gi") -> None:
+    api = cluster.api
+    api.create(builders.persistent_volume_claim(pvc, storage=storage,
+                                                storage_class=STORAGE_CLASS))
+    api.create(builders.pod(pod, volumes=[builders.pvc_volume("data", pvc)], containers=[
+        builders.container("app", volume_mounts=[{"name": "data", "mountPath": "/data"}])]))
+    await cluster.settle()
+
+
+async def scenario_provisioning(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    await _pvc_pod(cluster, "data", "writer")
+    pvc = api.get("PersistentVolumeClaim", "data", "default")
+    pv_name = pvc.spec.get("volumeName", "")
+    pv = api.get("PersistentVolume", pv_name)
+    handle = pv.spec["csi"]["volumeHandle"]
+    report.check("PVC Bound to its PV", pvc.status.get("phase") == "Bound",
+                 f"{pvc.status.get('phase')} → {pv_name}")
+    va = api.get("VolumeAttachment", attachment_name(handle, DRIVER_NAME, "node-1"))
+    report.check("attached to node-1", bool(va.status.get("attached")),
+                 f"{va.name} attached={va.status.get('attached')}")
+    kubelet = cluster.kubelets["node-1"]
+    pod = api.get("Pod", "writer", "default")
+    staging = kubelet.paths.device_mount_path(DRIVER_NAME, handle)
+    target = kubelet.paths.pod_mount_path(pod.metadata.uid, pv_name)
+    report.check("staged at the global mount", os.path.exists(staging), staging)
+    report.check("published at the pod's mount", os.path.exists(target), target)
+    (target / "hello.txt").write_text("written through the publish path\n")
+    report.check("pod Running", pod.status.get("phase") == "Running", pod.status.get("phase"))
+    api.delete("Pod", "writer", "default")
+    await cluster.settle()
+    report.check("unpublished (target removed)", not os.path.exists(target), target)
+    report.check("unstaged", not any(staging.iterdir()) if staging.exists() else True, staging)
+    gone = not api.list("VolumeAttachment").items
+    report.check("detached (VolumeAttachment gone)", gone, "gone" if gone else "still there")
+
+
+async def scenario_snapshot_expand(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    await _pvc_pod(cluster, "db-data", "db", storage="10Gi")
+    pvc = api.get("PersistentVolumeClaim", "db-data", "default")
+    report.check("10Gi volume bound", pvc.status.get("capacity", {}).get("storage") == "10Gi",
+                 pvc.status.get("capacity"))
+    api.create(builders.volume_snapshot("db-snap", "default", source_pvc="db-data",
+                                        snapshot_class="mini-snapclass"))
+    await cluster.settle()
+    snap = api.get("VolumeSnapshot", "db-snap", "default")
+    report.check("snapshot created and ready", bool(snap.status.get("readyToUse")),
+                 f"readyToUse={snap.status.get('readyToUse')} "
+                 f"restoreSize={snap.status.get('restoreSize')}")
+    pvc = api.get("PersistentVolumeClaim", "db-data", "default")
+    pvc.spec["resources"]["requests"]["storage"] = "20Gi"
+    api.update(pvc)
+    await cluster.settle()
+    pvc = api.get("PersistentVolumeClaim", "db-data", "default")
+    pv = api.get("PersistentVolume", pvc.spec["volumeName"])
+    report.check("expanded to 20Gi (controller)", pv.spec["capacity"]["storage"] == "20Gi",
+                 pv.spec["capacity"]["storage"])
+    report.check("expanded to 20Gi (node: PVC status)",
+                 pvc.status.get("capacity", {}).get("storage") == "20Gi",
+                 pvc.status.get("capacity"))
+    node_expands = [e for e in cluster.trace if e.call.endswith("NodeExpandVolume")]
+    report.check("NodeExpandVolume called by the kubelet", bool(node_expands), len(node_expands))
+    api.create(builders.persistent_volume_claim(
+        "db-restore", storage="10Gi", storage_class=STORAGE_CLASS,
+        data_source={"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                     "name": "db-snap"}))
+    await cluster.settle()
+    restored = api.get("PersistentVolumeClaim", "db-restore", "default")
+    rpv = api.get("PersistentVolume", restored.spec.get("volumeName", ""))
+    report.check("restored volume bound at 10Gi",
+                 restored.status.get("capacity", {}).get("storage") == "10Gi",
+                 restored.status.get("capacity"))
+    source = restored.spec.get("dataSource")
+    report.check("restore records its source", (source or {}).get("name") == "db-snap", source)
+    report.notes.append(f"restored PV {rpv.name} handle {rpv.spec['csi']['volumeHandle']}")
+
+
+async def scenario_network_and_storage(cluster: Cluster, report: Report) -> None:
+    api = cluster.api
+    await _pvc_pod(cluster, "shop-data", "shop")
+    pod = api.get("Pod", "shop", "default")
+    pvc = api.get("PersistentVolumeClaim", "shop-data", "default")
+    report.notes.append(_pod(pod))
+    report.check("an IP", bool(pod.status.get("podIP")), pod.status.get("podIP"))
+    target = cluster.kubelets["node-1"].paths.pod_mount_path(pod.metadata.uid,
+                                                              pvc.spec.get("volumeName", ""))
+    report.check("a mounted, bound PVC", pvc.status.get("phase") == "Bound" and target.exists(),
+                 f"{pvc.status.get('phase')} at {target}")
+    report.check("Running", pod.status.get("phase") == "Running", pod.status.get("phase"))
+    order = [e.call for e in cluster.trace
+             if e.call.endswith(("NodeStageVolume", "NodePublishVolume"))
+             or e.call.startswith("cni ADD")]
+    first_cni = next((i for i, c in enumerate(order) if c.startswith("cni ADD")), -1)
+    report.check("volumes mounted before the sandbox's CNI ADD",
+                 first_cni > 0 and all(not c.startswith("cni") for c in order[:first_cni]),
+                 " → ".join(order))
+
+
+SCENARIOS: list[tuple[str, int, Scenario]] = [
+    ("1. CNI ADD + IPAM: a pod gets an IP", 1, scenario_pod_ip),
+    ("2. Two nodes: pods on each, routed between nodes", 2, scenario_cross_node),
+    ("3. NetworkPolicy: only app=web may reach app=db on 3306/TCP", 1, scenario_network_policy),
+    ("4. Dynamic provisioning: provision, attach, stage, publish, then tear down", 1,
+     scenario_provisioning),
+    ("5. Snapshot and expand", 1, scenario_snapshot_expand),
+    ("6. A pod with both network and storage", 1, scenario_network_and_storage),
+]
+
+
+def _storage_objects(cluster: Cluster) -> None:
+    cluster.api.create(builders.storage_class(STORAGE_CLASS, DRIVER_NAME,
+                                              allow_volume_expansion=True))
+    cluster.api.create(builders.volume_snapshot_class("mini-snapclass", DRIVER_NAME))
+
+
+def _format_event(e: TraceEvent) -> str:
+    req = ", ".join(f"{k}={v}" for k, v in e.request.items() if v not in ("", None, [], {}))
+    return f"  {e.seq:>3} {e.node:<13} {e.component:<20} {e.call:<40} {e.result}  {req[:90]}"
+
+
+async def run_scenario(title: str, nodes: int, body: Scenario, opts: DemoOptions) -> Report:
+    out = opts.out
+    trace = Trace()
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=opts.dataplane), trace)
+    report = Report(title)
+    try:
+        await cluster.start()
+        _storage_objects(cluster)
+        start = len(trace.events)
+        await body(cluster, report)
+    finally:
+        await cluster.stop()
+    print(f"\n=== {title}", file=out)
+    for note in report.notes:
+        print(f"  · {note}", file=out)
+    for what, ok, observed in report.checks:
+        print(f"  [{'ok' if ok else 'FAIL'}] {what}: {observed}", file=out)
+    if opts.show_trace:
+        print("  call trace:", file=out)
+        for event in trace.events[start:]:
+            print(_format_event(event), file=out)
+    return report
+
+
+async def run_demo(opts: DemoOptions, only: list[int] | None = None) -> bool:
+    started = time.monotonic()
+    reports = []
+    for index, (title, nodes, body) in enumerate(SCENARIOS, start=1):
+        if only and index not in only:
+            continue
+        reports.append(await run_scenario(title, nodes, body, opts))
+    passed = sum(r.passed for r in reports)
+    print(f"\n{passed} of {len(reports)} scenarios passed in {time.monotonic() - started:.1f}s "
+          f"({opts.dataplane} dataplane)", file=opts.out)
+    return passed == len(reports)
+
+
+def main_demo(opts: DemoOptions, only: list[int] | None = None) -> int:
+    return 0 if asyncio.run(run_demo(opts, only)) else 1

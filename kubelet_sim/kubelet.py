@@ -1,0 +1,397 @@
+"""The kubelet of one simulated node: plugin registration, volumes, sandboxes, status.
+
+Order is the real kubelet's. Start of a pod: its volumes are attached (the attach/detach
+controller's VolumeAttachment reports attached) and mounted — NodeStage once per node,
+NodePublish per pod — before the sandbox is created and CNI ADD runs; then the pod is
+Running with its IP. Delete: the sandbox stops (CNI DEL), then NodeUnpublish, then
+NodeUnstage when no other pod on the node uses the volume, then the volume leaves
+``node.status.volumesInUse`` so the attach/detach controller may detach it, and the pod
+object is removed (grace period 0, as the kubelet's final delete).
+
+The node's ``Ready`` condition follows the runtime's NetworkReady (CNI STATUS and the
+presence of a network config); while it is false no pod sandbox is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubelet_sim.apiserver import APIServer, retry_on_conflict
+from kubelet_sim.clock import Clock, RealClock
+from kubelet_sim.csi_client import CsiClient, CsiError
+from kubelet_sim.errors import NotFound
+from kubelet_sim.model import JSON, Resource, format_time
+from kubelet_sim.paths import KubeletPaths
+from kubelet_sim.plugin_watcher import (
+    NODE_ID_ANNOTATION,
+    CsiNodeRegistration,
+    PluginWatcher,
+    csinode_drivers_with,
+    csinode_drivers_without,
+    node_id_annotation,
+    topology_labels,
+)
+from kubelet_sim.pod_volumes import pod_info, resolve, unique_volume_name
+from kubelet_sim.quantity import parse_storage
+from kubelet_sim.runtime import ContainerRuntime, PodSandboxConfig, PortMapping, SandboxError
+from kubelet_sim.trace import Trace
+from kubelet_sim.volume_manager import VolumeManager
+from kubelet_sim.volume_spec import CsiVolume
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Any  # Callable[[str], CsiClient]; kept loose to accept the watcher's type
+
+
+@dataclass
+class PodRecord:
+    """What this kubelet set up for one pod (kept in memory, like the kubelet's caches)."""
+
+    sandbox_id: str = ""
+    volumes: list[CsiVolume] = field(default_factory=list)
+    ips: list[str] = field(default_factory=list)
+
+
+class Kubelet:
+    def __init__(
+        self,
+        *,
+        api: APIServer,
+        node_name: str,
+        root_dir: Path,
+        runtime: ContainerRuntime,
+        trace: Trace,
+        client_factory: ClientFactory | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.api = api
+        self.node_name = node_name
+        self.paths = KubeletPaths(root_dir)
+        self.runtime = runtime
+        self.trace = trace
+        self.clock: Clock = clock or RealClock()
+        self.watcher = PluginWatcher(
+            registry_dir=self.paths.plugins_registry_dir,
+            node_name=node_name,
+            trace=trace,
+            on_register=self._on_register,
+            on_deregister=self._on_deregister,
+            client_factory=client_factory,
+            clock=self.clock,
+        )
+        self.volumes = VolumeManager(
+            node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
+            clock=self.clock,
+        )
+        self.pods: dict[str, PodRecord] = {}
+        self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
+        self.network_ready = False
+
+    # -- start-up --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """What the kubelet does once at start: dirs, runtime GC, first status."""
+        for d in (self.paths.plugins_registry_dir, self.paths.pods_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._runtime_gc)
+        await self.sync_node_status()
+
+    def _runtime_gc(self) -> None:
+        with contextlib.suppress(Exception):  # a broken network config must not stop start-up
+            self.runtime.garbage_collect()
+
+    # -- plugin registration ---------------------------------------------------------------
+
+    async def _on_register(self, reg: CsiNodeRegistration) -> None:
+        def write() -> None:
+            try:
+                csinode = self.api.get("CSINode", self.node_name)
+            except NotFound:
+                node = self.api.get("Node", self.node_name)
+                self.api.create({
+                    "kind": "CSINode",
+                    "metadata": {
+                        "name": self.node_name,
+                        "ownerReferences": [{
+                            "apiVersion": "v1", "kind": "Node", "name": self.node_name,
+                            "uid": node.metadata.uid,
+                        }],
+                    },
+                    "spec": {"drivers": []},
+                })
+                csinode = self.api.get("CSINode", self.node_name)
+            csinode.spec["drivers"] = csinode_drivers_with(csinode.spec.get("drivers", []), reg)
+            self.api.update(csinode)
+        retry_on_conflict(write)
+
+        def annotate() -> None:
+            node = self.api.get("Node", self.node_name)
+            value = node_id_annotation(
+                node.metadata.annotations.get(NODE_ID_ANNOTATION), reg.driver, reg.node_id)
+            if value is not None:
+                node.metadata.annotations[NODE_ID_ANNOTATION] = value
+            node.metadata.labels.update(topology_labels(reg))
+            self.api.update(node)
+        retry_on_conflict(annotate)
+
+    async def _on_deregister(self, driver: str) -> None:
+        def write() -> None:
+            with contextlib.suppress(NotFound):
+                csinode = self.api.get("CSINode", self.node_name)
+                csinode.spec["drivers"] = csinode_drivers_without(
+                    csinode.spec.get("drivers", []), driver)
+                self.api.update(csinode)
+            node = self.api.get("Node", self.node_name)
+            value = node_id_annotation(
+                node.metadata.annotations.get(NODE_ID_ANNOTATION), driver, None)
+            if value is None:
+                node.metadata.annotations.pop(NODE_ID_ANNOTATION, None)
+            else:
+                node.metadata.annotations[NODE_ID_ANNOTATION] = value
+            self.api.update(node)
+        retry_on_conflict(write)
+
+    def client_for(self, driver: str) -> CsiClient:
+        return self.watcher.client_for(driver)
+
+    # -- the sync loop ---------------------------------------------------------------------
+
+    async def sync_once(self) -> bool:
+        """One pass: registration, node status, every pod bound to this node."""
+        changed = False
+        before = set(self.watcher.drivers)
+        await self.watcher.scan()
+        changed |= set(self.watcher.drivers) != before
+        changed |= await self.sync_node_status()
+        pods = self.api.list("Pod", field_selector=f"spec.nodeName={self.node_name}").items
+        for pod in pods:
+            if pod.is_terminating:
+                changed |= await self._kill_pod(pod)
+            elif pod.status.get("phase") in (None, "", "Pending"):
+                changed |= await self._start_pod(pod)
+        changed |= await self._finish_expansions(pods)
+        return changed
+
+    async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
+        await self.start()
+        while not stop.is_set():
+            try:
+                await self.sync_once()
+            except Exception:  # the loop must survive any one bad pass, as the kubelet does
+                log.exception("kubelet %s sync failed", self.node_name)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), period)
+
+    # -- node status -----------------------------------------------------------------------
+
+    async def sync_node_status(self) -> bool:
+        condition = await asyncio.to_thread(self.runtime.network_status)
+        self.network_ready = condition.ready
+        in_use = sorted({
+            unique_volume_name(v.driver, v.volume_handle)
+            for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
+        })
+        now = format_time(self.clock.now())
+        ready: JSON = {
+            "type": "Ready",
+            "status": "True" if condition.ready else "False",
+            "reason": "KubeletReady" if condition.ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if condition.ready else (
+                "container runtime network not ready: NetworkReady=false "
+                f"reason:{condition.reason} message:{condition.message}"),
+        }
+
+        def write() -> bool:
+            node = self.api.get("Node", self.node_name)
+            status = node.status
+            conds = [c for c in status.get("conditions", []) if c.get("type") != "Ready"]
+            old: JSON = next(
+                (c for c in status.get("conditions", []) if c.get("type") == "Ready"), {})
+            same = all(old.get(k) == ready[k] for k in ready)
+            if same and status.get("volumesInUse", []) == in_use:
+                return False
+            cond = dict(ready, lastHeartbeatTime=now,
+                        lastTransitionTime=old.get("lastTransitionTime", now)
+                        if old.get("status") == ready["status"] else now)
+            status["conditions"] = [*conds, cond]
+            status["volumesInUse"] = in_use
+            self.api.update_status(node)
+            return True
+        return retry_on_conflict(write)
+
+    # -- pod start -------------------------------------------------------------------------
+
+    async def _start_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.setdefault(uid, PodRecord())
+        resolved = resolve(self.api, pod, self.node_name)
+        if resolved.waiting:
+            return self._wait(pod, "ContainerCreating", "; ".join(resolved.waiting))
+        info = pod_info(pod)
+        # Report the volumes in use before mounting, so they are not detached under us.
+        record.volumes = resolved.volumes
+        await self.sync_node_status()
+        for volume in resolved.volumes:
+            try:
+                await self.volumes.mount(info, volume)
+            except (CsiError, Exception) as err:  # FailedMount: retried on the next pass
+                return self._wait(
+                    pod, "ContainerCreating",
+                    f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
+        if not self.network_ready:
+            return self._wait(pod, "ContainerCreating",
+                              "network is not ready: container runtime network not ready")
+        if not record.sandbox_id:
+            try:
+                sandbox = await asyncio.to_thread(self.runtime.run_pod_sandbox, sandbox_config(pod))
+            except SandboxError as err:
+                return self._wait(pod, "ContainerCreating", f"FailedCreatePodSandBox: {err}")
+            record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
+        self.waiting.pop(uid, None)
+        self._set_running(pod, record)
+        return True
+
+    def _wait(self, pod: Resource, reason: str, message: str) -> bool:
+        uid = pod.metadata.uid
+        if self.waiting.get(uid) == message:
+            return False
+        self.waiting[uid] = message
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            current.status.setdefault("phase", "Pending")
+            current.status["conditions"] = _conditions(current, ready=False, reason=reason,
+                                                       message=message, now=self._now())
+            self.api.update_status(current)
+        with contextlib.suppress(NotFound):
+            retry_on_conflict(write)
+        return True
+
+    def _set_running(self, pod: Resource, record: PodRecord) -> None:
+        node = self.api.get("Node", self.node_name)
+        host_ip = next((a["address"] for a in node.status.get("addresses", [])
+                        if a.get("type") == "InternalIP"), "")
+        now = self._now()
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            st = current.status
+            st["phase"] = "Running"
+            st["hostIP"] = host_ip
+            if host_ip:
+                st["hostIPs"] = [{"ip": host_ip}]
+            if record.ips:
+                st["podIP"] = record.ips[0]
+                st["podIPs"] = [{"ip": ip} for ip in record.ips]
+            st.setdefault("startTime", now)
+            st["conditions"] = _conditions(current, ready=True, reason="", message="", now=now)
+            st["containerStatuses"] = [
+                {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,
+                 "started": True, "restartCount": 0, "state": {"running": {"startedAt": now}}}
+                for c in current.spec.get("containers", [])
+            ]
+            self.api.update_status(current)
+        retry_on_conflict(write)
+
+    # -- pod teardown ----------------------------------------------------------------------
+
+    async def _kill_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.get(uid, PodRecord())
+        if record.sandbox_id:
+            await asyncio.to_thread(self.runtime.remove_pod_sandbox, record.sandbox_id)
+            record.sandbox_id = ""
+        info = pod_info(pod)
+        remaining: list[CsiVolume] = []
+        for volume in record.volumes:
+            try:
+                await self.volumes.unmount(info, volume)
+            except Exception as err:  # UnmountVolume failed: keep it, retry next pass
+                log.warning("unmount of %s for pod %s failed: %s", volume.spec_name, pod.name, err)
+                remaining.append(volume)
+        record.volumes = remaining
+        if remaining:
+            return True
+        self.pods.pop(uid, None)
+        self.waiting.pop(uid, None)
+        await self.sync_node_status()
+        with contextlib.suppress(NotFound):
+            self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
+        return True
+
+    # -- expansion -------------------------------------------------------------------------
+
+    async def _finish_expansions(self, pods: list[Resource]) -> bool:
+        """NodeExpandVolume for mounted volumes whose claim waits for the file system resize."""
+        from kubelet_sim.controllers.resizer import finish_node_expansion
+
+        changed = False
+        for pod in pods:
+            record = self.pods.get(pod.metadata.uid)
+            if record is None or not record.volumes:
+                continue
+            for vol in pod.spec.get("volumes", []):
+                claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+                if not claim:
+                    continue
+                try:
+                    pvc = self.api.get("PersistentVolumeClaim", claim, pod.namespace)
+                except NotFound:
+                    continue
+                if not any(c.get("type") == "FileSystemResizePending" and c.get("status") == "True"
+                           for c in pvc.status.get("conditions", [])):
+                    continue
+                volume = next((v for v in record.volumes
+                               if v.spec_name == pvc.spec.get("volumeName")), None)
+                if volume is None:
+                    continue
+                pv = self.api.get("PersistentVolume", volume.spec_name)
+                size = _quantity_bytes(pv.spec.get("capacity", {}).get("storage", "0"))
+                try:
+                    await self.volumes.expand(volume, size, pod_info(pod))
+                except Exception as err:
+                    log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
+                    continue
+                finish_node_expansion(self.api, pvc, size)
+                changed = True
+        return changed
+
+    def _now(self) -> str:
+        return format_time(self.clock.now())
+
+
+def _quantity_bytes(text: str) -> int:
+    return parse_storage(text)
+
+
+def _conditions(pod: Resource, *, ready: bool, reason: str, message: str, now: str) -> list[JSON]:
+    status = "True" if ready else "False"
+    conds: list[JSON] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now}]
+    conds.append({"type": "Initialized", "status": "True", "lastTransitionTime": now})
+    for kind in ("ContainersReady", "Ready"):
+        cond: JSON = {"type": kind, "status": status, "lastTransitionTime": now}
+        if not ready:
+            cond["reason"] = "ContainersNotReady"
+            cond["message"] = f"{reason}: {message}"
+        conds.append(cond)
+    return conds
+
+
+def sandbox_config(pod: Resource) -> PodSandboxConfig:
+    ports = [
+        PortMapping(container_port=int(p["containerPort"]), host_port=int(p.get("hostPort", 0)),
+                    protocol=p.get("protocol", "TCP"), host_ip=p.get("hostIP", ""))
+        for c in pod.spec.get("containers", []) for p in c.get("ports", [])
+    ]
+    return PodSandboxConfig(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid=pod.metadata.uid,
+        annotations=dict(pod.metadata.annotations),
+        port_mappings=ports,
+    )

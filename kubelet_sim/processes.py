@@ -1,0 +1,79 @@
+"""CSI driver processes the simulated cluster launches: one controller plugin, one node
+plugin per node, each a real ``python -m csi_driver`` on its own unix socket."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class DriverStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class DriverProcess:
+    """A running driver: its socket path, arguments and log file."""
+
+    name: str
+    socket: Path
+    args: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix://{self.socket}"
+
+    def start(self) -> None:
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.extra_env, "PYTHONPATH": str(PROJECT_ROOT)}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "csi_driver", "--endpoint", self.endpoint, *self.args],
+                stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                cwd=str(PROJECT_ROOT),
+            )
+
+    async def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the socket exists (the driver binds it only when it serves)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise DriverStartError(
+                    f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
+            if self.socket.exists():
+                return
+            await asyncio.sleep(0.02)
+        raise DriverStartError(f"{self.name} did not serve {self.socket} within {timeout}s")
+
+    def kill(self) -> None:
+        """kill -9, as a crash would."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM and wait (the driver stops gracefully and removes its socket)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    async def restart(self) -> None:
+        self.stop()
+        self.start()
+        await self.wait_ready()
