@@ -15,7 +15,7 @@ the key, as in Kubernetes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,7 +266,7 @@ def node_selector_term_matches(
 
 
 def node_selector_matches(
-    terms: list[Mapping[str, Any]], labels: Mapping[str, str], fields: Mapping[str, str]
+    terms: Sequence[Mapping[str, Any]], labels: Mapping[str, str], fields: Mapping[str, str]
 ) -> bool:
     """NodeSelector: the terms are ORed."""
     return any(node_selector_term_matches(t, labels, fields) for t in terms)
