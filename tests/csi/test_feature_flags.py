@@ -173,3 +173,41 @@ def test_concurrent_creates_of_one_name_yield_one_volume(driver: DriverProcess) 
     final = driver.stubs.controller.CreateVolume(make_create_volume_req(name, GiB))
     assert final.volume.volume_id == vid
     driver.stubs.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=vid))
+
+
+def test_zero_max_volumes_per_node_means_unlimited(spawn_driver: SpawnDriver) -> None:
+    proc = spawn_driver("--max-volumes-per-node", "0", node_id="n0")
+    assert proc.stubs.node.NodeGetInfo(csi_pb2.NodeGetInfoRequest()).max_volumes_per_node == 0
+    ids = []
+    for i in range(3):
+        rsp = proc.stubs.controller.CreateVolume(make_create_volume_req(f"u{i}", GiB))
+        ids.append(rsp.volume.volume_id)
+        proc.stubs.controller.ControllerPublishVolume(
+            csi_pb2.ControllerPublishVolumeRequest(
+                volume_id=rsp.volume.volume_id, node_id="n0", volume_capability=mount_capability()
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--capacity", "default=lots"],
+        ["--capacity", "default=0"],
+        ["--max-volume-size", "-1Gi"],
+        ["--socket-mode", "999"],
+        ["--mode", "both"],
+        ["--expansion", "sometimes"],
+        ["--mount-method", "nfs"],
+        ["--secret", "novalue"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_bad_flag_value_exits_non_zero_without_a_traceback(
+    spawn_driver: SpawnDriver, bad: list[str]
+) -> None:
+    proc = spawn_driver(*bad, start=False)
+    status = proc.spawn().wait(timeout=30)
+    assert status != 0
+    assert "Traceback" not in proc.stderr()
+    assert not proc.socket_path.exists()

@@ -24,6 +24,8 @@ from tests.csi.sanity_support import (
     unique_string,
 )
 
+NODE_KEY = "topology.csi-mini.example.com/node"
+
 
 class TestControllerAndNodeProcesses:
     @pytest.fixture
@@ -88,6 +90,27 @@ class TestControllerAndNodeProcesses:
         node.stubs.node.NodeUnstageVolume(
             csi_pb2.NodeUnstageVolumeRequest(volume_id=vid, staging_target_path=nctx.staging_path)
         )
+
+    def test_controller_provisions_in_the_topology_a_node_process_registered(
+        self, split: tuple[DriverProcess, DriverProcess], make_sanity: MakeSanity
+    ) -> None:
+        controller, node = split
+        info = node.stubs.node.NodeGetInfo(csi_pb2.NodeGetInfoRequest())
+        cap = controller.stubs.controller.GetCapacity(
+            csi_pb2.GetCapacityRequest(accessible_topology=info.accessible_topology)
+        )
+        assert cap.available_capacity > 0
+        nowhere = csi_pb2.Topology(segments={NODE_KEY: "no-such-node"})
+        none = controller.stubs.controller.GetCapacity(
+            csi_pb2.GetCapacityRequest(accessible_topology=nowhere)
+        )
+        assert none.available_capacity == 0, "no registered node offers that topology"
+        req = make_create_volume_req(unique_string("in-worker"), GiB)
+        req.accessibility_requirements.requisite.append(info.accessible_topology)
+        vol = make_sanity(controller).resources.must_create_volume(req)
+        assert [dict(t.segments) for t in vol.volume.accessible_topology] == [
+            dict(info.accessible_topology.segments)
+        ]
 
 
 class TestKillNineAndRestart:
