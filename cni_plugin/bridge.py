@@ -8,13 +8,9 @@ masquerade); DEL tolerates every missing piece and can be repeated.
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import sys
-from collections.abc import Callable
-from functools import partial
 
-from cni_plugin import invoke
+from cni_plugin import invoke, ipnet
 from cni_plugin.bridge_conf import (
     BridgeConf,
     load_bridge_conf,
@@ -27,6 +23,10 @@ from cni_plugin.errors import ERR_UNSUPPORTED_FIELD, CNIError, internal
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
 from cni_plugin.types import DefaultGatewayRoute, Interface, Result
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 ABOUT = "CNI bridge plugin (cni-csi-mini emu-bridge)"
 KNOWN_ARGS = frozenset({"MAC"})  # as the reference's MacEnvArgs
 CONTAINER_INDEX = 2  # interfaces: [bridge, host veth, container veth]
@@ -38,7 +38,7 @@ def _dataplane(conf: BridgeConf) -> Dataplane:
 
 def gateway_for(address: str) -> str:
     """The first address of the subnet, as the reference's calcGatewayIP."""
-    return str(ipaddress.ip_interface(address).network.network_address + 1)
+    return ipnet.first_host(address)
 
 
 def apply_gateways(result: Result, conf: BridgeConf) -> list[str]:
@@ -59,8 +59,7 @@ def apply_gateways(result: Result, conf: BridgeConf) -> list[str]:
                 result.routes.append(DefaultGatewayRoute(dst=default_dst, gw=ip.gateway))
             default_found[family] = True
         if conf.is_gateway:
-            prefix = ipaddress.ip_interface(ip.address).network.prefixlen
-            bridge_addrs.append(f"{ip.gateway}/{prefix}")
+            bridge_addrs.append(f"{ip.gateway}/{ip.address.split('/')[1]}")
     return bridge_addrs
 
 
@@ -119,7 +118,7 @@ def _add_layer3(args: CmdArgs, conf: BridgeConf, dp: Dataplane, result: Result,
     if conf.ip_masq:
         chain = masquerade_chain(conf.net.name, args.container_id)
         comment = masquerade_comment(conf.net.name, args.container_id)
-        undo.append(partial(_quietly, dp.teardown_masquerade, chain))
+        undo.append(lambda: _quietly(dp.teardown_masquerade, chain))
         for ip in result.ips:
             dp.setup_masquerade(ip.address, chain, comment)
 
@@ -142,8 +141,10 @@ def cmd_del(args: CmdArgs) -> None:
 
     dp = _dataplane(conf)
     if args.netns != "":
-        with contextlib.suppress(NetnsNotFound):  # the sandbox, and its veth, are gone
+        try:  # noqa: SIM105 - contextlib is slow to import on the exec path
             dp.delete_link(args.netns, args.ifname)
+        except NetnsNotFound:
+            pass  # the sandbox, and with it the veth, is already gone
     ipam_del()
     if conf.is_layer3 and conf.ip_masq:
         # By chain name, so rules left by an ADD killed half-way go too (the reference

@@ -2,36 +2,52 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
-from typing import Any
-
 from cni_plugin.config import NetConf, load_netconf
 from cni_plugin.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
 from cni_plugin.names import validate_interface_name
 from cni_plugin.skel import split_cni_args
+from cni_plugin.types import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_BRIDGE = "cni0"
-MAC_PATTERN = re.compile(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}")
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@dataclass(frozen=True)
-class BridgeConf:
-    net: NetConf
-    bridge: str = DEFAULT_BRIDGE
-    is_gateway: bool = False
-    is_default_gateway: bool = False
-    force_address: bool = False
-    ip_masq: bool = False
-    mtu: int = 0
-    hairpin_mode: bool = False
-    promisc_mode: bool = False
-    vlan: int = 0
-    preserve_default_vlan: bool = True
-    macspoofchk: bool = False
-    enable_dad: bool = False
-    mac: str = ""  # requested container MAC: CNI_ARGS MAC, args.cni.mac, runtimeConfig.mac
+def is_valid_mac(mac: str) -> bool:
+    """Six colon-separated hex octets (a plain check: re costs start-up time)."""
+    octets = mac.split(":")
+    return len(octets) == 6 and all(len(o) == 2 and set(o) <= _HEX for o in octets)
+
+
+class BridgeConf(Record):
+    """The reference bridge's fields, with its defaults."""
+
+    __slots__ = ("bridge", "enable_dad", "force_address", "hairpin_mode", "ip_masq",
+                 "is_default_gateway", "is_gateway", "mac", "macspoofchk", "mtu", "net",
+                 "preserve_default_vlan", "promisc_mode", "vlan")
+
+    def __init__(self, net: NetConf, bridge: str = DEFAULT_BRIDGE, is_gateway: bool = False,
+                 is_default_gateway: bool = False, force_address: bool = False,
+                 ip_masq: bool = False, mtu: int = 0, hairpin_mode: bool = False,
+                 promisc_mode: bool = False, vlan: int = 0, preserve_default_vlan: bool = True,
+                 macspoofchk: bool = False, enable_dad: bool = False, mac: str = "") -> None:
+        self.net = net
+        self.bridge = bridge
+        self.is_gateway = is_gateway
+        self.is_default_gateway = is_default_gateway
+        self.force_address = force_address
+        self.ip_masq = ip_masq
+        self.mtu = mtu
+        self.hairpin_mode = hairpin_mode
+        self.promisc_mode = promisc_mode
+        self.vlan = vlan
+        self.preserve_default_vlan = preserve_default_vlan
+        self.macspoofchk = macspoofchk
+        self.enable_dad = enable_dad
+        self.mac = mac  # requested container MAC: CNI_ARGS MAC, args.cni.mac, runtimeConfig.mac
 
     @property
     def is_layer3(self) -> bool:
@@ -72,7 +88,7 @@ def load_bridge_conf(stdin_data: bytes, cni_args_raw: str) -> BridgeConf:
         mac = str(cni_args["mac"])
     if net.runtime_config.get("mac"):
         mac = str(net.runtime_config["mac"])
-    if mac and not MAC_PATTERN.fullmatch(mac):
+    if mac and not is_valid_mac(mac):
         raise internal(f"failed to make veth pair: address {mac}: invalid MAC address")
     is_default_gw = _bool(raw, "isDefaultGateway")
     return BridgeConf(
@@ -89,6 +105,8 @@ def load_bridge_conf(stdin_data: bytes, cni_args_raw: str) -> BridgeConf:
 
 def masquerade_chain(network: str, container_id: str) -> str:
     """The reference's iptables chain name: CNI- + sha512(name+id), 28 characters in all."""
+    import hashlib  # only when masquerading
+
     return ("CNI-" + hashlib.sha512((network + container_id).encode()).hexdigest())[:28]
 
 

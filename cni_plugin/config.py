@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any
-
 from cni_plugin.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
-from cni_plugin.types import DNS, Result
+from cni_plugin.gojson import loads
+from cni_plugin.types import DNS, Record, Result
 from cni_plugin.version import DEFAULT_CONFIG_VERSION, result_from_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DATAPLANES = ("emulated", "linux")
 DEFAULT_DATAPLANE_DIR = "/var/lib/cni/emu-dataplane"
 
 
-@dataclass(frozen=True)
-class NetConf:
-    cni_version: str
-    name: str
-    type: str
-    ipam: dict[str, Any] = field(default_factory=dict)
-    dns: DNS = field(default_factory=DNS)
-    prev_result: Result | None = None
-    runtime_config: dict[str, Any] = field(default_factory=dict)
-    args: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, bool] = field(default_factory=dict)
-    dataplane: str = "emulated"
-    dataplane_dir: str = DEFAULT_DATAPLANE_DIR
-    valid_attachments: list[tuple[str, str]] | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
+class NetConf(Record):
+    """The fields every plugin reads; `raw` keeps the whole document for plugin-specific ones."""
+
+    __slots__ = ("args", "capabilities", "cni_version", "dataplane", "dataplane_dir", "dns",
+                 "ipam", "name", "prev_result", "raw", "runtime_config", "type",
+                 "valid_attachments")
+
+    def __init__(self, cni_version: str, name: str, type: str,
+                 ipam: dict[str, Any] | None = None, dns: DNS | None = None,
+                 prev_result: Result | None = None,
+                 runtime_config: dict[str, Any] | None = None,
+                 args: dict[str, Any] | None = None,
+                 capabilities: dict[str, bool] | None = None,
+                 dataplane: str = "emulated", dataplane_dir: str = DEFAULT_DATAPLANE_DIR,
+                 valid_attachments: list[tuple[str, str]] | None = None,
+                 raw: dict[str, Any] | None = None) -> None:
+        self.cni_version = cni_version
+        self.name = name
+        self.type = type
+        self.ipam: dict[str, Any] = ipam or {}
+        self.dns = dns if dns is not None else DNS()
+        self.prev_result = prev_result
+        self.runtime_config: dict[str, Any] = runtime_config or {}
+        self.args: dict[str, Any] = args or {}
+        self.capabilities: dict[str, bool] = capabilities or {}
+        self.dataplane = dataplane
+        self.dataplane_dir = dataplane_dir
+        self.valid_attachments = valid_attachments
+        self.raw: dict[str, Any] = raw or {}
 
     @property
     def ipam_type(self) -> str:
@@ -37,7 +52,7 @@ class NetConf:
 
 def decode_object(stdin_data: bytes) -> dict[str, Any]:
     """The config as a JSON object; ValueError otherwise."""
-    conf = json.loads(stdin_data)
+    conf = loads(stdin_data)
     if not isinstance(conf, dict):
         raise ValueError(f"expected a JSON object, got {type(conf).__name__}")
     return conf
@@ -64,7 +79,7 @@ def load_netconf(stdin_data: bytes) -> NetConf:
         runtime_config = _obj(conf, "runtimeConfig")
         args = _obj(conf, "args")
         capabilities = _obj(conf, "capabilities")
-    except ValueError as e:  # json.JSONDecodeError is a ValueError
+    except ValueError as e:
         raise internal(f"failed to load netconf: {e}") from e
     dataplane = conf.get("dataplane", "emulated")
     if dataplane not in DATAPLANES:

@@ -1,34 +1,145 @@
-"""JSON text exactly as Go's encoding/json writes it (the reference plugins' output)."""
+"""JSON in and out without importing the json package (it pulls in re and enum, which
+costs a CNI plugin more start-up time than all its own work).
+
+Parsing uses the C scanner behind json (_json.make_scanner); output is written
+exactly as Go's encoding/json does (json.MarshalIndent with four spaces, <, >
+and & escaped), which is how the reference plugins print.
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import _json
 
-# Go escapes these inside strings even though JSON does not require it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_WHITESPACE = " \t\n\r"
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"invalid JSON value {name}")
+
+
+class _ScanContext:
+    """The attributes _json.make_scanner reads from a JSONDecoder."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_reject_constant)
+    memo: dict[str, str] = {}
+
+
+_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+
+
+def _skip_space(text: str, idx: int) -> int:
+    n = len(text)
+    while idx < n and text[idx] in _WHITESPACE:
+        idx += 1
+    return idx
+
+
+def _position(text: str, idx: int) -> str:
+    line = text.count("\n", 0, idx) + 1
+    column = idx - text.rfind("\n", 0, idx)
+    return f"line {line} column {column} (char {idx})"
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse one JSON document; ValueError (as json.loads raises) when it is not one."""
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"invalid UTF-8 in JSON: {e}") from e
+    else:
+        text = data
+    idx = _skip_space(text, 0)
+    try:
+        obj, end = _scan(text, idx)
+    except StopIteration as e:
+        raise ValueError(f"Expecting value: {_position(text, int(e.value))}") from None
+    end = _skip_space(text, end)
+    if end != len(text):
+        raise ValueError(f"Extra data: {_position(text, end)}")
+    return obj
+
+
 _GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
-def _go_escape(text: str) -> str:
+def _string(text: str) -> str:
+    out: str = _json.encode_basestring(text)
     for raw, escaped in _GO_ESCAPES:
-        text = text.replace(raw, escaped)
-    return text
+        if raw in out:
+            out = out.replace(raw, escaped)
+    return out
+
+
+def _encode(obj: Any, indent: str | None, level: int, out: list[str]) -> None:
+    if isinstance(obj, str):
+        out.append(_string(obj))
+    elif obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, int):
+        out.append(int.__repr__(obj))
+    elif isinstance(obj, float):
+        out.append(float.__repr__(obj))
+    elif isinstance(obj, dict):
+        _container([(k, v) for k, v in obj.items()], "{", "}", indent, level, out)
+    elif isinstance(obj, (list, tuple)):
+        _container([(None, v) for v in obj], "[", "]", indent, level, out)
+    else:
+        raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
+
+
+def _container(items: list[tuple[Any, Any]], opening: str, closing: str, indent: str | None,
+               level: int, out: list[str]) -> None:
+    if not items:
+        out.append(opening + closing)
+        return
+    out.append(opening)
+    inner = "\n" + indent * (level + 1) if indent is not None else ""
+    for i, (key, value) in enumerate(items):
+        if i:
+            out.append(",")
+        out.append(inner)
+        if key is not None:
+            out.append(_string(str(key)))
+            out.append(": " if indent is not None else ":")
+        _encode(value, indent, level + 1, out)
+    if indent is not None:
+        out.append("\n" + indent * level)
+    out.append(closing)
 
 
 def dumps_indent(obj: Any) -> str:
     """json.MarshalIndent(obj, "", "    "): four-space indent, no trailing newline."""
-    return _go_escape(json.dumps(obj, indent=4, ensure_ascii=False))
+    out: list[str] = []
+    _encode(obj, "    ", 0, out)
+    return "".join(out)
 
 
 def dumps_compact(obj: Any) -> str:
     """json.Marshal(obj): no spaces at all."""
-    return _go_escape(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
+    out: list[str] = []
+    _encode(obj, None, 0, out)
+    return "".join(out)
 
 
 def go_quote(text: str) -> str:
     """Go's %q for a string (close enough for printable text)."""
-    return json.dumps(text, ensure_ascii=False)
+    out: str = _json.encode_basestring(text)
+    return out
 
 
 def go_quote_list(items: list[str] | tuple[str, ...]) -> str:

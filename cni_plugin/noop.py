@@ -16,18 +16,21 @@ Each call is appended to `"calls"`: command, the CNI_* environment and stdin.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from typing import Any
 
 from cni_plugin.config import decode_object, load_netconf
 from cni_plugin.dataplane.statefile import StateFile
 from cni_plugin.errors import ERR_INTERNAL, CNIError
+from cni_plugin.gojson import loads
 from cni_plugin.skel import CmdArgs, Handlers, config_version, plugin_main
 from cni_plugin.types import Result
 from cni_plugin.version import result_from_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ABOUT = "CNI noop test plugin (cni-csi-mini emu-noop)"
 KNOWN_ARGS = frozenset({"DEBUG"})
@@ -83,7 +86,7 @@ def cmd_add(args: CmdArgs) -> Result:
     if report == "PASSTHROUGH":
         return conf.prev_result or Result()
     if isinstance(report, str):
-        report = json.loads(report)
+        report = loads(report)
     version = report.get("cniVersion") or config_version(args.stdin_data)
     return result_from_json(report, version)
 

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import IO, Any
 
 from cni_plugin.config import decode_object
 from cni_plugin.errors import (
@@ -27,7 +23,7 @@ from cni_plugin.errors import (
 )
 from cni_plugin.gojson import dumps_compact, dumps_indent, go_quote, go_quote_list
 from cni_plugin.names import validate_container_id, validate_interface_name, validate_network_name
-from cni_plugin.types import CURRENT_VERSION, Result
+from cni_plugin.types import CURRENT_VERSION, Record, Result
 from cni_plugin.version import (
     ALL_VERSIONS,
     DEFAULT_CONFIG_VERSION,
@@ -36,12 +32,33 @@ from cni_plugin.version import (
     result_to_json,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO, Any
+
+    Getenv = Callable[[str], "str | None"]
+
 ALL_COMMANDS = ("ADD", "CHECK", "DEL", "GC", "STATUS")
-Getenv = Callable[[str], "str | None"]
 
 
-@dataclass(frozen=True)
-class CmdArgs:
+class _Frozen(Record):
+    """Immutable after __init__ (what @dataclass(frozen=True) gives, without importing it)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of {type(self).__name__}")
+
+    def _set(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+
+
+class CmdArgs(_Frozen):
+    """One invocation: the parsed CNI_* environment and stdin."""
+
+    __slots__ = ("args", "args_raw", "command", "container_id", "ifname", "netns",
+                 "netns_override", "path", "stdin_data")
     command: str            # ADD DEL CHECK STATUS GC VERSION
     container_id: str
     netns: str
@@ -49,24 +66,56 @@ class CmdArgs:
     args: dict[str, str]    # parsed CNI_ARGS
     path: list[str]         # CNI_PATH split on ':'
     stdin_data: bytes
-    args_raw: str = ""      # CNI_ARGS as given, passed on to delegated plugins untouched
-    netns_override: str = ""
+    args_raw: str           # CNI_ARGS as given, passed on to delegated plugins untouched
+    netns_override: str
+
+    def __init__(self, command: str, container_id: str, netns: str, ifname: str,
+                 args: dict[str, str], path: list[str], stdin_data: bytes,
+                 args_raw: str = "", netns_override: str = "") -> None:
+        self._set("command", command)
+        self._set("container_id", container_id)
+        self._set("netns", netns)
+        self._set("ifname", ifname)
+        self._set("args", args)
+        self._set("path", path)
+        self._set("stdin_data", stdin_data)
+        self._set("args_raw", args_raw)
+        self._set("netns_override", netns_override)
 
 
-@dataclass(frozen=True)
-class Handlers:
+class Handlers(_Frozen):
+    """A plugin's commands; a missing CHECK/STATUS/GC handler means plain success."""
+
+    __slots__ = ("add", "check", "delete", "gc", "status")
     add: Callable[[CmdArgs], Result]
     delete: Callable[[CmdArgs], Result | None]
-    check: Callable[[CmdArgs], None] | None = None
-    status: Callable[[CmdArgs], None] | None = None
-    gc: Callable[[CmdArgs], None] | None = None
+    check: Callable[[CmdArgs], None] | None
+    status: Callable[[CmdArgs], None] | None
+    gc: Callable[[CmdArgs], None] | None
+
+    def __init__(self, add: Callable[[CmdArgs], Result],
+                 delete: Callable[[CmdArgs], Result | None],
+                 check: Callable[[CmdArgs], None] | None = None,
+                 status: Callable[[CmdArgs], None] | None = None,
+                 gc: Callable[[CmdArgs], None] | None = None) -> None:
+        self._set("add", add)
+        self._set("delete", delete)
+        self._set("check", check)
+        self._set("status", status)
+        self._set("gc", gc)
 
 
-@dataclass(frozen=True)
-class EnvVar:
+class EnvVar(_Frozen):
+    __slots__ = ("name", "required_for", "validate")
     name: str
     required_for: frozenset[str]
-    validate: Callable[[str], None] | None = None
+    validate: Callable[[str], None] | None
+
+    def __init__(self, name: str, required_for: frozenset[str],
+                 validate: Callable[[str], None] | None = None) -> None:
+        self._set("name", name)
+        self._set("required_for", required_for)
+        self._set("validate", validate)
 
 
 # name -> the commands that need it -> how its value is checked (only when needed)
@@ -242,6 +291,8 @@ class _Dispatcher:
 
 
 def _unexpected(e: Exception, about: str) -> CNIError:
+    import traceback  # only on this path: it is not cheap to import
+
     frames = traceback.extract_tb(e.__traceback__)
     where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" \
         if frames else ""

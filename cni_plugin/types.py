@@ -3,28 +3,33 @@
 Plugins build these; :mod:`cni_plugin.version` converts them to an older
 version only at the edge. Addresses are kept as canonical strings
 (``10.1.0.2/24``, ``fd00::2/64``), the way Go's net.IPNet prints them.
+
+Plain classes rather than dataclasses: importing dataclasses (and the inspect
+module it pulls in) would double a plugin's start-up time.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from dataclasses import dataclass, field
-from typing import Any
+from cni_plugin import ipnet
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CURRENT_VERSION = "1.1.0"
 
 
 def canonical_cidr(text: object, what: str = "address") -> str:
     """An address with prefix length ("10.0.0.2/24"), host bits kept; ValueError if invalid."""
-    if not isinstance(text, str) or "/" not in text:
+    if not isinstance(text, str):
         raise ValueError(f"invalid CIDR {what}: {text!r}")
-    return str(ipaddress.ip_interface(text))
+    return ipnet.canonical_cidr(text)
 
 
 def canonical_ip(text: object, what: str = "IP") -> str:
     if not isinstance(text, str):
         raise ValueError(f"invalid {what}: {text!r}")
-    return str(ipaddress.ip_address(text))
+    return ipnet.canonical_ip(text)
 
 
 def is_ipv4(cidr_or_ip: str) -> bool:
@@ -39,14 +44,38 @@ def _opt_int(value: object, what: str) -> int | None:
     return value
 
 
-@dataclass
-class Interface:
-    name: str
-    mac: str = ""
-    mtu: int = 0
-    sandbox: str = ""
-    socket_path: str = ""
-    pci_id: str = ""
+class Record:
+    """Equality and repr over __slots__, as a dataclass would give."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> list[str]:
+        return [n for klass in type(self).__mro__ for n in getattr(klass, "__slots__", ())]
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._fields())
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._values() == self._values()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._fields())
+        return f"{type(self).__name__}({fields})"
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Interface(Record):
+    __slots__ = ("mac", "mtu", "name", "pci_id", "sandbox", "socket_path")
+
+    def __init__(self, name: str, mac: str = "", mtu: int = 0, sandbox: str = "",
+                 socket_path: str = "", pci_id: str = "") -> None:
+        self.name = name
+        self.mac = mac
+        self.mtu = mtu
+        self.sandbox = sandbox
+        self.socket_path = socket_path
+        self.pci_id = pci_id
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Interface:
@@ -64,11 +93,13 @@ class Interface:
         return out
 
 
-@dataclass
-class IPConfig:
-    address: str
-    gateway: str = ""
-    interface: int | None = None
+class IPConfig(Record):
+    __slots__ = ("address", "gateway", "interface")
+
+    def __init__(self, address: str, gateway: str = "", interface: int | None = None) -> None:
+        self.address = address
+        self.gateway = gateway
+        self.interface = interface
 
     @property
     def version(self) -> str:
@@ -91,15 +122,18 @@ class IPConfig:
         return out
 
 
-@dataclass
-class Route:
-    dst: str
-    gw: str = ""
-    mtu: int = 0
-    advmss: int = 0
-    priority: int = 0
-    table: int | None = None
-    scope: int | None = None
+class Route(Record):
+    __slots__ = ("advmss", "dst", "gw", "mtu", "priority", "scope", "table")
+
+    def __init__(self, dst: str, gw: str = "", mtu: int = 0, advmss: int = 0,
+                 priority: int = 0, table: int | None = None, scope: int | None = None) -> None:
+        self.dst = dst
+        self.gw = gw
+        self.mtu = mtu
+        self.advmss = advmss
+        self.priority = priority
+        self.table = table
+        self.scope = scope
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Route:
@@ -132,13 +166,18 @@ class DefaultGatewayRoute(Route):
     address, which shows in its error messages ({0.0.0.0 00000000000000000000ffff00000000}).
     """
 
+    __slots__ = ()
 
-@dataclass
-class DNS:
-    nameservers: list[str] = field(default_factory=list)
-    domain: str = ""
-    search: list[str] = field(default_factory=list)
-    options: list[str] = field(default_factory=list)
+
+class DNS(Record):
+    __slots__ = ("domain", "nameservers", "options", "search")
+
+    def __init__(self, nameservers: list[str] | None = None, domain: str = "",
+                 search: list[str] | None = None, options: list[str] | None = None) -> None:
+        self.nameservers: list[str] = list(nameservers or [])
+        self.domain = domain
+        self.search: list[str] = list(search or [])
+        self.options: list[str] = list(options or [])
 
     def is_empty(self) -> bool:
         return not (self.nameservers or self.domain or self.search or self.options)
@@ -163,15 +202,19 @@ class DNS:
         return out
 
 
-@dataclass
-class Result:
+class Result(Record):
     """A result in the current spec version (1.0.0 and 1.1.0 share this shape)."""
 
-    cni_version: str = CURRENT_VERSION
-    interfaces: list[Interface] = field(default_factory=list)
-    ips: list[IPConfig] = field(default_factory=list)
-    routes: list[Route] = field(default_factory=list)
-    dns: DNS = field(default_factory=DNS)
+    __slots__ = ("cni_version", "dns", "interfaces", "ips", "routes")
+
+    def __init__(self, cni_version: str = CURRENT_VERSION,
+                 interfaces: list[Interface] | None = None, ips: list[IPConfig] | None = None,
+                 routes: list[Route] | None = None, dns: DNS | None = None) -> None:
+        self.cni_version = cni_version
+        self.interfaces: list[Interface] = list(interfaces or [])
+        self.ips: list[IPConfig] = list(ips or [])
+        self.routes: list[Route] = list(routes or [])
+        self.dns: DNS = dns if dns is not None else DNS()
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Result:

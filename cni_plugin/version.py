@@ -7,10 +7,12 @@ prevResult and delegated-plugin results of any version come back the other way.
 
 from __future__ import annotations
 
-from typing import Any
-
 from cni_plugin.gojson import go_quote
 from cni_plugin.types import CURRENT_VERSION, DNS, Interface, IPConfig, Result, Route, is_ipv4
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ALL_VERSIONS: tuple[str, ...] = ("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
 LEGACY_VERSIONS = ("0.1.0", "0.2.0")

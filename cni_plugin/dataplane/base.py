@@ -4,35 +4,54 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 
+from cni_plugin import ipnet
 from cni_plugin.errors import CNIError, internal
-from cni_plugin.types import IPConfig, Route
+from cni_plugin.types import IPConfig, Record, Route
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass
-class Link:
-    name: str
-    kind: str                 # bridge | veth | loopback | vlan
-    mac: str = ""
-    mtu: int = 1500
-    up: bool = False
-    promisc: bool = False
-    master: str = ""          # the bridge a port is attached to
-    hairpin: bool = False
-    vlan: int = 0
-    peer_netns: str = ""      # for a veth: where its peer lives ("" = host)
-    peer_name: str = ""
-    addrs: list[str] = field(default_factory=list)  # CIDRs, e.g. "10.1.0.2/24"
-    ifindex: int = 0          # linux only: kernel index, and the veth peer's index
-    peer_ifindex: int = 0
+class Link(Record):
+    __slots__ = ("addrs", "hairpin", "ifindex", "kind", "mac", "master", "mtu", "name",
+                 "peer_ifindex", "peer_name", "peer_netns", "promisc", "up", "vlan")
+
+    def __init__(self, name: str, kind: str, mac: str = "", mtu: int = 1500, up: bool = False,
+                 promisc: bool = False, master: str = "", hairpin: bool = False, vlan: int = 0,
+                 peer_netns: str = "", peer_name: str = "", addrs: list[str] | None = None,
+                 ifindex: int = 0, peer_ifindex: int = 0) -> None:
+        self.name = name
+        self.kind = kind                # bridge | veth | loopback
+        self.mac = mac
+        self.mtu = mtu
+        self.up = up
+        self.promisc = promisc
+        self.master = master            # the bridge a port is attached to
+        self.hairpin = hairpin
+        self.vlan = vlan
+        self.peer_netns = peer_netns    # for a veth: where its peer lives ("" = host)
+        self.peer_name = peer_name
+        self.addrs: list[str] = list(addrs or [])  # CIDRs, e.g. "10.1.0.2/24"
+        self.ifindex = ifindex          # linux only: kernel index, and the veth peer's index
+        self.peer_ifindex = peer_ifindex
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Link:
+        return cls(**d)
 
 
-@dataclass
-class RouteEntry:
-    dst: str
-    gw: str = ""
-    dev: str = ""
+class RouteEntry(Record):
+    __slots__ = ("dev", "dst", "gw")
+
+    def __init__(self, dst: str, gw: str = "", dev: str = "") -> None:
+        self.dst = dst
+        self.gw = gw
+        self.dev = dev
 
 
 class NetnsNotFound(CNIError):
@@ -132,18 +151,17 @@ def ensure_addr_conflicts(existing: list[str], cidr: str) -> list[str]:
     """The addresses that stand in the way of adding `cidr` (reference ensureAddr rules):
     any other IPv4 address, or an IPv6 address whose subnet overlaps. [] if `cidr` is there.
     """
-    import ipaddress
-
-    new = ipaddress.ip_interface(cidr)
     if cidr in existing:
         return []
+    new_family = ipnet.parse_cidr(cidr)[0]
+    new_ip = cidr.split("/")[0]
     conflicts = []
-    for text in existing:
-        have = ipaddress.ip_interface(text)
-        if have.version != new.version:
+    for have in existing:
+        if ipnet.parse_cidr(have)[0] != new_family:
             continue
-        if have.version == 4 or new.ip in have.network or have.ip in new.network:
-            conflicts.append(text)
+        if new_family == 4 or ipnet.contains(have, new_ip) or \
+                ipnet.contains(cidr, have.split("/")[0]):
+            conflicts.append(have)
     return conflicts
 
 

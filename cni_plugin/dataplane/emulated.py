@@ -8,11 +8,9 @@ is the key "".
 
 from __future__ import annotations
 
-import ipaddress
 import os
-from dataclasses import asdict
-from typing import Any
 
+from cni_plugin import ipnet
 from cni_plugin.dataplane.base import (
     Dataplane,
     Link,
@@ -28,6 +26,10 @@ from cni_plugin.dataplane.statefile import StateFile
 from cni_plugin.errors import internal
 from cni_plugin.types import IPConfig, Route
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 HOST = ""
 LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
 
@@ -42,12 +44,7 @@ def _ns(state: dict[str, Any], netns: str | None) -> dict[str, Any]:
 
 
 def _link(d: dict[str, Any]) -> Link:
-    return Link(**d)
-
-
-def _is_global(cidr: str) -> bool:
-    ip = ipaddress.ip_interface(cidr).ip
-    return not (ip.is_link_local or ip.is_loopback)
+    return Link.from_dict(d)
 
 
 class EmulatedDataplane(Dataplane):
@@ -76,9 +73,8 @@ class EmulatedDataplane(Dataplane):
             if not link["up"]:
                 continue
             for cidr in link["addrs"]:
-                net = ipaddress.ip_interface(cidr).network
-                if not net.is_loopback and not net.is_link_local:
-                    out.append(RouteEntry(dst=str(net), dev=link["name"]))
+                if not ipnet.is_link_local_or_loopback(cidr):
+                    out.append(RouteEntry(dst=ipnet.network_of(cidr), dev=link["name"]))
         out.extend(RouteEntry(**r) for r in space.get("routes", []))
         return out
 
@@ -94,8 +90,8 @@ class EmulatedDataplane(Dataplane):
                 raise internal(f'failed to create bridge "{name}": '
                                f'"{name}" already exists but is not a bridge')
             if existing is None:
-                existing = asdict(Link(name=name, kind="bridge", mac=random_mac(),
-                                       mtu=mtu or 1500, vlan=1 if vlan_filtering else 0))
+                existing = Link(name=name, kind="bridge", mac=random_mac(),
+                                       mtu=mtu or 1500, vlan=1 if vlan_filtering else 0).to_dict()
                 links[name] = existing
             if promisc:
                 existing["promisc"] = True
@@ -163,8 +159,8 @@ class EmulatedDataplane(Dataplane):
             host_end = Link(name=host_name, kind="veth", mac=random_mac(), mtu=mtu or 1500,
                             up=True, master=bridge, hairpin=hairpin, vlan=vlan,
                             peer_netns=_key(netns), peer_name=ifname)
-            inside[ifname] = asdict(container)
-            host[host_name] = asdict(host_end)
+            inside[ifname] = container.to_dict()
+            host[host_name] = host_end.to_dict()
             return host_end, container
 
     def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
@@ -203,15 +199,15 @@ class EmulatedDataplane(Dataplane):
             self._drop_routes(space, ifname)
             if link["kind"] == "veth":
                 _ns(state, None)["links"].pop(link["peer_name"], None)
-            return [a for a in link["addrs"] if _is_global(a)]
+            return [a for a in link["addrs"] if not ipnet.is_link_local_or_loopback(a)]
 
     def loopback_up(self, netns: str) -> list[str]:
         self.require_netns(netns)
         with self.state.transaction() as state:
             links = _ns(state, netns)["links"]
-            lo = links.setdefault("lo", asdict(Link(name="lo", kind="loopback",
+            lo = links.setdefault("lo", Link(name="lo", kind="loopback",
                                                     mac="00:00:00:00:00:00", mtu=65536,
-                                                    addrs=list(LOOPBACK_ADDRS))))
+                                                    addrs=list(LOOPBACK_ADDRS)).to_dict())
             lo["up"] = True
             return list(lo["addrs"])
 

@@ -8,13 +8,15 @@ or the new state, never a torn one.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 from cni_plugin.errors import ERR_IO_FAILURE, CNIError
+from cni_plugin.gojson import dumps_compact, loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -34,47 +36,76 @@ def atomic_write(path: str, data: bytes) -> None:
         os.close(dir_fd)
 
 
+class _Lock:
+    """flock on the state's lock file, held while the `with` block runs."""
+
+    def __init__(self, state: StateFile, shared: bool) -> None:
+        self.state = state
+        self.shared = shared
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            os.makedirs(self.state.directory, mode=0o755, exist_ok=True)
+            self.fd = os.open(self.state.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise CNIError(ERR_IO_FAILURE,
+                           f"cannot open dataplane state in {self.state.directory}: {e}") from e
+        fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # closing drops the lock
+
+
+class _Transaction:
+    def __init__(self, state: StateFile) -> None:
+        self.state = state
+        self.lock = _Lock(state, shared=False)
+        self.data: dict[str, Any] = {}
+        self.before = ""
+
+    def __enter__(self) -> dict[str, Any]:
+        self.lock.__enter__()
+        try:
+            self.data = self.state.read_unlocked()
+        except BaseException:
+            self.lock.__exit__()
+            raise
+        self.before = dumps_compact(self.data)
+        return self.data
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            if exc_type is None:
+                after = dumps_compact(self.data)
+                if after != self.before:
+                    atomic_write(self.state.path, after.encode())
+        finally:
+            self.lock.__exit__()
+
+
 class StateFile:
     def __init__(self, directory: str, name: str = "state.json") -> None:
         self.directory = directory
         self.path = os.path.join(directory, name)
         self.lock_path = os.path.join(directory, "lock")
 
-    def _read(self) -> dict[str, Any]:
+    def read_unlocked(self) -> dict[str, Any]:
         try:
             with open(self.path, "rb") as f:
-                data = json.load(f)
+                data = loads(f.read())
         except FileNotFoundError:
             return {}
         except ValueError as e:
             raise CNIError(ERR_IO_FAILURE, f"corrupt dataplane state {self.path}: {e}") from e
         return data if isinstance(data, dict) else {}
 
-    @contextmanager
-    def _locked(self, shared: bool) -> Iterator[None]:
-        try:
-            os.makedirs(self.directory, mode=0o755, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as e:
-            raise CNIError(ERR_IO_FAILURE,
-                           f"cannot open dataplane state in {self.directory}: {e}") from e
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing drops the lock
-
-    @contextmanager
-    def transaction(self) -> Iterator[dict[str, Any]]:
-        """The state to change in place; written back (atomically) when the block succeeds."""
-        with self._locked(shared=False):
-            state = self._read()
-            before = json.dumps(state, sort_keys=True)
-            yield state
-            after = json.dumps(state, sort_keys=True)
-            if after != before:
-                atomic_write(self.path, after.encode())
+    def transaction(self) -> _Transaction:
+        """`with state.transaction() as data:` change data in place; it is written back
+        (atomically) when the block succeeds, and dropped when it raises."""
+        return _Transaction(self)
 
     def snapshot(self) -> dict[str, Any]:
-        with self._locked(shared=True):
-            return self._read()
+        with _Lock(self, shared=True):
+            return self.read_unlocked()
