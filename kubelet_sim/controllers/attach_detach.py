@@ -1,0 +1,168 @@
+"""The attach/detach controller (kube-controller-manager) for CSI volumes.
+
+Desired state: every (PV, node) pair where a scheduled pod that has not terminated uses a
+claim bound to a CSI PV whose driver requires attach (no CSIDriver object means attach is
+required, as the kubelet's CSI plugin decides). For each pair it creates the
+VolumeAttachment ``csi-<sha256(volumeHandle + driver + nodeName)>`` (``spec.attacher``,
+``nodeName``, ``source.persistentVolumeName``); once the attacher reports it attached, the
+volume is listed in the node's ``status.volumesAttached`` (the kubelet waits for that).
+
+Detach is the same handshake as in Kubernetes: when no pod on the node needs the volume any
+more AND the kubelet no longer lists it in ``status.volumesInUse`` (it has unmounted it),
+the volume leaves ``volumesAttached`` and the VolumeAttachment is deleted; external-attacher
+then unpublishes it and drops its finalizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import (
+    csi_driver_attach_required,
+    get_or_none,
+    unique_volume_name,
+    write_status,
+)
+from kubelet_sim.errors import AlreadyExists, NotFound
+from kubelet_sim.model import JSON, Resource, new
+from kubelet_sim.paths import attachment_name
+
+
+@dataclass(frozen=True)
+class WantedAttachment:
+    pv_name: str
+    node_name: str
+    driver: str
+    volume_handle: str
+
+    @property
+    def va_name(self) -> str:
+        return attachment_name(self.volume_handle, self.driver, self.node_name)
+
+    @property
+    def unique_name(self) -> str:
+        return unique_volume_name(self.driver, self.volume_handle)
+
+
+def pod_terminated(pod: Resource) -> bool:
+    """The ADC's test: phase Succeeded/Failed, or deleted with no container still running."""
+    if pod.status.get("phase") in ("Succeeded", "Failed"):
+        return True
+    if not pod.is_terminating:
+        return False
+    statuses = [*(pod.status.get("initContainerStatuses") or []),
+                *(pod.status.get("containerStatuses") or [])]
+    return not any("running" in (s.get("state") or {}) for s in statuses)
+
+
+class AttachDetachController(Controller):
+    name = "attachdetach-controller"
+    kinds = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "VolumeAttachment", "Node",
+             "CSIDriver")
+
+    async def reconcile(self) -> bool:
+        wanted = self._desired()
+        changed = False
+        for want in sorted(wanted.values(), key=lambda w: w.va_name):
+            changed = await self.step(f"attach/{want.va_name}",
+                                      self._attach, want) or changed
+        for va in self.api.list("VolumeAttachment").items:
+            if va.name not in wanted and not va.is_terminating:
+                changed = await self.step(f"detach/{va.name}",
+                                          self._detach, va) or changed
+        for node in self.api.list("Node").items:
+            changed = await self.step(f"node/{node.name}",
+                                      self._prune_reported, node) or changed
+        return changed
+
+    def _desired(self) -> dict[str, WantedAttachment]:
+        wanted: dict[str, WantedAttachment] = {}
+        for pod in self.api.list("Pod").items:
+            node_name = pod.spec.get("nodeName")
+            if not node_name or pod_terminated(pod):
+                continue
+            for volume in pod.spec.get("volumes") or []:
+                claim_name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                if not claim_name:
+                    continue
+                pvc = get_or_none(self.api, "PersistentVolumeClaim", claim_name, pod.namespace)
+                pv_name = pvc.spec.get("volumeName") if pvc else None
+                pv = get_or_none(self.api, "PersistentVolume", pv_name) if pv_name else None
+                csi = (pv.spec.get("csi") or {}) if pv else {}
+                if pv is None or not csi:
+                    continue
+                driver = str(csi["driver"])
+                if not csi_driver_attach_required(self.api, driver):
+                    continue
+                want = WantedAttachment(pv.name, str(node_name), driver,
+                                        str(csi["volumeHandle"]))
+                wanted[want.va_name] = want
+        return wanted
+
+    async def _attach(self, want: WantedAttachment) -> bool:
+        va = get_or_none(self.api, "VolumeAttachment", want.va_name)
+        if va is None:
+            obj = new("VolumeAttachment", want.va_name, spec={
+                "attacher": want.driver, "nodeName": want.node_name,
+                "source": {"persistentVolumeName": want.pv_name}})
+            try:
+                self.api.create(obj)
+            except AlreadyExists:
+                return False
+            return True
+        if va.is_terminating or va.status.get("attached") is not True:
+            return False
+        return self._report_attached(want.node_name, want.unique_name, True)
+
+    async def _detach(self, va: Resource) -> bool:
+        node_name = str(va.spec.get("nodeName"))
+        node = get_or_none(self.api, "Node", node_name)
+        pv = get_or_none(self.api, "PersistentVolume",
+                         str((va.spec.get("source") or {}).get("persistentVolumeName")))
+        if node is not None and pv is not None:
+            unique = unique_volume_name(str(va.spec.get("attacher")),
+                                        str((pv.spec.get("csi") or {}).get("volumeHandle")))
+            if unique in (node.status.get("volumesInUse") or []):
+                return False  # the kubelet still has it mounted
+            self._report_attached(node_name, unique, False)
+        try:
+            self.api.delete("VolumeAttachment", va.name)
+        except NotFound:
+            return False
+        return True
+
+    def _report_attached(self, node_name: str, unique: str, attached: bool) -> bool:
+        def mutate(node: Resource) -> bool:
+            entries: list[JSON] = list(node.status.get("volumesAttached") or [])
+            present = any(e.get("name") == unique for e in entries)
+            if present == attached:
+                return False
+            if attached:
+                entries.append({"name": unique, "devicePath": ""})
+            else:
+                entries = [e for e in entries if e.get("name") != unique]
+            node.status["volumesAttached"] = sorted(entries, key=lambda e: str(e["name"]))
+            return True
+
+        try:
+            return write_status(self.api, "Node", node_name, "", mutate) is not None
+        except NotFound:
+            return False
+
+    async def _prune_reported(self, node: Resource) -> bool:
+        """Drop ``volumesAttached`` entries whose VolumeAttachment is gone."""
+        attached = set()
+        for va in self.api.list("VolumeAttachment").items:
+            pv = get_or_none(self.api, "PersistentVolume",
+                             str((va.spec.get("source") or {}).get("persistentVolumeName")))
+            if va.spec.get("nodeName") == node.name and pv is not None:
+                attached.add(unique_volume_name(str(va.spec.get("attacher")),
+                                                str((pv.spec.get("csi") or {})
+                                                    .get("volumeHandle"))))
+        stale = [e["name"] for e in node.status.get("volumesAttached") or []
+                 if e.get("name") not in attached]
+        changed = False
+        for name in stale:
+            changed = self._report_attached(node.name, name, False) or changed
+        return changed

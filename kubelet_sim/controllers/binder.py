@@ -1,0 +1,234 @@
+"""The PersistentVolume controller's binding half (kube-controller-manager
+``persistentvolume-binder``).
+
+- A claim with a pre-bound or matching volume is bound both ways: the PV's ``claimRef``, the
+  claim's ``spec.volumeName`` with ``pv.kubernetes.io/bind-completed`` and
+  ``pv.kubernetes.io/bound-by-controller``, both phases ``Bound``, the claim's
+  ``status.capacity``/``accessModes`` copied from the volume.
+- A matching volume is the smallest Available one of the same class, access modes and
+  volume mode with enough capacity (and, for WaitForFirstConsumer claims, node affinity
+  that admits the selected node).
+- With no match, a claim of a class with a provisioner is handed to that provisioner by
+  annotating ``volume.kubernetes.io/storage-provisioner`` (and the beta key): at once for
+  ``Immediate`` classes, after the scheduler's ``volume.kubernetes.io/selected-node`` for
+  ``WaitForFirstConsumer`` ones.
+- A volume whose claim is gone is ``Released`` (the external provisioner deletes it when
+  the reclaim policy says Delete; Retain keeps it Released).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import (
+    ANN_BETA_STORAGE_PROVISIONER,
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER,
+    get_or_none,
+    pvc_request_bytes,
+    set_annotation,
+    storage_bytes,
+    write_object,
+    write_status,
+)
+from kubelet_sim.model import JSON, Resource
+from kubelet_sim.selectors import node_selector_matches
+
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+def claim_ref(pvc: Resource) -> JSON:
+    return {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+            "namespace": pvc.namespace, "name": pvc.name, "uid": pvc.metadata.uid,
+            "resourceVersion": pvc.metadata.resource_version}
+
+
+def claim_class(pvc: Resource) -> str:
+    return str(pvc.spec.get("storageClassName") or "")
+
+
+def volume_admits_node(pv: Resource, node: Resource) -> bool:
+    """The PV's ``nodeAffinity.required`` admits ``node`` (no affinity admits every node)."""
+    required = (pv.spec.get("nodeAffinity") or {}).get("required")
+    if not required:
+        return True
+    return node_selector_matches(required.get("nodeSelectorTerms") or [], node.labels,
+                                 {"metadata.name": node.name})
+
+
+class VolumeBinder(Controller):
+    name = "persistentvolume-binder"
+    kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for pv in self.api.list("PersistentVolume").items:
+            changed = await self.step(f"pv/{pv.name}", self._sync_volume, pv) \
+                or changed
+        for pvc in self.api.list("PersistentVolumeClaim").items:
+            key = f"pvc/{pvc.namespace}/{pvc.name}"
+            changed = await self.step(key, self._sync_claim, pvc) or changed
+        return changed
+
+    # -- volumes ----------------------------------------------------------------------------
+
+    async def _sync_volume(self, pv: Resource) -> bool:
+        ref = pv.spec.get("claimRef")
+        if not ref:
+            return self._set_pv_phase(pv, "Available")
+        pvc = get_or_none(self.api, "PersistentVolumeClaim", ref.get("name", ""),
+                          ref.get("namespace", ""))
+        if pvc is None or (ref.get("uid") and ref["uid"] != pvc.metadata.uid):
+            if pv.status.get("phase") in ("Released", "Failed"):
+                return False
+            if pv.status.get("phase") == "Bound" or ref.get("uid"):
+                return self._set_pv_phase(pv, "Released")
+            return False
+        if pvc.spec.get("volumeName") == pv.name:
+            return self._set_pv_phase(pv, "Bound")
+        return False
+
+    def _set_pv_phase(self, pv: Resource, phase: str) -> bool:
+        if pv.status.get("phase") == phase:
+            return False
+
+        def mutate(obj: Resource) -> bool:
+            if obj.status.get("phase") == phase:
+                return False
+            obj.status["phase"] = phase
+            return True
+
+        return write_status(self.api, "PersistentVolume", pv.name, "", mutate) is not None
+
+    # -- claims -----------------------------------------------------------------------------
+
+    async def _sync_claim(self, pvc: Resource) -> bool:
+        if pvc.is_terminating:
+            return False
+        changed = False
+        if not pvc.status.get("phase"):
+            changed = self._claim_status(pvc, _phase("Pending"))
+        volume_name = pvc.spec.get("volumeName")
+        if volume_name:
+            pv = get_or_none(self.api, "PersistentVolume", volume_name)
+            if pv is None:
+                return self._claim_status(pvc, _phase("Lost")) or changed
+            ref = pv.spec.get("claimRef") or {}
+            if not ref:
+                self._bind_volume(pv, pvc)
+                pv = self.api.get("PersistentVolume", volume_name)
+            elif ref.get("uid") and ref["uid"] != pvc.metadata.uid:
+                return changed  # the volume belongs to another claim
+            return self._complete_claim(pvc, pv) or changed
+        pv = self._prebound_or_matching(pvc)
+        if pv is not None:
+            if not (pv.spec.get("claimRef") or {}).get("uid"):
+                self._bind_volume(pv, pvc)
+            return self._complete_claim(pvc, self.api.get("PersistentVolume", pv.name)) or True
+        return self._hand_to_provisioner(pvc) or changed
+
+    def _claim_status(self, pvc: Resource, edit: Callable[[JSON], None]) -> bool:
+        def mutate(obj: Resource) -> bool:
+            before = dict(obj.status)
+            edit(obj.status)
+            return obj.status != before
+
+        return write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                            mutate) is not None
+
+    def _prebound_or_matching(self, pvc: Resource) -> Resource | None:
+        sc = get_or_none(self.api, "StorageClass", claim_class(pvc)) if claim_class(pvc) else None
+        wait_for_consumer = sc is not None and sc.body.get("volumeBindingMode") == \
+            "WaitForFirstConsumer"
+        selected = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
+        node = get_or_none(self.api, "Node", selected) if selected else None
+        request = pvc_request_bytes(pvc)
+        modes = set(pvc.spec.get("accessModes") or [])
+        candidates: list[tuple[int, str, Resource]] = []
+        for pv in self.api.list("PersistentVolume").items:
+            ref = pv.spec.get("claimRef") or {}
+            if ref:
+                if (ref.get("name"), ref.get("namespace")) != (pvc.name, pvc.namespace):
+                    continue
+                if ref.get("uid") and ref["uid"] != pvc.metadata.uid:
+                    continue
+                return pv  # pre-bound to this claim
+            if pv.is_terminating or pv.status.get("phase") not in (None, "Available", "Pending"):
+                continue
+            if str(pv.spec.get("storageClassName") or "") != claim_class(pvc):
+                continue
+            if not modes <= set(pv.spec.get("accessModes") or []):
+                continue
+            if pv.spec.get("volumeMode", "Filesystem") != pvc.spec.get("volumeMode",
+                                                                        "Filesystem"):
+                continue
+            size = storage_bytes(pv.spec.get("capacity"))
+            if size < request:
+                continue
+            if wait_for_consumer and (node is None or not volume_admits_node(pv, node)):
+                continue
+            candidates.append((size, pv.name, pv))
+        return min(candidates, key=lambda c: c[:2])[2] if candidates else None
+
+    def _bind_volume(self, pv: Resource, pvc: Resource) -> None:
+        def mutate(obj: Resource) -> bool:
+            obj.spec["claimRef"] = claim_ref(pvc)
+            set_annotation(obj, ANN_BOUND_BY_CONTROLLER, "yes")
+            return True
+
+        write_object(self.api, "PersistentVolume", pv.name, "", mutate)
+
+    def _complete_claim(self, pvc: Resource, pv: Resource) -> bool:
+        def bind(obj: Resource) -> bool:
+            changed = False
+            if obj.spec.get("volumeName") != pv.name:
+                obj.spec["volumeName"] = pv.name
+                changed = set_annotation(obj, ANN_BOUND_BY_CONTROLLER, "yes") or True
+            return set_annotation(obj, ANN_BIND_COMPLETED, "yes") or changed
+
+        changed = write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                               bind) is not None
+        changed = self._set_pv_phase(pv, "Bound") or changed
+
+        def status(obj: Resource) -> bool:
+            want = {"phase": "Bound", "accessModes": list(pv.spec.get("accessModes") or []),
+                    "capacity": dict(pv.spec.get("capacity") or {})}
+            current = {k: obj.status.get(k) for k in want}
+            if current["capacity"] and obj.status.get("phase") == "Bound":
+                want["capacity"] = current["capacity"]  # the resizer owns it after binding
+            if current == want:
+                return False
+            obj.status.update(want)
+            return True
+
+        return write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                            status) is not None or changed
+
+    def _hand_to_provisioner(self, pvc: Resource) -> bool:
+        if not claim_class(pvc):
+            return False
+        sc = get_or_none(self.api, "StorageClass", claim_class(pvc))
+        if sc is None:
+            return False
+        provisioner = str(sc.body.get("provisioner") or "")
+        if not provisioner or provisioner == NO_PROVISIONER:
+            return False
+        waits = sc.body.get("volumeBindingMode") == "WaitForFirstConsumer"
+        if waits and not pvc.metadata.annotations.get(ANN_SELECTED_NODE):
+            return False
+
+        def mutate(obj: Resource) -> bool:
+            a = set_annotation(obj, ANN_STORAGE_PROVISIONER, provisioner)
+            return set_annotation(obj, ANN_BETA_STORAGE_PROVISIONER, provisioner) or a
+
+        return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                            mutate) is not None
+
+
+def _phase(phase: str) -> Callable[[JSON], None]:
+    def edit(status: JSON) -> None:
+        status["phase"] = phase
+    return edit

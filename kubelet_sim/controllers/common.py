@@ -1,0 +1,192 @@
+"""Helpers the controllers share: conflict-retrying writes, names and annotations Kubernetes
+uses, quantities, node IDs and topology, and the VolumeCapability of a PersistentVolume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from fractions import Fraction
+
+from csi_protos import csi_pb2
+from kubelet_sim.apiserver import APIServer, retry_on_conflict
+from kubelet_sim.clock import RealClock
+from kubelet_sim.errors import NotFound
+from kubelet_sim.model import JSON, Resource
+from kubelet_sim.quantity import Quantity, parse_storage
+from kubelet_sim.volume_spec import csi_access_mode
+
+# Annotations and finalizers, spelled as Kubernetes spells them.
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
+ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+ANN_STORAGE_RESIZER = "volume.kubernetes.io/storage-resizer"
+ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+ANN_NODE_ID = "csi.volume.kubernetes.io/nodeid"
+PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
+
+# Conflict retries are client-go's DefaultRetry (10 ms steps): real time even when the
+# controllers run on a fake clock, so a test's clock never has to move for them.
+_CONFLICT_CLOCK = RealClock()
+
+Mutation = Callable[[Resource], bool]
+
+
+def write_status(api: APIServer, kind: str, name: str, namespace: str,
+                 mutate: Mutation) -> Resource | None:
+    """Re-read the object, let ``mutate`` change its status (it returns False when nothing
+    needs writing) and ``update_status`` it, retrying on Conflict. None when unchanged."""
+    return _write(api, kind, name, namespace, mutate, status=True)
+
+
+def write_object(api: APIServer, kind: str, name: str, namespace: str,
+                 mutate: Mutation) -> Resource | None:
+    """As :func:`write_status` for metadata/spec (``update``)."""
+    return _write(api, kind, name, namespace, mutate, status=False)
+
+
+def _write(api: APIServer, kind: str, name: str, namespace: str, mutate: Mutation,
+           *, status: bool) -> Resource | None:
+    def attempt() -> Resource | None:
+        obj = api.get(kind, name, namespace)
+        if not mutate(obj):
+            return None
+        return api.update_status(obj) if status else api.update(obj)
+
+    return retry_on_conflict(attempt, clock=_CONFLICT_CLOCK)
+
+
+def get_or_none(api: APIServer, kind: str, name: str, namespace: str = "") -> Resource | None:
+    try:
+        return api.get(kind, name, namespace)
+    except NotFound:
+        return None
+
+
+def bytes_quantity(size: int) -> str:
+    """A byte count as the API server writes it (``resource.NewQuantity(n, BinarySI)``)."""
+    return Quantity(Fraction(size), "BinarySI").canonical()
+
+
+def storage_bytes(resources: JSON | None) -> int:
+    """``resources['storage']`` in bytes (0 when absent)."""
+    value = (resources or {}).get("storage")
+    return parse_storage(value) if value is not None else 0
+
+
+def pvc_request_bytes(pvc: Resource) -> int:
+    return storage_bytes((pvc.spec.get("resources") or {}).get("requests"))
+
+
+def unique_volume_name(driver: str, volume_handle: str) -> str:
+    """The attach/detach controller's name for a CSI volume in node status."""
+    return f"kubernetes.io/csi/{driver}^{volume_handle}"
+
+
+def set_annotation(obj: Resource, key: str, value: str) -> bool:
+    if obj.metadata.annotations.get(key) == value:
+        return False
+    obj.metadata.annotations[key] = value
+    return True
+
+
+def add_finalizer(obj: Resource, finalizer: str) -> bool:
+    if finalizer in obj.metadata.finalizers:
+        return False
+    obj.metadata.finalizers.append(finalizer)
+    return True
+
+
+def remove_finalizer(obj: Resource, finalizer: str) -> bool:
+    if finalizer not in obj.metadata.finalizers:
+        return False
+    obj.metadata.finalizers = [f for f in obj.metadata.finalizers if f != finalizer]
+    return True
+
+
+def drop_finalizer(api: APIServer, kind: str, name: str, namespace: str,
+                   finalizer: str) -> bool:
+    """Remove ``finalizer`` (the API server deletes a terminating object once none is left)."""
+    try:
+        return write_object(api, kind, name, namespace,
+                            lambda o: remove_finalizer(o, finalizer)) is not None
+    except NotFound:
+        return False
+
+
+def node_is_ready(node: Resource) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in node.status.get("conditions") or [])
+
+
+# -- CSI facts read from CSINode and Node -------------------------------------------------
+
+
+def csinode_driver(api: APIServer, node_name: str, driver: str) -> JSON | None:
+    csinode = get_or_none(api, "CSINode", node_name)
+    if csinode is None:
+        return None
+    return next((d for d in csinode.spec.get("drivers") or [] if d.get("name") == driver), None)
+
+
+def node_id_for(api: APIServer, driver: str, node_name: str) -> str:
+    """The driver's node ID on ``node_name``: CSINode first, then the node annotation
+    ``csi.volume.kubernetes.io/nodeid`` (as external-attacher looks it up)."""
+    entry = csinode_driver(api, node_name, driver)
+    if entry and entry.get("nodeID"):
+        return str(entry["nodeID"])
+    node = get_or_none(api, "Node", node_name)
+    if node is not None:
+        raw = node.metadata.annotations.get(ANN_NODE_ID)
+        if raw:
+            ids = json.loads(raw)
+            if isinstance(ids, dict) and ids.get(driver):
+                return str(ids[driver])
+    raise LookupError(f"node {node_name!r} has no node ID for driver {driver!r} yet")
+
+
+def node_topology(api: APIServer, driver: str, node: Resource) -> dict[str, str] | None:
+    """The node's topology segment for ``driver``: its CSINode topologyKeys with the node's
+    label values. None when the driver is not registered on the node or a label is missing."""
+    entry = csinode_driver(api, node.name, driver)
+    if entry is None:
+        return None
+    keys = entry.get("topologyKeys") or []
+    if any(k not in node.labels for k in keys):
+        return None
+    return {k: node.labels[k] for k in keys}
+
+
+def csi_driver_attach_required(api: APIServer, driver: str) -> bool:
+    """No CSIDriver object means attach is required, as the kubelet's CSI plugin decides."""
+    obj = get_or_none(api, "CSIDriver", driver)
+    return True if obj is None else obj.spec.get("attachRequired", True) is not False
+
+
+# -- VolumeCapability from a PV (external-attacher / external-resizer) ---------------------
+
+
+def pv_volume_capability(pv: Resource, *, single_node_multi_writer: bool,
+                         access_mode: str | None = None) -> csi_pb2.VolumeCapability:
+    """The capability of a PV's first access mode: block for ``volumeMode: Block``, else a
+    mount with the PV's fsType and mountOptions."""
+    mode = access_mode or (pv.spec.get("accessModes") or ["ReadWriteOnce"])[0]
+    capability = csi_pb2.VolumeCapability(
+        access_mode=csi_pb2.VolumeCapability.AccessMode(
+            mode=csi_access_mode(mode, single_node_multi_writer=single_node_multi_writer)))
+    if pv.spec.get("volumeMode") == "Block":
+        capability.block.SetInParent()
+    else:
+        capability.mount.fs_type = str((pv.spec.get("csi") or {}).get("fsType") or "")
+        capability.mount.mount_flags.extend(pv.spec.get("mountOptions") or [])
+    return capability
+
+
+def controller_capabilities(
+    response: csi_pb2.ControllerGetCapabilitiesResponse,
+) -> frozenset[int]:
+    return frozenset(c.rpc.type for c in response.capabilities if c.HasField("rpc"))
+
+
+CtrlRpc = csi_pb2.ControllerServiceCapability.RPC
