@@ -15,6 +15,7 @@ import shlex
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,13 @@ except ImportError:  # pragma: no cover - before `make protos` ran
 from tests.csi.driver_process import DriverProcess, short_tmpdir, unmount_under
 from tests.csi.sanity_support import SanityContext
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+_skip_unless_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+
+
+def needs_root(test: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a test `root` (see pyproject markers) and skip it cleanly when not root."""
+    return pytest.mark.root(_skip_unless_root(test))
+
 
 SpawnDriver = Callable[..., DriverProcess]
 MakeSanity = Callable[[DriverProcess], SanityContext]

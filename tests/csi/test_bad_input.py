@@ -50,6 +50,26 @@ CASES: list[Case] = [
         INVALID,
     ),
     (
+        "create: name of 65 two-byte characters (130 bytes)",
+        lambda s: s.controller.CreateVolume,
+        lambda: cv(name="é" * 65),
+        INVALID,
+    ),
+    (
+        "publish: node_id of exactly 256 bytes is valid but unknown",
+        lambda s: s.controller.ControllerPublishVolume,
+        lambda: csi_pb2.ControllerPublishVolumeRequest(
+            volume_id="no-such-volume", node_id="n" * 256, volume_capability=CAP
+        ),
+        NOT_FOUND,
+    ),
+    (
+        "get volume: volume_id of exactly 128 bytes is valid but unknown",
+        lambda s: s.controller.ControllerGetVolume,
+        lambda: csi_pb2.ControllerGetVolumeRequest(volume_id="v" * 128),
+        NOT_FOUND,
+    ),
+    (
         "create: parameters > 4 KiB",
         lambda s: s.controller.CreateVolume,
         lambda: cv(parameters=BIG_MAP),
@@ -249,3 +269,14 @@ def test_an_unknown_method_is_unimplemented(driver: DriverProcess) -> None:
         response_deserializer=lambda b: b,
     )
     expect_error_code(call, b"", grpc.StatusCode.UNIMPLEMENTED)
+
+
+def test_a_name_of_64_two_byte_characters_is_exactly_128_bytes_and_accepted(
+    driver: DriverProcess,
+) -> None:
+    name = "é" * 64
+    assert len(name.encode()) == 128
+    rsp = driver.stubs.controller.CreateVolume(make_create_volume_req(name, GiB))
+    driver.stubs.controller.DeleteVolume(
+        csi_pb2.DeleteVolumeRequest(volume_id=rsp.volume.volume_id)
+    )
