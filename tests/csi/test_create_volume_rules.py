@@ -99,6 +99,42 @@ class TestCreateVolumeIdempotency:
         expect_error_code(res.create_volume, req, ALREADY_EXISTS)
 
 
+class TestCreateVolumeSources:
+    def test_a_block_volume_from_a_filesystem_snapshot_is_invalid_argument(
+        self, sanity: SanityContext
+    ) -> None:
+        """Spec: "Source incompatible or not supported → 3 INVALID_ARGUMENT"."""
+        res = sanity.resources
+        fs = res.must_create_volume(make_create_volume_req(unique_string("fs"), GiB))
+        snap = res.must_create_snapshot(
+            make_create_snapshot_req(unique_string("fs-snap"), fs.volume.volume_id)
+        )
+        for source in ("snapshot", "volume"):
+            req = make_create_volume_req(unique_string(f"blk-from-{source}"), GiB)
+            del req.volume_capabilities[:]
+            req.volume_capabilities.append(block_capability())
+            if source == "snapshot":
+                req.volume_content_source.snapshot.snapshot_id = snap.snapshot.snapshot_id
+            else:
+                req.volume_content_source.volume.volume_id = fs.volume.volume_id
+            expect_error_code(res.create_volume, req, grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_a_restore_without_capacity_is_at_least_the_snapshot_size(
+        self, sanity: SanityContext
+    ) -> None:
+        res = sanity.resources
+        fs = res.must_create_volume(make_create_volume_req(unique_string("src"), 3 * GiB))
+        snap = res.must_create_snapshot(
+            make_create_snapshot_req(unique_string("src-snap"), fs.volume.volume_id)
+        )
+        assert snap.snapshot.size_bytes in (0, 3 * GiB)
+        req = make_create_volume_req(unique_string("restored"), GiB)
+        req.ClearField("capacity_range")
+        req.volume_content_source.snapshot.snapshot_id = snap.snapshot.snapshot_id
+        vol = res.must_create_volume(req)
+        assert vol.volume.capacity_bytes >= 3 * GiB
+
+
 class TestCreateVolumeLimits:
     def test_capacity_beyond_the_maximum_volume_size_fails_out_of_range(
         self, sanity: SanityContext
