@@ -179,7 +179,7 @@ CASES: list[Case] = [
         lambda s: s.node.NodePublishVolume,
         lambda: csi_pb2.NodePublishVolumeRequest(
             volume_id="no-such-volume",
-            target_path="/tmp/no-such-parent/target",
+            target_path="/tmp/target-of-no-such-volume",
             staging_target_path="/tmp",
             volume_capability=CAP,
         ),
