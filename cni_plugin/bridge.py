@@ -76,7 +76,7 @@ def cmd_add(args: CmdArgs) -> Result:
     undo: list[Callable[[], None]] = []
     try:
         host, container = dp.add_veth(args.netns, args.ifname, conf.mtu, conf.mac, conf.bridge,
-                                      conf.hairpin_mode, conf.vlan)
+                                      conf.hairpin_mode, conf.vlan, conf.preserve_default_vlan)
         undo.append(lambda: _quietly(dp.delete_link, args.netns, args.ifname))
         result = Result(interfaces=[
             Interface(name=bridge.name, mac=bridge.mac),
@@ -166,9 +166,12 @@ def cmd_status(args: CmdArgs) -> None:
 
 
 def cmd_gc(args: CmdArgs) -> None:
+    """IPAM GC (it releases leases of attachments not in cni.dev/valid-attachments), then
+    the dataplane forgets links of sandboxes that no longer exist."""
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
     if conf.is_layer3:
         invoke.delegate_gc(conf.net.ipam_type, args.stdin_data, args)
+    _dataplane(conf).collect_garbage()
 
 
 HANDLERS = Handlers(add=cmd_add, delete=cmd_del, check=cmd_check, status=cmd_status,

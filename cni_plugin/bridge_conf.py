@@ -32,7 +32,7 @@ class BridgeConf(Record):
     def __init__(self, net: NetConf, bridge: str = DEFAULT_BRIDGE, is_gateway: bool = False,
                  is_default_gateway: bool = False, force_address: bool = False,
                  ip_masq: bool = False, mtu: int = 0, hairpin_mode: bool = False,
-                 promisc_mode: bool = False, vlan: int = 0, preserve_default_vlan: bool = True,
+                 promisc_mode: bool = False, vlan: int = 0, preserve_default_vlan: bool = False,
                  macspoofchk: bool = False, enable_dad: bool = False, mac: str = "") -> None:
         self.net = net
         self.bridge = bridge
@@ -98,7 +98,7 @@ def load_bridge_conf(stdin_data: bytes, cni_args_raw: str) -> BridgeConf:
         force_address=_bool(raw, "forceAddress"), ip_masq=_bool(raw, "ipMasq"),
         mtu=_int(raw, "mtu"), hairpin_mode=_bool(raw, "hairpinMode"),
         promisc_mode=_bool(raw, "promiscMode"), vlan=vlan,
-        preserve_default_vlan=_bool(raw, "preserveDefaultVlan", True),
+        preserve_default_vlan=_bool(raw, "preserveDefaultVlan"),
         macspoofchk=_bool(raw, "macspoofchk"), enable_dad=_bool(raw, "enabledad"),
         mac=mac.lower())
 

@@ -100,8 +100,10 @@ class Dataplane(ABC):
 
     @abstractmethod
     def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
-                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
-        """A veth pair: `ifname` in the sandbox, a random vethXXXXXXXX on `bridge`.
+                 hairpin: bool, vlan: int,
+                 preserve_default_vlan: bool = False) -> tuple[Link, Link]:
+        """A veth pair: `ifname` in the sandbox, a random vethXXXXXXXX on `bridge`
+        (with `vlan` as its untagged PVID, dropping the default VLAN 1 unless preserved).
 
         Returns (host end, container end). LinkExists if `ifname` is taken.
         """
@@ -145,6 +147,10 @@ class Dataplane(ABC):
 
     @abstractmethod
     def loopback_down(self, netns: str) -> None: ...
+
+    def collect_garbage(self) -> None:  # noqa: B027 - deliberately a no-op by default
+        """Forget what belongs to sandboxes that no longer exist (the kernel does this
+        by itself for real namespaces, so only the emulated dataplane has work here)."""
 
 
 def ensure_addr_conflicts(existing: list[str], cidr: str) -> list[str]:

@@ -81,6 +81,30 @@ class EmulatedDataplane(Dataplane):
     def namespaces(self) -> list[str]:
         return sorted(self.state.snapshot().get("namespaces", {}))
 
+    def attachments(self) -> list[dict[str, Any]]:
+        """Every sandbox interface plugged into a bridge: netns, ifname, mac, addrs, bridge.
+
+        What a simulator needs to decide reachability: same bridge, same L2 segment.
+        """
+        spaces = self.state.snapshot().get("namespaces", {})
+        host = spaces.get(HOST, {}).get("links", {})
+        out = []
+        for netns, space in spaces.items():
+            if netns == HOST:
+                continue
+            for link in space.get("links", {}).values():
+                peer = host.get(link["peer_name"]) if link["kind"] == "veth" else None
+                if peer is not None and peer["master"]:
+                    out.append({"netns": netns, "ifname": link["name"], "mac": link["mac"],
+                                "up": link["up"], "addrs": list(link["addrs"]),
+                                "bridge": peer["master"]})
+        return out
+
+    def collect_garbage(self) -> None:
+        gone = [ns for ns in self.namespaces() if ns != HOST and not os.path.exists(ns)]
+        for netns in gone:
+            self._forget_netns(netns)
+
     # --- host side ---------------------------------------------------------------------
     def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
         with self.state.transaction() as state:
@@ -142,7 +166,8 @@ class EmulatedDataplane(Dataplane):
 
     # --- sandbox side ------------------------------------------------------------------
     def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
-                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
+                 hairpin: bool, vlan: int,
+                 preserve_default_vlan: bool = False) -> tuple[Link, Link]:
         self.require_netns(netns)
         with self.state.transaction() as state:
             inside = _ns(state, netns)["links"]

@@ -165,7 +165,8 @@ class LinuxDataplane(Dataplane):
             raise internal(f"failed to retrieve link: {e.reason()}") from e
 
     def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
-                 hairpin: bool, vlan: int) -> tuple[Link, Link]:
+                 hairpin: bool, vlan: int,
+                 preserve_default_vlan: bool = False) -> tuple[Link, Link]:
         self.require_netns(netns)
         mtu_args = ["mtu", str(mtu)] if mtu else []
         peer = ""
@@ -192,6 +193,8 @@ class LinuxDataplane(Dataplane):
             _run(["ip", "-batch", "-"], stdin="\n".join(script) + "\n")
             _write_sysctl(f"net.ipv6.conf.{peer}.accept_ra", "0")
             if vlan:
+                if not preserve_default_vlan:
+                    _run(["bridge", "vlan", "del", "dev", peer, "vid", "1"])
                 _run(["bridge", "vlan", "add", "dev", peer, "vid", str(vlan), "pvid",
                       "untagged"])
         except CommandFailed as e:

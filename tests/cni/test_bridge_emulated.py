@@ -323,3 +323,28 @@ def test_two_attachments_on_one_bridge_get_distinct_host_veths(
     ports = [link for link in EmulatedDataplane(dataplane_dir).links(None)
              if link.master == "emtbr0"]
     assert len(ports) == 2
+
+
+def test_gc_forgets_links_of_sandboxes_that_are_gone(recording_ipam: RecordingIPAM,
+                                                     dataplane_dir: str, sandbox: str,
+                                                     tmp_path: Path, cni_bin: str) -> None:
+    kept = tmp_path / "netns-kept"
+    kept.touch()
+    conf = bridge_conf(recording_ipam, dataplane_dir, "1.1.0")
+    run("ADD", conf, sandbox, cni_bin, cid="gone")
+    run("ADD", conf, str(kept), cni_bin, cid="kept")
+    os.unlink(sandbox)
+    assert run("GC", conf, "", cni_bin).status == 0
+    dp = EmulatedDataplane(dataplane_dir)
+    assert sandbox not in dp.namespaces()
+    assert [a["netns"] for a in dp.attachments()] == [str(kept)]
+    assert len([link for link in dp.links(None) if link.master == "emtbr0"]) == 1
+
+
+def test_attachments_tell_which_sandboxes_share_a_bridge(recording_ipam: RecordingIPAM,
+                                                         dataplane_dir: str, sandbox: str,
+                                                         cni_bin: str) -> None:
+    body = run("ADD", bridge_conf(recording_ipam, dataplane_dir), sandbox, cni_bin).json()
+    (attachment,) = EmulatedDataplane(dataplane_dir).attachments()
+    assert attachment == {"netns": sandbox, "ifname": "eth0", "up": True, "bridge": "emtbr0",
+                          "mac": body["interfaces"][2]["mac"], "addrs": ["10.22.0.5/24"]}

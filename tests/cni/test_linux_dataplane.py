@@ -150,3 +150,41 @@ def test_without_net_admin_the_error_says_so(recording_ipam: RecordingIPAM, netn
     assert (proc.returncode, body["code"]) == (1, 999)
     assert "operation not permitted" in body["msg"]
     assert body["details"].startswith("the linux dataplane needs root")
+
+
+def kernel_has_vlan_filtering() -> bool:
+    if os.geteuid() != 0:
+        return False
+    name = unique_name()
+    made = subprocess.run(["ip", "link", "add", name, "type", "bridge", "vlan_filtering", "1"],
+                          capture_output=True, check=False).returncode == 0
+    delete_link(name)
+    return made
+
+
+@pytest.mark.skipif(not kernel_has_vlan_filtering(), reason="kernel without bridge VLAN filtering")
+@pytest.mark.parametrize(("preserve", "vids"), [(False, [10]), (True, [1, 10])])
+def test_vlan_tags_the_host_port_and_drops_vlan_1_unless_preserved(
+        preserve: bool, vids: list[int], recording_ipam: RecordingIPAM, netns: str,
+        bridge_name: str, cni_bin: str) -> None:
+    c = conf(recording_ipam, bridge_name, vlan=10, preserveDefaultVlan=preserve)
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin), c)
+    assert add.status == 0, add.stdout
+    port = add.json()["interfaces"][1]["name"]
+    shown = json.loads(subprocess.run(["bridge", "-j", "vlan", "show", "dev", port],
+                                      capture_output=True, text=True, check=True).stdout)
+    entries = shown[0]["vlans"]
+    assert sorted(v["vlan"] for v in entries) == vids
+    tagged = next(v for v in entries if v["vlan"] == 10)
+    assert {"PVID", "Egress Untagged"} <= set(tagged.get("flags", []))
+
+
+def test_vlan_on_a_kernel_without_vlan_filtering_fails_cleanly(
+        recording_ipam: RecordingIPAM, netns: str, bridge_name: str, cni_bin: str) -> None:
+    if kernel_has_vlan_filtering():
+        pytest.skip("this kernel supports bridge VLAN filtering")
+    c = conf(recording_ipam, bridge_name, vlan=10)
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", netns, "eth0", cni_bin), c)
+    assert add.json()["msg"] == (f'failed to create bridge "{bridge_name}": could not add '
+                                 f'"{bridge_name}": operation not supported')
+    assert recording_ipam.commands() == []

@@ -21,7 +21,14 @@ from typing import Any
 
 import pytest
 
-from .netns_support import delete_link, fresh_netns, ip_json, needs_root, unique_name
+from .netns_support import (
+    delete_link,
+    fresh_netns,
+    host_link_exists,
+    ip_json,
+    needs_root,
+    unique_name,
+)
 from .procharness import Proc, cni_env, exec_plugin
 
 REFERENCE_DIR = "/usr/lib/cni"
@@ -82,6 +89,8 @@ class Side:
         return {"links": links, "routes": routes}
 
     def bridge_addrs(self) -> list[tuple[str, int]]:
+        if not host_link_exists(self.bridge):
+            return []
         found = ip_json("addr", "show", "dev", self.bridge)
         return sorted((a["local"], a["prefixlen"]) for a in found[0]["addr_info"]
                       if not a["local"].startswith("fe80:")) if found else []
@@ -139,7 +148,8 @@ def test_gateway_bridge_add_matches_reference(version: str, sides: tuple[Side, S
      "ipam": {"subnet": "10.73.0.0/16", "rangeStart": "10.73.5.10",
               "routes": [{"dst": "10.99.0.0/16"}, {"dst": "0.0.0.0/0", "gw": "10.73.0.1"}]}},
     {"ipam": None},
-], ids=["dual-stack-default-gw-mtu-hairpin", "masq-promisc-routes", "layer2"])
+    {"vlan": 10, "isGateway": True},  # fails alike where the kernel lacks VLAN filtering
+], ids=["dual-stack-default-gw-mtu-hairpin", "masq-promisc-routes", "layer2", "vlan"])
 def test_configurations_match_reference_and_del_cleans_up(fields: dict[str, Any],
                                                           sides: tuple[Side, Side]) -> None:
     ref, emu = sides
