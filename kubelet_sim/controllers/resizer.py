@@ -1,7 +1,8 @@
 """external-resizer for one CSI driver, plus the kubelet's last step of a node expansion.
 
 A bound claim of this driver whose ``spec.resources.requests.storage`` exceeds
-``status.capacity``, in a class with ``allowVolumeExpansion``, is expanded the way current
+``status.capacity`` (the API server's admission already required a class with
+``allowVolumeExpansion`` for the larger request) is expanded the way current
 Kubernetes records it (RecoverVolumeExpansionFailure): ``status.allocatedResources.storage``
 = the new size, ``allocatedResourceStatuses.storage`` = ``ControllerResizeInProgress`` and a
 ``Resizing`` condition; then ControllerExpandVolume when the driver has EXPAND_VOLUME (a
@@ -96,7 +97,7 @@ def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resou
 
 class ExternalResizer(Controller):
     name = COMPONENT
-    kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+    kinds = ("PersistentVolumeClaim", "PersistentVolume")
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
                  secrets: SecretStore | None = None, **kwargs: Any) -> None:
@@ -134,9 +135,6 @@ class ExternalResizer(Controller):
         if statuses.get("storage") == "ControllerResizeInfeasible" and requested == \
                 storage_bytes(pvc.status.get("allocatedResources")):
             return None  # a user must change the request
-        sc = get_or_none(self.api, "StorageClass", str(pvc.spec.get("storageClassName") or ""))
-        if sc is None or sc.body.get("allowVolumeExpansion") is not True:
-            return None
         pv = get_or_none(self.api, "PersistentVolume", str(pvc.spec.get("volumeName")))
         if pv is None or (pv.spec.get("csi") or {}).get("driver") != self.driver:
             return None
