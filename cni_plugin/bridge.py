@@ -19,7 +19,7 @@ from cni_plugin.bridge_conf import (
 )
 from cni_plugin.dataplane import Dataplane, open_dataplane
 from cni_plugin.dataplane.base import NetnsNotFound
-from cni_plugin.errors import ERR_UNSUPPORTED_FIELD, CNIError, internal
+from cni_plugin.errors import CNIError, internal
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
 from cni_plugin.types import DefaultGatewayRoute, Interface, Result
 
@@ -67,9 +67,6 @@ def cmd_add(args: CmdArgs) -> Result:
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
     if conf.hairpin_mode and conf.promisc_mode:
         raise internal("cannot set hairpin mode and promiscuous mode at the same time.")
-    if conf.macspoofchk and conf.net.dataplane == "linux":
-        raise CNIError(ERR_UNSUPPORTED_FIELD,
-                       "macspoofchk is not supported by the linux dataplane")
     dp = _dataplane(conf)
     bridge = dp.ensure_bridge(conf.bridge, conf.mtu, conf.promisc_mode, conf.vlan != 0)
     dp.require_netns(args.netns)
@@ -82,6 +79,10 @@ def cmd_add(args: CmdArgs) -> Result:
             Interface(name=bridge.name, mac=bridge.mac),
             Interface(name=host.name, mac=host.mac),
             Interface(name=container.name, mac=container.mac, sandbox=args.netns)])
+        if conf.macspoofchk:
+            ref_id = spoofcheck_id(args)
+            undo.append(lambda: _quietly(dp.teardown_macspoofchk, ref_id))
+            dp.setup_macspoofchk(host.name, container.mac, ref_id)
         if conf.is_layer3:
             _add_layer3(args, conf, dp, result, undo)
         else:
@@ -123,6 +124,11 @@ def _add_layer3(args: CmdArgs, conf: BridgeConf, dp: Dataplane, result: Result,
             dp.setup_masquerade(ip.address, chain, comment)
 
 
+def spoofcheck_id(args: CmdArgs) -> str:
+    """The reference's uniqueID for an attachment's spoof-check rules."""
+    return f"{args.container_id}-{args.ifname}"
+
+
 def _quietly(step: Callable[..., object], *args: object) -> None:
     """Run an undo step; its own failure must not hide the error that caused the undo."""
     try:
@@ -146,6 +152,8 @@ def cmd_del(args: CmdArgs) -> None:
         except NetnsNotFound:
             pass  # the sandbox, and with it the veth, is already gone
     ipam_del()
+    if conf.macspoofchk:
+        dp.teardown_macspoofchk(spoofcheck_id(args))
     if conf.is_layer3 and conf.ip_masq:
         # By chain name, so rules left by an ADD killed half-way go too (the reference
         # finds them through the link's addresses and misses them once the link is gone).

@@ -148,6 +148,14 @@ class Dataplane(ABC):
     @abstractmethod
     def loopback_down(self, netns: str) -> None: ...
 
+    @abstractmethod
+    def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
+        """Drop frames from `host_iface` whose source MAC is not `mac` (nft bridge nat)."""
+
+    @abstractmethod
+    def teardown_macspoofchk(self, ref_id: str) -> None:
+        """Remove the rules set up under `ref_id`; absent is fine."""
+
     def collect_garbage(self) -> None:  # noqa: B027 - deliberately a no-op by default
         """Forget what belongs to sandboxes that no longer exist (the kernel does this
         by itself for real namespaces, so only the emulated dataplane has work here)."""

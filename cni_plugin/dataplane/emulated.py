@@ -156,6 +156,14 @@ class EmulatedDataplane(Dataplane):
         with self.state.transaction() as state:
             state.get("masquerade", {}).pop(chain, None)
 
+    def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
+        with self.state.transaction() as state:
+            state.setdefault("macspoofchk", {})[ref_id] = {"iface": host_iface, "mac": mac}
+
+    def teardown_macspoofchk(self, ref_id: str) -> None:
+        with self.state.transaction() as state:
+            state.get("macspoofchk", {}).pop(ref_id, None)
+
     def delete_host_link(self, name: str) -> None:
         with self.state.transaction() as state:
             link = _ns(state, None)["links"].pop(name, None)
@@ -219,6 +227,8 @@ class EmulatedDataplane(Dataplane):
         with self.state.transaction() as state:
             space = _ns(state, netns)
             link = space["links"].pop(ifname, None)
+            if not space["links"]:
+                del state["namespaces"][_key(netns)]  # keep the state small: no empty records
             if link is None:
                 return None
             self._drop_routes(space, ifname)

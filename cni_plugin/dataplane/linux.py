@@ -314,6 +314,41 @@ class LinuxDataplane(Dataplane):
                 with contextlib.suppress(CommandFailed):  # already gone
                     _run([*nat, op, chain])
 
+    def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
+        """The reference's spoof check: bridge nat PREROUTING jumps, per port, to a chain
+        that returns for the container's MAC and drops everything else."""
+        chain = f"cni-br-iface-{ref_id}"
+        comment = f'comment "macspoofchk-{ref_id}"'
+        script = "\n".join([
+            "add table bridge nat",
+            "add chain bridge nat PREROUTING { type filter hook prerouting priority -300; "
+            "policy accept; }",
+            f"add chain bridge nat {chain}", f"add chain bridge nat {chain}-mac",
+            f"flush chain bridge nat {chain}", f"flush chain bridge nat {chain}-mac",
+            f'add rule bridge nat PREROUTING iifname "{host_iface}" jump {chain} {comment}',
+            f"add rule bridge nat {chain} jump {chain}-mac {comment}",
+            f"add rule bridge nat {chain}-mac ether saddr {mac} return {comment}",
+            f"add rule bridge nat {chain}-mac drop {comment}", ""])
+        try:
+            _run(["nft", "-f", "-"], stdin=script)
+        except CommandFailed as e:
+            raise internal(f"failed to setup spoof-check: {e.reason()}") from e
+
+    def teardown_macspoofchk(self, ref_id: str) -> None:
+        chain = f"cni-br-iface-{ref_id}"
+        try:
+            listing = json.loads(_run(["nft", "-j", "list", "chain", "bridge", "nat",
+                                       "PREROUTING"]))
+        except (CommandFailed, CNIError):
+            listing = {"nftables": []}
+        commands = [f"delete rule bridge nat PREROUTING handle {item['rule']['handle']}"
+                    for item in listing.get("nftables", [])
+                    if item.get("rule", {}).get("comment") == f"macspoofchk-{ref_id}"]
+        for line in [*commands, f"delete chain bridge nat {chain}",
+                     f"delete chain bridge nat {chain}-mac"]:
+            with contextlib.suppress(CommandFailed):  # already gone
+                _run(["nft", line])
+
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
         self.require_netns(netns)
         link = self.get_link(netns, ifname)

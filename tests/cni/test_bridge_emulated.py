@@ -348,3 +348,16 @@ def test_attachments_tell_which_sandboxes_share_a_bridge(recording_ipam: Recordi
     (attachment,) = EmulatedDataplane(dataplane_dir).attachments()
     assert attachment == {"netns": sandbox, "ifname": "eth0", "up": True, "bridge": "emtbr0",
                           "mac": body["interfaces"][2]["mac"], "addrs": ["10.22.0.5/24"]}
+
+
+def test_macspoofchk_is_recorded_for_the_container_mac_and_removed_on_del(
+        recording_ipam: RecordingIPAM, dataplane_dir: str, sandbox: str, cni_bin: str) -> None:
+    conf = bridge_conf(recording_ipam, dataplane_dir, macspoofchk=True)
+    body = run("ADD", conf, sandbox, cni_bin).json()
+    dp = EmulatedDataplane(dataplane_dir)
+    assert dp.state.snapshot()["macspoofchk"] == {
+        "ctr1-eth0": {"iface": body["interfaces"][1]["name"],
+                      "mac": body["interfaces"][2]["mac"]}}
+    run("DEL", conf, sandbox, cni_bin)
+    assert dp.state.snapshot()["macspoofchk"] == {}
+    assert sandbox not in dp.namespaces()

@@ -188,3 +188,25 @@ def test_vlan_on_a_kernel_without_vlan_filtering_fails_cleanly(
     assert add.json()["msg"] == (f'failed to create bridge "{bridge_name}": could not add '
                                  f'"{bridge_name}": operation not supported')
     assert recording_ipam.commands() == []
+
+
+def nft_bridge_nat() -> str:
+    return subprocess.run(["nft", "list", "table", "bridge", "nat"], capture_output=True,
+                          text=True, check=False).stdout
+
+
+@pytest.mark.skipif(shutil.which("nft") is None, reason="nft not installed")
+def test_macspoofchk_installs_nft_rules_for_the_port_and_del_removes_them(
+        recording_ipam: RecordingIPAM, netns: str, bridge_name: str, cni_bin: str) -> None:
+    cid = unique_name("c")
+    c = conf(recording_ipam, bridge_name, macspoofchk=True)
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", cid, netns, "eth0", cni_bin), c)
+    assert add.status == 0, add.stdout
+    port, mac = add.json()["interfaces"][1]["name"], add.json()["interfaces"][2]["mac"]
+    table = nft_bridge_nat()
+    assert f'iifname "{port}" jump cni-br-iface-{cid}-eth0' in table
+    assert f"ether saddr {mac} return" in table
+    delete = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("DEL", cid, netns, "eth0", cni_bin),
+                         c)
+    assert delete.status == 0
+    assert f"cni-br-iface-{cid}" not in nft_bridge_nat()
