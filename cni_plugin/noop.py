@@ -10,6 +10,7 @@ Keys, each optional, also settable per command under `"commands": {"DEL": {...}}
 - `exitWithCode`: exit with this status, printing nothing (a crashing plugin).
 - `reportStderr`: text written to stderr.
 - `sleepSeconds`: wait this long before answering (a slow or hanging plugin).
+- `reportVersionSupport`: the versions VERSION claims (debug file named in CNI_ARGS only).
 
 Each call is appended to `"calls"`: command, the CNI_* environment and stdin.
 """
@@ -24,12 +25,13 @@ from cni_plugin.config import decode_object, load_netconf
 from cni_plugin.dataplane.statefile import StateFile
 from cni_plugin.errors import ERR_INTERNAL, CNIError
 from cni_plugin.gojson import loads
-from cni_plugin.skel import CmdArgs, Handlers, config_version, plugin_main
+from cni_plugin.skel import CmdArgs, Handlers, config_version, plugin_main, split_cni_args
 from cni_plugin.types import Result
-from cni_plugin.version import result_from_json
+from cni_plugin.version import ALL_VERSIONS, result_from_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 ABOUT = "CNI noop test plugin (cni-csi-mini emu-noop)"
@@ -99,8 +101,24 @@ HANDLERS = Handlers(add=cmd_add, delete=cmd_other, check=cmd_other, status=cmd_o
                     gc=cmd_other)
 
 
+def supported_versions(getenv: Callable[[str], str | None]) -> tuple[str, ...]:
+    """`reportVersionSupport` from the debug file named in CNI_ARGS (VERSION reads no
+    stdin, so only CNI_ARGS can name it), else every version."""
+    path = split_cni_args(getenv("CNI_ARGS") or "").get("DEBUG")
+    if path:
+        try:
+            with open(path, "rb") as f:
+                claimed = loads(f.read()).get("reportVersionSupport")
+        except (OSError, ValueError, AttributeError):
+            claimed = None
+        if isinstance(claimed, list) and claimed:
+            return tuple(str(v) for v in claimed)
+    return ALL_VERSIONS
+
+
 def main() -> None:
-    sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS))
+    sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS,
+                         supported=supported_versions(os.environ.get)))
 
 
 if __name__ == "__main__":

@@ -167,3 +167,31 @@ def test_concurrent_adds_on_one_bridge_all_get_recorded(recording_ipam: Recordin
     assert all(dp.get_link(ns, "eth0") is not None for ns in sandboxes)
     ports = [link for link in dp.links(None) if link.master == "emtbrx"]
     assert len(ports) == 12
+
+
+def test_fifty_concurrent_adds_with_emu_host_local_never_share_an_address(
+        dataplane_dir: str, tmp_path: Path, cni_bin: str) -> None:
+    if not os.path.exists(f"{cni_bin}/emu-host-local"):
+        pytest.skip("emu-host-local is not built yet")
+    conf = {"cniVersion": "1.0.0", "name": "fifty", "type": "emu-bridge", "bridge": "emtb50",
+            "dataplaneDir": dataplane_dir,
+            "ipam": {"type": "emu-host-local", "dataDir": str(tmp_path / "ipam"),
+                     "subnet": "10.50.0.0/24"}}
+    sandboxes = []
+    for i in range(50):
+        path = tmp_path / f"ns{i}"
+        path.touch()
+        sandboxes.append(str(path))
+
+    def add(i: int) -> str:
+        out = exec_plugin(f"{cni_bin}/emu-bridge",
+                          cni_env("ADD", f"c{i}", sandboxes[i], "eth0", cni_bin), conf)
+        assert out.status == 0, out.stdout
+        return str(out.json()["ips"][0]["address"])
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        addresses = list(pool.map(add, range(50)))
+    assert len(set(addresses)) == 50
+    dp = EmulatedDataplane(dataplane_dir)
+    recorded = sorted(a["addrs"][0] for a in dp.attachments())
+    assert recorded == sorted(addresses)

@@ -88,3 +88,17 @@ def test_without_instructions_add_passes_prev_result_through(tmp_path: Path) -> 
     out = run_in_process(HANDLERS, cni_env("ADD", "c1", "/ns", "eth0", "/bin"), conf,
                          known_args=KNOWN_ARGS)
     assert out.json()["ips"] == [{"address": "10.1.1.1/32"}]
+
+
+def test_version_claims_the_versions_named_in_the_debug_file(tmp_path: Path,
+                                                             cni_bin: str) -> None:
+    debug = tmp_path / "debug.json"
+    write(debug, reportVersionSupport=["0.3.1", "0.4.0"])
+    proc = exec_plugin(f"{cni_bin}/emu-noop",
+                       {"CNI_COMMAND": "VERSION", "CNI_ARGS": f"DEBUG={debug}"}, b"")
+    assert proc.json() == {"cniVersion": "1.1.0", "supportedVersions": ["0.3.1", "0.4.0"]}
+    conf = {"cniVersion": "1.0.0", "name": "n"}
+    add = exec_plugin(f"{cni_bin}/emu-noop",
+                      cni_env("ADD", "c1", "/ns", "eth0", cni_bin, CNI_ARGS=f"DEBUG={debug}"),
+                      conf)
+    assert (add.json()["code"], add.json()["msg"]) == (1, "incompatible CNI versions")
