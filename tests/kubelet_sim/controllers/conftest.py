@@ -12,8 +12,12 @@ import pytest
 from kubelet_sim import builders
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.clock import FakeClock
-from kubelet_sim.controllers import ControllerManager, EventRecorder, SecretStore
-from kubelet_sim.controllers import cluster_controllers
+from kubelet_sim.controllers import (
+    ControllerManager,
+    EventRecorder,
+    SecretStore,
+    cluster_controllers,
+)
 from kubelet_sim.controllers.fake_controller import FakeControllerDriver
 from kubelet_sim.fake_csi import FakeCsiClient
 from kubelet_sim.model import JSON, Resource
