@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from itertools import pairwise
 from typing import Any
 
@@ -109,10 +110,31 @@ def _to_link(d: dict[str, Any]) -> Link:
                 addrs=addrs, ifindex=d.get("ifindex", 0), peer_ifindex=d.get("link_index", 0))
 
 
+def _fs_magic(path: str) -> int:
+    """statfs(2) f_type, only needed to word an error (Python has no os.statfs)."""
+    import ctypes
+
+    buf = ctypes.create_string_buffer(256)  # struct statfs; f_type is its first field
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.statfs(path.encode(), buf) != 0:
+        return 0
+    return int.from_bytes(buf.raw[:8], sys.byteorder)
+
+
 class LinuxDataplane(Dataplane):
     def require_netns(self, netns: str) -> None:
-        if not os.path.exists(netns):
-            raise NetnsNotFound(netns)
+        """The path must be a network namespace (an nsfs or proc file), as the reference's
+        ns.GetNS requires."""
+        try:
+            st = os.stat(netns)
+        except FileNotFoundError:
+            raise NetnsNotFound(netns) from None
+        except OSError as e:
+            raise internal(f'failed to open netns "{netns}": failed to Statfs "{netns}": '
+                           f"{e.strerror.lower() if e.strerror else e}") from e
+        if st.st_dev != os.stat(f"/proc/{os.getpid()}/ns/net").st_dev:
+            raise internal(f'failed to open netns "{netns}": unknown FS magic on "{netns}": '
+                           f"{_fs_magic(netns):x}")
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
         try:

@@ -191,10 +191,14 @@ def test_add_twice_fails_the_same_way(sides: tuple[Side, Side]) -> None:
     ({"vlan": 5000}, None),
     ({"hairpinMode": True, "promiscMode": True}, None),
     ({}, "/var/run/netns/emt-does-not-exist"),
-], ids=["bad-vlan", "hairpin-and-promisc", "missing-netns"])
+    ({}, "REGULAR_FILE"),
+], ids=["bad-vlan", "hairpin-and-promisc", "missing-netns", "netns-not-a-namespace"])
 def test_errors_match_reference(fields: dict[str, Any], netns: str | None,
-                                sides: tuple[Side, Side]) -> None:
+                                sides: tuple[Side, Side], tmp_path: Path) -> None:
     ref, emu = sides
+    if netns == "REGULAR_FILE":
+        netns = str(tmp_path / "not-a-netns")
+        Path(netns).touch()
     ref_out = ref.run("ADD", ref.conf("1.0.0", **fields), netns=netns)
     emu_out = emu.run("ADD", emu.conf("1.0.0", **fields), netns=netns)
     assert ref_out.status == 1
