@@ -61,9 +61,9 @@ class Side:
         return conf
 
     def run(self, command: str, conf: dict[str, Any], netns: str | None = None,
-            ifname: str = "eth0", cid: str = "ctr1") -> Proc:
+            ifname: str = "eth0", cid: str = "ctr1", **extra_env: str) -> Proc:
         env = cni_env(command, cid, self.netns if netns is None else netns, ifname,
-                      self.cni_path)
+                      self.cni_path, **extra_env)
         return exec_plugin(self.bridge_plugin, env, conf)
 
     def normalise(self, text: str) -> str:
@@ -259,3 +259,19 @@ def test_failed_add_same_error_but_only_ours_undoes_the_veth(sides: tuple[Side, 
     assert [link["ifname"] for link in ref.netns_view()["links"]] == ["lo", "eth0"]
     assert [link["ifname"] for link in emu.netns_view()["links"]] == ["lo"]
     assert sorted(os.listdir(Path(emu.data_dir, "refnet"))) == ["last_reserved_ip.0", "lock"]
+
+
+@pytest.mark.parametrize(("cni_args", "ifname"), [
+    ("FOO=bar", "eth0"),
+    ("FOO", "eth0"),
+    ("IgnoreUnknown=maybe", "eth0"),
+    ("", "a" * 16),
+    ("", "e:0"),
+], ids=["unknown-arg", "malformed-arg", "bad-ignore-unknown", "long-ifname", "colon-ifname"])
+def test_bad_cni_args_and_ifnames_fail_as_the_reference(cni_args: str, ifname: str,
+                                                        sides: tuple[Side, Side]) -> None:
+    ref, emu = sides
+    ref_out = ref.run("ADD", ref.conf("1.0.0"), ifname=ifname, CNI_ARGS=cni_args)
+    emu_out = emu.run("ADD", emu.conf("1.0.0"), ifname=ifname, CNI_ARGS=cni_args)
+    assert ref_out.status == 1
+    assert_same(ref, ref_out, emu, emu_out)
