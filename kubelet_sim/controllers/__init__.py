@@ -1,5 +1,6 @@
-"""The cluster's controllers: scheduler, PV binder, external-provisioner, attach/detach
-controller + external-attacher, snapshot-controller + csi-snapshotter, external-resizer.
+"""The cluster's controllers: scheduler, PV binder, PVC/PV protection, external-provisioner,
+attach/detach controller + external-attacher, snapshot-controller + csi-snapshotter,
+external-resizer.
 
 :func:`cluster_controllers` builds the usual set for one CSI driver; a
 :class:`ControllerManager` settles them (tests, demo) or runs their watch loops.
@@ -21,6 +22,7 @@ from kubelet_sim.controllers.base import (
     NotSettled,
 )
 from kubelet_sim.controllers.binder import VolumeBinder
+from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.provisioner import ExternalProvisioner
 from kubelet_sim.controllers.resizer import ExternalResizer, finish_node_expansion
 from kubelet_sim.controllers.scheduler import Scheduler
@@ -43,6 +45,7 @@ __all__ = [
     "Scheduler",
     "SecretStore",
     "SnapshotController",
+    "StorageProtection",
     "VolumeBinder",
     "attacher_finalizer",
     "cluster_controllers",
@@ -69,6 +72,7 @@ def cluster_controllers(
     return ControllerManager([
         Scheduler(api, **common),
         VolumeBinder(api, **common),
+        StorageProtection(api, **common),
         ExternalProvisioner(api, csi, driver, secrets=secrets, **common),
         AttachDetachController(api, **common),
         ExternalAttacher(api, csi, driver, secrets=secrets, **common),

@@ -190,13 +190,18 @@ class ControllerManager:
         return next(c for c in self.controllers if c.name == name)
 
     async def settle(self, max_rounds: int = 50) -> int:
-        """Run every controller's pass, in order, until a whole round changes nothing.
+        """Run every controller's pass, in order, until a whole round changes nothing (no
+        pass reports a change and the API server's resourceVersion did not move).
         Returns the number of rounds that changed something; raises :class:`NotSettled`
         after ``max_rounds`` busy rounds."""
         for rounds in range(max_rounds):
             changed = False
+            versions = {id(c.api): c.api.resource_version for c in self.controllers}
             for controller in self.controllers:
                 changed = await controller.sync_once() or changed
+            # A step that failed after writing reports no change: the API server knows.
+            changed = changed or any(c.api.resource_version != versions[id(c.api)]
+                                     for c in self.controllers)
             if not changed:
                 return rounds
         raise NotSettled(f"controllers still changing after {max_rounds} rounds")

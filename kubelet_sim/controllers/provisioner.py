@@ -7,7 +7,8 @@ CreateVolume named ``pvc-<claim UID>`` with the class's parameters minus the kno
 is made), ``required_bytes`` from the request, one capability per access mode, the
 provisioner secrets, accessibility requirements (when the plugin has
 VOLUME_ACCESSIBILITY_CONSTRAINTS) and the data source; then the PV (the binder binds it).
-Failures are ``ProvisioningFailed`` events and are retried with backoff.
+Failures are ``ProvisioningFailed`` events and are retried with backoff; RESOURCE_EXHAUSTED
+for a claim with a selected node drops ``selected-node`` so the pod is scheduled again.
 
 Delete: a ``Released`` PV it provisioned with reclaim policy Delete, once no
 VolumeAttachment names it, gets DeleteVolume, then the PV object is deleted and the
@@ -19,6 +20,8 @@ from __future__ import annotations
 import random
 import time
 from typing import Any
+
+import grpc
 
 from csi_protos import csi_pb2
 from kubelet_sim.apiserver import APIServer
@@ -34,6 +37,7 @@ from kubelet_sim.controllers.common import (
     drop_finalizer,
     get_or_none,
     pvc_request_bytes,
+    write_object,
 )
 from kubelet_sim.controllers.provision_request import (
     ANN_DELETION_SECRET_NAME,
@@ -131,6 +135,9 @@ class ExternalProvisioner(Controller):
             response = await self.csi.create_volume(request)
         except CsiError as err:
             self._failed(pvc, sc, f"rpc error: code = {err.code.name} desc = {err.message}")
+            if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and selected_name and \
+                    request.HasField("accessibility_requirements"):
+                self._reschedule(pvc)
             raise
         pv = persistent_volume(spec, pvc, sc, response.volume, request.capacity_range
                                .required_bytes)
@@ -141,6 +148,14 @@ class ExternalProvisioner(Controller):
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
                    "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
         return True
+
+    def _reschedule(self, pvc: Resource) -> None:
+        """No room in the selected node's topology: drop ``selected-node`` so the scheduler
+        picks a node again (the provisioner library's ProvisioningReschedule)."""
+        def unselect(obj: Resource) -> bool:
+            return obj.metadata.annotations.pop(ANN_SELECTED_NODE, None) is not None
+
+        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, unselect)
 
     def _failed(self, pvc: Resource, sc: Resource, message: str) -> None:
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",

@@ -74,7 +74,11 @@ class Scheduler(Controller):
             return self._unschedulable(pod, str(why))
         assumed = self.assumed.get(uid)
         if assumed is not None:
-            return self._finish_assumed(pod, assumed, claims)
+            if any(c.metadata.annotations.get(ANN_SELECTED_NODE) != assumed
+                   for c in claims if not c.spec.get("volumeName")):
+                del self.assumed[uid]  # provisioning gave up on the node: schedule again
+            else:
+                return self._finish_assumed(pod, assumed, claims)
         nodes = self.api.list("Node").items
         reasons: Counter[str] = Counter()
         feasible: list[Resource] = []
@@ -105,10 +109,6 @@ class Scheduler(Controller):
         return True
 
     def _finish_assumed(self, pod: Resource, node_name: str, claims: list[Resource]) -> bool:
-        if any(c.metadata.annotations.get(ANN_SELECTED_NODE) != node_name
-               for c in claims if not c.spec.get("volumeName")):
-            del self.assumed[pod.metadata.uid]  # provisioning gave up on the node: reschedule
-            return False
         if any(not c.spec.get("volumeName") or c.status.get("phase") != "Bound"
                for c in claims):
             return False  # still waiting for provisioning and binding

@@ -180,3 +180,22 @@ async def test_reclaim_delete_waits_for_detach_then_deletes_the_volume(flat: Clu
     assert calls.index("Controller/ControllerUnpublishVolume") < calls.index(
         "Controller/DeleteVolume")
     assert flat.names("PersistentVolume") == []
+
+
+async def test_claim_deleted_under_a_running_pod_stays_terminating_until_the_pod_is_gone(
+    flat: Cluster,
+) -> None:
+    _, pv_name = await running_pod(flat)
+    flat.api.delete("PersistentVolumeClaim", "data", "default")
+
+    await flat.settle()
+
+    assert flat.get("PersistentVolumeClaim", "data").is_terminating
+    assert flat.get("PersistentVolume", pv_name).status["phase"] == "Bound"
+
+    flat.api.delete("Pod", "app", "default", grace_period_seconds=0)
+    await flat.settle()
+
+    assert flat.names("PersistentVolumeClaim") == []
+    assert flat.names("PersistentVolume") == []
+    assert flat.requests("DeleteVolume")[0].volume_id == pv_name

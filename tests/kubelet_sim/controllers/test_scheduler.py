@@ -168,3 +168,22 @@ async def test_pod_is_not_bound_while_its_selected_node_claim_is_unbound(
 
     await cluster.retry_after_backoff()
     assert cluster.get("Pod", "app").spec["nodeName"] == "node-1"
+
+
+async def test_no_room_in_the_selected_topology_drops_selected_node_for_rescheduling(
+    cluster: Cluster,
+) -> None:
+    import grpc
+    cluster.driver.fail_next("CreateVolume", grpc.StatusCode.RESOURCE_EXHAUSTED, "no room")
+    cluster.storage_class(volume_binding_mode="WaitForFirstConsumer")
+    cluster.claim()
+    start = cluster.api.resource_version
+    cluster.pod()
+
+    await cluster.settle()
+
+    values = [e.object.metadata.annotations.get(ANN_SELECTED_NODE)
+              for e in cluster.api.events_since(start, kind="PersistentVolumeClaim")]
+    changes = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+    # selected, dropped by the provisioner, selected again by the scheduler
+    assert changes == ["node-1", None, "node-1"]
