@@ -48,6 +48,7 @@ __all__ = [
     "StorageProtection",
     "VolumeBinder",
     "attacher_finalizer",
+    "build_controller_manager",
     "cluster_controllers",
     "finish_node_expansion",
 ]
@@ -80,3 +81,7 @@ def cluster_controllers(
         CsiSnapshotter(api, csi, driver, secrets=secrets, **common),
         ExternalResizer(api, csi, driver, secrets=secrets, **common),
     ])
+
+
+# The name the cluster launcher imports.
+build_controller_manager = cluster_controllers
