@@ -1,0 +1,77 @@
+"""The light JSON and IP helpers the exec path uses instead of json and ipaddress."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+
+from cni_plugin import ipnet
+from cni_plugin.gojson import dumps_compact, dumps_indent, go_quote_list, loads
+from cni_plugin.skel import CmdArgs
+
+DOCS = ['{"a": [1, 2, {"b": null}], "c": "x", "d": {}, "e": [], "f": true, "g": -3}',
+        ' [ "\\u00fc", "\\n", false ] ', '"just a string"', "0"]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_loads_agrees_with_json(doc: str) -> None:
+    assert loads(doc) == json.loads(doc)
+    assert loads(doc.encode()) == json.loads(doc)
+
+
+@pytest.mark.parametrize("doc", ["", "garbage", '{"a": 1} trailing', '{"a":', "NaN", b"\xff"])
+def test_loads_rejects_what_is_not_one_json_document(doc: str | bytes) -> None:
+    with pytest.raises(ValueError):
+        loads(doc)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_dumps_writes_what_go_marshal_indent_writes(doc: str) -> None:
+    obj = json.loads(doc)
+    assert dumps_indent(obj) == json.dumps(obj, indent=4, ensure_ascii=False)
+    assert dumps_compact(obj) == json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_dumps_escapes_html_characters_as_go_does() -> None:
+    assert dumps_compact({"msg": "a<b>&c"}) == '{"msg":"a\\u003cb\\u003e\\u0026c"}'
+
+
+def test_go_quote_list_formats_like_percent_q_of_a_slice() -> None:
+    assert go_quote_list(["A=1", 'B="x"']) == '["A=1" "B=\\"x\\""]'
+
+
+@pytest.mark.parametrize("text", ["10.1.2.3/24", "FD00:0:0::02/64", "::/0", "0.0.0.0/0",
+                                  "2001:db8::ffff:0:1/128", "1:0:0:1:0:0:0:1/64"])
+def test_canonical_cidr_matches_ipaddress(text: str) -> None:
+    assert ipnet.canonical_cidr(text) == str(ipaddress.ip_interface(text))
+
+
+@pytest.mark.parametrize("text", ["10.0.0.300/24", "10.0.0.1/33", "10.0.0.1", "fd00::/129",
+                                  "x/1", "10.0.0.1/-1"])
+def test_invalid_cidrs_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError):
+        ipnet.parse_cidr(text)
+
+
+def test_network_gateway_and_containment() -> None:
+    assert ipnet.network_of("10.1.2.3/16") == "10.1.0.0/16"
+    assert ipnet.first_host("10.1.2.3/16") == "10.1.0.1"
+    assert ipnet.first_host("fd00::5/64") == "fd00::1"
+    assert ipnet.contains("10.1.0.0/16", "10.1.255.1")
+    assert not ipnet.contains("10.1.0.0/16", "10.2.0.1")
+    assert not ipnet.contains("10.1.0.0/16", "fd00::1")
+    assert ipnet.is_link_local_or_loopback("fe80::1/64")
+    assert ipnet.is_link_local_or_loopback("127.0.0.1/8")
+    assert not ipnet.is_link_local_or_loopback("10.0.0.1/8")
+
+
+def test_cmd_args_are_immutable_like_a_frozen_dataclass() -> None:
+    args = CmdArgs(command="ADD", container_id="c", netns="/n", ifname="eth0", args={},
+                   path=["/bin"], stdin_data=b"{}")
+    with pytest.raises(AttributeError):
+        args.ifname = "eth1"  # type: ignore[misc]
+    same = CmdArgs(command="ADD", container_id="c", netns="/n", ifname="eth0", args={},
+                   path=["/bin"], stdin_data=b"{}")
+    assert args == same and args.args_raw == ""
