@@ -8,6 +8,7 @@ VolumeBinding plugin held:
 - a bound claim's PV node affinity (its topology) must admit the node;
 - an unbound claim of an ``Immediate`` class makes the pod wait ("pod has unbound immediate
   PersistentVolumeClaims");
+- the node's CSI volume count stays within CSINode ``allocatable.count`` (NodeVolumeLimits);
 - an unbound claim of a ``WaitForFirstConsumer`` class needs a node the class's
   ``allowedTopologies`` admit; once a node is chosen the claim is annotated
   ``volume.kubernetes.io/selected-node`` and the pod is bound only after the claim is
@@ -159,7 +160,54 @@ class Scheduler(Controller):
             allowed = sc.body.get("allowedTopologies") or []
             if allowed and not _topology_allows(allowed, node):
                 return "node(s) didn't find available persistent volumes to bind"
+        if self._exceeds_volume_limits(node, claims):
+            return "node(s) exceed max volume count"
         return ""
+
+    def _exceeds_volume_limits(self, node: Resource, claims: list[Resource]) -> bool:
+        """NodeVolumeLimits: per driver, the distinct volumes of the node's pods plus this
+        pod's new ones must fit CSINode ``allocatable.count``."""
+        csinode = get_or_none(self.api, "CSINode", node.name)
+        limits = {str(d.get("name")): int((d.get("allocatable") or {}).get("count") or 0)
+                  for d in (csinode.spec.get("drivers") or [] if csinode else [])}
+        if not any(limits.values()):
+            return False
+        in_use: dict[str, set[str]] = {}
+        for other in self.api.list("Pod").items:
+            if other.spec.get("nodeName") != node.name or other.status.get("phase") in (
+                    "Succeeded", "Failed"):
+                continue
+            for driver, handle in self._pod_csi_volumes(other):
+                in_use.setdefault(driver, set()).add(handle)
+        wanted = {driver: set(handles) for driver, handles in in_use.items()}
+        for claim in claims:
+            driver, handle = self._claim_volume(claim)
+            wanted.setdefault(driver, set()).add(handle)
+        return any(limits.get(driver, 0) and len(handles) > limits[driver]
+                   and len(handles) > len(in_use.get(driver, set()))
+                   for driver, handles in wanted.items())
+
+    def _pod_csi_volumes(self, pod: Resource) -> list[tuple[str, str]]:
+        out = []
+        for volume in pod.spec.get("volumes") or []:
+            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            claim = get_or_none(self.api, "PersistentVolumeClaim", str(name), pod.namespace) \
+                if name else None
+            if claim is not None:
+                out.append(self._claim_volume(claim))
+        return out
+
+    def _claim_volume(self, claim: Resource) -> tuple[str, str]:
+        """(driver, volume) a claim stands for; an unbound claim is a new volume of its
+        class's provisioner."""
+        pv_name = claim.spec.get("volumeName")
+        pv = get_or_none(self.api, "PersistentVolume", str(pv_name)) if pv_name else None
+        if pv is not None and pv.spec.get("csi"):
+            return str(pv.spec["csi"]["driver"]), str(pv.spec["csi"]["volumeHandle"])
+        sc_name = str(claim.spec.get("storageClassName") or "")
+        sc = get_or_none(self.api, "StorageClass", sc_name) if sc_name else None
+        driver = str(sc.body.get("provisioner")) if sc is not None else ""
+        return driver, f"claim:{claim.metadata.uid}"
 
     def _bind(self, pod: Resource, node_name: str) -> bool:
         def set_node(obj: Resource) -> bool:

@@ -9,6 +9,8 @@ VolumeSnapshotContent binding; it makes no CSI calls (the sidecar does, see
   is ready.
 - Pre-provisioned: a VolumeSnapshot naming a content binds to it when the content's
   ``volumeSnapshotRef`` names the snapshot (its UID is filled in).
+- A content with policy Delete carries ``volumesnapshotcontent-bound-protection`` until the
+  sidecar has deleted the CSI snapshot.
 - Status: ``boundVolumeSnapshotContentName``, and from the content ``readyToUse``,
   ``restoreSize`` (a quantity), ``creationTime`` (RFC 3339) and ``error``.
 - Delete: a deleted snapshot marks its content ``volumesnapshot-being-deleted`` and deletes
@@ -94,11 +96,16 @@ class SnapshotController(Controller):
             raise RuntimeError(f"VolumeSnapshotContent {name} is bound to another snapshot")
         if ref.get("uid") and ref["uid"] != vs.metadata.uid:
             raise RuntimeError(f"VolumeSnapshotContent {name} is bound to another snapshot")
-        if not ref.get("uid"):
-            def fill(obj: Resource) -> bool:
+        def bind(obj: Resource) -> bool:
+            changed = False
+            if not ref.get("uid"):
                 obj.spec["volumeSnapshotRef"] = {**ref, "uid": vs.metadata.uid}
-                return True
-            write_object(self.api, "VolumeSnapshotContent", name, "", fill)
+                changed = True
+            if obj.spec.get("deletionPolicy") == "Delete":
+                changed = add_finalizer(obj, FIN_CONTENT) or changed
+            return changed
+
+        write_object(self.api, "VolumeSnapshotContent", name, "", bind)
         return self.api.get("VolumeSnapshotContent", name)
 
     def _dynamic_content(self, vs: Resource) -> Resource | None:

@@ -187,3 +187,23 @@ async def test_no_room_in_the_selected_topology_drops_selected_node_for_reschedu
     changes = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
     # selected, dropped by the provisioner, selected again by the scheduler
     assert changes == ["node-1", None, "node-1"]
+
+
+async def test_node_at_its_csi_volume_limit_is_skipped(cluster: Cluster) -> None:
+    csinode = cluster.api.get("CSINode", "node-1")
+    csinode.spec["drivers"][0]["allocatable"] = {"count": 1}
+    cluster.api.update(csinode)
+    set_node(cluster, "node-2", unschedulable=True)
+    cluster.storage_class(volume_binding_mode="WaitForFirstConsumer")
+    cluster.claim("one")
+    cluster.claim("two")
+    cluster.pod("first", claim="one")
+    await cluster.settle()
+    assert cluster.get("Pod", "first").spec["nodeName"] == "node-1"
+
+    cluster.pod("second", claim="two")
+    await cluster.settle()
+
+    assert scheduled(cluster.get("Pod", "second"))["message"] == (
+        "0/2 nodes are available: 1 node(s) exceed max volume count, "
+        "1 node(s) were unschedulable.")

@@ -223,3 +223,23 @@ async def test_create_snapshot_error_is_retried_after_backoff(bound: Cluster) ->
     content = bound.api.list("VolumeSnapshotContent").items[0]
     assert FIN_CONTENT in content.metadata.finalizers
     assert "error" not in content.status
+
+
+async def test_deleting_a_snapshot_of_pre_provisioned_delete_content_deletes_the_handle(
+    bound: Cluster,
+) -> None:
+    bound.driver.add_snapshot("existing-snap", "vol-x")
+    bound.api.create(new("VolumeSnapshotContent", "imported", spec={
+        "driver": DRIVER, "deletionPolicy": "Delete",
+        "source": {"snapshotHandle": "existing-snap"},
+        "volumeSnapshotRef": {"name": "snap", "namespace": "default"}}))
+    bound.api.create(new("VolumeSnapshot", "snap", "default", spec={
+        "source": {"volumeSnapshotContentName": "imported"}}))
+    await bound.settle()
+    assert FIN_CONTENT in bound.get("VolumeSnapshotContent", "imported").metadata.finalizers
+
+    bound.api.delete("VolumeSnapshot", "snap", "default")
+    await bound.settle()
+
+    assert [r.snapshot_id for r in bound.requests("DeleteSnapshot")] == ["existing-snap"]
+    assert bound.names("VolumeSnapshotContent") == []
