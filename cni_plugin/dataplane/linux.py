@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
 import os
-import re
-import shlex
-import shutil
-import subprocess
 import sys
-from itertools import pairwise
 from typing import Any
 
+from cni_plugin.dataplane import linux_firewall
 from cni_plugin.dataplane.base import (
     Dataplane,
     Link,
@@ -29,59 +24,9 @@ from cni_plugin.dataplane.base import (
     ensure_addr_conflicts,
     random_veth_name,
 )
-from cni_plugin.errors import CNIError, internal
+from cni_plugin.dataplane.commands import CommandFailed, ip_json, run, write_sysctl
+from cni_plugin.errors import internal
 from cni_plugin.types import DefaultGatewayRoute, IPConfig, Route
-
-NOT_PERMITTED = "the linux dataplane needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
-
-
-class CommandFailed(Exception):
-    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
-        super().__init__(stderr.strip() or f"exit status {returncode}")
-        self.argv = argv
-        self.returncode = returncode
-        self.stderr = stderr.strip()
-
-    def failed_line(self) -> int | None:
-        """For `ip -batch`, which input line failed (1-based)."""
-        m = re.search(r"Command failed -:(\d+)", self.stderr)
-        return int(m.group(1)) if m else None
-
-    def reason(self) -> str:
-        """The kernel's answer, worded as Go prints an errno ("file exists")."""
-        lines = [ln for ln in self.stderr.splitlines() if not ln.startswith("Command failed")]
-        text = " ".join(lines)
-        if text.startswith("RTNETLINK answers: "):
-            text = text.removeprefix("RTNETLINK answers: ")
-            text = text[:1].lower() + text[1:]
-        return text.removeprefix("Error: ") or f"exit status {self.returncode}"
-
-
-def _run(argv: list[str], netns: str | None = None, stdin: str | None = None) -> str:
-    if netns is not None:
-        argv = ["nsenter", f"--net={netns}", *argv]
-    try:
-        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
-    except FileNotFoundError as e:
-        raise internal(f'exec: "{argv[0]}": executable file not found in $PATH') from e
-    if proc.returncode != 0:
-        if "Operation not permitted" in proc.stderr:
-            raise CNIError(999, f"{' '.join(argv)}: operation not permitted",
-                           NOT_PERMITTED)
-        raise CommandFailed(argv, proc.returncode, proc.stderr)
-    return proc.stdout
-
-
-def _ip_json(args: list[str], netns: str | None = None) -> list[dict[str, Any]]:
-    out = _run(["ip", "-j", *args], netns)
-    data = json.loads(out) if out.strip() else []
-    return data if isinstance(data, list) else []
-
-
-def _write_sysctl(key: str, value: str, netns: str | None = None) -> None:
-    """Best effort, as the reference ignores these errors."""
-    with contextlib.suppress(CNIError, CommandFailed):
-        _run(["sysctl", "-q", "-w", f"{key}={value}"], netns)
 
 
 def _go_ipnet(route: Route) -> str:
@@ -138,7 +83,7 @@ class LinuxDataplane(Dataplane):
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
         try:
-            found = _ip_json(["-d", "addr", "show", "dev", name], netns)
+            found = ip_json(["-d", "addr", "show", "dev", name], netns)
         except CommandFailed as e:
             if "does not exist" in e.stderr:
                 return None
@@ -146,12 +91,12 @@ class LinuxDataplane(Dataplane):
         return _to_link(found[0]) if found else None
 
     def links(self, netns: str | None) -> list[Link]:
-        return [_to_link(d) for d in _ip_json(["-d", "addr", "show"], netns)]
+        return [_to_link(d) for d in ip_json(["-d", "addr", "show"], netns)]
 
     def routes(self, netns: str | None) -> list[RouteEntry]:
         out = []
         for family in ("-4", "-6"):
-            for r in _ip_json([family, "route", "show"], netns):
+            for r in ip_json([family, "route", "show"], netns):
                 dst = r.get("dst", "")
                 if dst == "default":
                     dst = "0.0.0.0/0" if family == "-4" else "::/0"
@@ -164,25 +109,25 @@ class LinuxDataplane(Dataplane):
             argv += ["mtu", str(mtu)]
         argv += ["type", "bridge"] + (["vlan_filtering", "1"] if vlan_filtering else [])
         try:
-            _run(argv)
+            run(argv)
         except CommandFailed as e:
             if "File exists" not in e.stderr:
                 raise internal(f'failed to create bridge "{name}": could not add "{name}": '
                                f"{e.reason()}") from e
         if promisc:
-            _run(["ip", "link", "set", name, "promisc", "on"])
+            run(["ip", "link", "set", name, "promisc", "on"])
         link = self.get_link(None, name)
         if link is None or link.kind != "bridge":
             raise internal(f'failed to create bridge "{name}": '
                            f'"{name}" already exists but is not a bridge')
-        _write_sysctl(f"net.ipv6.conf.{name}.accept_ra", "0")
-        _run(["ip", "link", "set", name, "up"])
+        write_sysctl(f"net.ipv6.conf.{name}.accept_ra", "0")
+        run(["ip", "link", "set", name, "up"])
         link.up = True
         return link
 
     def set_up(self, netns: str | None, name: str) -> None:
         try:
-            _run(["ip", "link", "set", name, "up"], netns)
+            run(["ip", "link", "set", name, "up"], netns)
         except CommandFailed as e:
             raise internal(f"failed to retrieve link: {e.reason()}") from e
 
@@ -199,7 +144,7 @@ class LinuxDataplane(Dataplane):
                     "type", "veth", "peer", "name", peer, *mtu_args,
                     "netns", f"/proc/{os.getpid()}/ns/net"]
             try:
-                _run(argv, netns)
+                run(argv, netns)
                 break
             except CommandFailed as e:
                 if "File exists" not in e.stderr:
@@ -212,12 +157,12 @@ class LinuxDataplane(Dataplane):
         if hairpin:
             script.append(f"link set {peer} type bridge_slave hairpin on")
         try:
-            _run(["ip", "-batch", "-"], stdin="\n".join(script) + "\n")
-            _write_sysctl(f"net.ipv6.conf.{peer}.accept_ra", "0")
+            run(["ip", "-batch", "-"], stdin="\n".join(script) + "\n")
+            write_sysctl(f"net.ipv6.conf.{peer}.accept_ra", "0")
             if vlan:
                 if not preserve_default_vlan:
-                    _run(["bridge", "vlan", "del", "dev", peer, "vid", "1"])
-                _run(["bridge", "vlan", "add", "dev", peer, "vid", str(vlan), "pvid",
+                    run(["bridge", "vlan", "del", "dev", peer, "vid", "1"])
+                run(["bridge", "vlan", "add", "dev", peer, "vid", str(vlan), "pvid",
                       "untagged"])
         except CommandFailed as e:
             self.delete_host_link(peer)
@@ -241,7 +186,7 @@ class LinuxDataplane(Dataplane):
             sysctls += ["net.ipv6.conf.lo.disable_ipv6=0",
                         f"net.ipv6.conf.{ifname}.disable_ipv6=0"]
         with contextlib.suppress(CommandFailed):  # the reference ignores these failures too
-            _run(["sysctl", "-q", "-w", *sysctls], netns)
+            run(["sysctl", "-q", "-w", *sysctls], netns)
         v4gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "4"), "")
         v6gw = next((ip.gateway for ip in ips if ip.gateway and ip.version == "6"), "")
         lines: list[tuple[str, str]] = [
@@ -255,7 +200,7 @@ class LinuxDataplane(Dataplane):
                           f"failed to add route '{_go_ipnet(r)} via {gw or '<nil>'} dev "
                           f"{ifname}'"))
         try:
-            _run(["ip", "-batch", "-"], netns, "\n".join(c for c, _ in lines) + "\n")
+            run(["ip", "-batch", "-"], netns, "\n".join(c for c, _ in lines) + "\n")
         except CommandFailed as e:
             n = e.failed_line()
             what = lines[n - 1][1] if n and 0 < n <= len(lines) else "failed to configure"
@@ -269,107 +214,34 @@ class LinuxDataplane(Dataplane):
         if conflicts and not force:
             raise conflict_error(name, cidr)
         for old in conflicts:
-            _run(["ip", "addr", "del", old, "dev", name])
+            run(["ip", "addr", "del", old, "dev", name])
         if cidr not in link.addrs:
             try:
-                _run(["ip", "addr", "add", cidr, *_brd(cidr).split(), "dev", name])
+                run(["ip", "addr", "add", cidr, *_brd(cidr).split(), "dev", name])
             except CommandFailed as e:
                 if "File exists" not in e.stderr and "already assigned" not in e.stderr:
                     raise internal(f'could not add IP address to "{name}": {e.reason()}') from e
         # Pin the bridge MAC so it no longer follows its lowest-numbered port.
-        _run(["ip", "link", "set", name, "address", link.mac])
+        run(["ip", "link", "set", name, "address", link.mac])
 
     def enable_forwarding(self, ipv6: bool) -> None:
         key = "net.ipv6.conf.all.forwarding" if ipv6 else "net.ipv4.ip_forward"
         try:
-            _run(["sysctl", "-q", "-w", f"{key}=1"])
+            run(["sysctl", "-q", "-w", f"{key}=1"])
         except CommandFailed as e:
             raise internal(f"failed to enable forwarding: {e.reason()}") from e
 
-    @staticmethod
-    def _iptables(cidr: str) -> str:
-        tool = "ip6tables" if ":" in cidr else "iptables"
-        if shutil.which(tool) is None:
-            raise internal(f'failed to locate iptables: exec: "{tool}": '
-                           "executable file not found in $PATH")
-        return tool
-
     def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
-        tool = self._iptables(cidr)
-        multicast = "ff00::/8" if ":" in cidr else "224.0.0.0/4"
-        source = cidr.split("/")[0]
-        nat = [tool, "--wait", "-t", "nat"]
-        try:
-            _run([*nat, "-N", chain])
-        except CommandFailed as e:
-            if "exists" not in e.stderr:
-                raise internal(f"failed to create chain {chain}: {e.reason()}") from e
-        rules = [(chain, ["-d", cidr, "-j", "ACCEPT"]),
-                 (chain, ["!", "-d", multicast, "-j", "MASQUERADE"]),
-                 ("POSTROUTING", ["-s", source, "-j", chain])]
-        for target, rule in rules:
-            spec = [*rule, "-m", "comment", "--comment", comment]
-            try:
-                _run([*nat, "-C", target, *spec])
-            except CommandFailed:
-                try:
-                    _run([*nat, "-A", target, *spec])
-                except CommandFailed as e:
-                    raise internal(f"running iptables -A {target}: {e.reason()}") from e
+        linux_firewall.setup_masquerade(cidr, chain, comment)
 
     def teardown_masquerade(self, chain: str) -> None:
-        for tool in ("iptables", "ip6tables"):
-            if shutil.which(tool) is None:
-                continue
-            nat = [tool, "--wait", "-t", "nat"]
-            try:
-                rules = _run([*nat, "-S", "POSTROUTING"]).splitlines()
-            except CommandFailed:
-                continue
-            for rule in rules:
-                words = shlex.split(rule)
-                jumps_to_chain = any(a == "-j" and b == chain for a, b in pairwise(words))
-                if words[:2] == ["-A", "POSTROUTING"] and jumps_to_chain:
-                    with contextlib.suppress(CommandFailed):  # raced with another DEL
-                        _run([*nat, "-D", *words[1:]])
-            for op in ("-F", "-X"):
-                with contextlib.suppress(CommandFailed):  # already gone
-                    _run([*nat, op, chain])
+        linux_firewall.teardown_masquerade(chain)
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
-        """The reference's spoof check: bridge nat PREROUTING jumps, per port, to a chain
-        that returns for the container's MAC and drops everything else."""
-        chain = f"cni-br-iface-{ref_id}"
-        comment = f'comment "macspoofchk-{ref_id}"'
-        script = "\n".join([
-            "add table bridge nat",
-            "add chain bridge nat PREROUTING { type filter hook prerouting priority -300; "
-            "policy accept; }",
-            f"add chain bridge nat {chain}", f"add chain bridge nat {chain}-mac",
-            f"flush chain bridge nat {chain}", f"flush chain bridge nat {chain}-mac",
-            f'add rule bridge nat PREROUTING iifname "{host_iface}" jump {chain} {comment}',
-            f"add rule bridge nat {chain} jump {chain}-mac {comment}",
-            f"add rule bridge nat {chain}-mac ether saddr {mac} return {comment}",
-            f"add rule bridge nat {chain}-mac drop {comment}", ""])
-        try:
-            _run(["nft", "-f", "-"], stdin=script)
-        except CommandFailed as e:
-            raise internal(f"failed to setup spoof-check: {e.reason()}") from e
+        linux_firewall.setup_macspoofchk(host_iface, mac, ref_id)
 
     def teardown_macspoofchk(self, ref_id: str) -> None:
-        chain = f"cni-br-iface-{ref_id}"
-        try:
-            listing = json.loads(_run(["nft", "-j", "list", "chain", "bridge", "nat",
-                                       "PREROUTING"]))
-        except (CommandFailed, CNIError):
-            listing = {"nftables": []}
-        commands = [f"delete rule bridge nat PREROUTING handle {item['rule']['handle']}"
-                    for item in listing.get("nftables", [])
-                    if item.get("rule", {}).get("comment") == f"macspoofchk-{ref_id}"]
-        for line in [*commands, f"delete chain bridge nat {chain}",
-                     f"delete chain bridge nat {chain}-mac"]:
-            with contextlib.suppress(CommandFailed):  # already gone
-                _run(["nft", line])
+        linux_firewall.teardown_macspoofchk(ref_id)
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
         self.require_netns(netns)
@@ -377,18 +249,18 @@ class LinuxDataplane(Dataplane):
         if link is None:
             return None
         try:
-            _run(["ip", "link", "del", ifname], netns)
+            run(["ip", "link", "del", ifname], netns)
         except CommandFailed as e:
             raise internal(f'failed to delete "{ifname}": {e.reason()}') from e
         return [a for a in link.addrs if not a.startswith(("fe80:", "127.", "::1/"))]
 
     def delete_host_link(self, name: str) -> None:
         with contextlib.suppress(CommandFailed):  # not there: nothing to undo
-            _run(["ip", "link", "del", name])
+            run(["ip", "link", "del", name])
 
     def loopback_up(self, netns: str) -> list[str]:
         self.require_netns(netns)
-        _run(["ip", "link", "set", "lo", "up"], netns)
+        run(["ip", "link", "set", "lo", "up"], netns)
         lo = self.get_link(netns, "lo")
         addrs = lo.addrs if lo else []
         for a in addrs:
@@ -399,4 +271,4 @@ class LinuxDataplane(Dataplane):
 
     def loopback_down(self, netns: str) -> None:
         self.require_netns(netns)
-        _run(["ip", "link", "set", "lo", "down"], netns)
+        run(["ip", "link", "set", "lo", "down"], netns)
