@@ -314,7 +314,10 @@ def plugin_main(handlers: Handlers, *, about: str,
     to its delegated plugins (as the reference bridge and loopback do).
     """
     stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout
+    if stdout is None:
+        # The runtime reads UTF-8 JSON whatever our locale says.
+        sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
+        stdout = sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     dispatcher = _Dispatcher(handlers, supported, known_args)
     error: CNIError
