@@ -111,7 +111,7 @@ class ExternalAttacher(Controller):
             metadata: dict[str, str] = {}
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs:
                 metadata = await self._publish(pv, node_id, rpcs)
-        except (CsiError, LookupError, NotFound, RuntimeError) as err:
+        except (CsiError, LookupError, NotFound, RuntimeError, ValueError) as err:
             self._save_error(va.name, "attachError", str(err))
             raise
 

@@ -167,14 +167,38 @@ def csi_driver_attach_required(api: APIServer, driver: str) -> bool:
 # -- VolumeCapability from a PV (external-attacher / external-resizer) ---------------------
 
 
-def pv_volume_capability(pv: Resource, *, single_node_multi_writer: bool,
-                         access_mode: str | None = None) -> csi_pb2.VolumeCapability:
-    """The capability of a PV's first access mode: block for ``volumeMode: Block``, else a
-    mount with the PV's fsType and mountOptions."""
-    mode = access_mode or (pv.spec.get("accessModes") or ["ReadWriteOnce"])[0]
+def csi_access_mode_of_set(modes: list[str], *, single_node_multi_writer: bool) -> int:
+    """csi-lib-utils' ToCSIAccessMode: a PV's set of access modes as ONE CSI mode
+    (ReadWriteOncePod alone; ReadWriteMany wins; ReadOnlyMany with ReadWriteOnce is
+    impossible in CSI). Raises ValueError for the combinations it refuses."""
+    unique = set(modes)
+    if "ReadWriteOncePod" in unique:
+        if len(unique) > 1:
+            raise ValueError("Kubernetes does not support use of ReadWriteOncePod with other "
+                             "access modes on the same PersistentVolume")
+        mode = "ReadWriteOncePod"
+    elif "ReadWriteMany" in unique:
+        mode = "ReadWriteMany"
+    elif {"ReadOnlyMany", "ReadWriteOnce"} <= unique:
+        raise ValueError("CSI does not support ReadOnlyMany and ReadWriteOnce on the same "
+                         "PersistentVolume")
+    elif unique in ({"ReadOnlyMany"}, {"ReadWriteOnce"}):
+        mode = next(iter(unique))
+    else:
+        raise ValueError(f"unsupported AccessMode combination: {sorted(unique)}")
+    return int(csi_access_mode(mode, single_node_multi_writer=single_node_multi_writer))
+
+
+def pv_volume_capability(
+    pv: Resource, *, single_node_multi_writer: bool,
+) -> csi_pb2.VolumeCapability:
+    """The capability external-attacher and -resizer send for a PV: its access modes as one
+    CSI mode, block for ``volumeMode: Block``, else a mount with the PV's fsType and
+    mountOptions."""
+    mode = csi_access_mode_of_set(list(pv.spec.get("accessModes") or []),
+                                  single_node_multi_writer=single_node_multi_writer)
     capability = csi_pb2.VolumeCapability(
-        access_mode=csi_pb2.VolumeCapability.AccessMode(
-            mode=csi_access_mode(mode, single_node_multi_writer=single_node_multi_writer)))
+        access_mode=csi_pb2.VolumeCapability.AccessMode(mode=mode))  # type: ignore[arg-type]
     if pv.spec.get("volumeMode") == "Block":
         capability.block.SetInParent()
     else:

@@ -199,3 +199,33 @@ async def test_claim_deleted_under_a_running_pod_stays_terminating_until_the_pod
     assert flat.names("PersistentVolumeClaim") == []
     assert flat.names("PersistentVolume") == []
     assert flat.requests("DeleteVolume")[0].volume_id == pv_name
+
+
+@pytest.mark.parametrize(("modes", "published"), [
+    (["ReadWriteOnce", "ReadWriteMany"], "MULTI_NODE_MULTI_WRITER"),
+    (["ReadOnlyMany"], "MULTI_NODE_READER_ONLY"),
+    (["ReadWriteOncePod"], "SINGLE_NODE_WRITER"),
+])
+async def test_pv_access_modes_are_published_as_one_csi_mode(
+    flat: Cluster, modes: list[str], published: str,
+) -> None:
+    flat.claim(access_modes=modes)
+    flat.pod()
+
+    await flat.settle()
+
+    (publish,) = flat.requests("ControllerPublishVolume")
+    assert csi_pb2.VolumeCapability.AccessMode.Mode.Name(
+        publish.volume_capability.access_mode.mode) == published
+
+
+async def test_read_only_many_with_read_write_once_cannot_be_attached(flat: Cluster) -> None:
+    flat.claim(access_modes=["ReadOnlyMany", "ReadWriteOnce"])
+    flat.pod()
+
+    await flat.settle()
+
+    (va,) = flat.api.list("VolumeAttachment").items
+    assert "CSI does not support ReadOnlyMany and ReadWriteOnce" in va.status["attachError"][
+        "message"]
+    assert "ControllerPublishVolume" not in flat.driver.calls
