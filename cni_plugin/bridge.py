@@ -108,6 +108,7 @@ def _add_layer3(args: CmdArgs, conf: BridgeConf, dp: Dataplane, result: Result,
         raise internal("IPAM plugin returned missing IP config")
     bridge_addrs = apply_gateways(result, conf)
     dp.configure_iface(args.netns, args.ifname, result.ips, result.routes, conf.enable_dad)
+    dp.wait_port_up(result.interfaces[1].name)
     if conf.is_gateway:
         for cidr in bridge_addrs:
             try:

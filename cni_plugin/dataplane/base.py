@@ -156,6 +156,10 @@ class Dataplane(ABC):
     def teardown_macspoofchk(self, ref_id: str) -> None:
         """Remove the rules set up under `ref_id`; absent is fine."""
 
+    def wait_port_up(self, name: str) -> None:  # noqa: B027 - nothing to wait for by default
+        """Wait until the host end of a veth is operationally up (the reference retries
+        for about 2.5 s and then fails with "bridge port in error state")."""
+
     def collect_garbage(self) -> None:  # noqa: B027 - deliberately a no-op by default
         """Forget what belongs to sandboxes that no longer exist (the kernel does this
         by itself for real namespaces, so only the emulated dataplane has work here)."""

@@ -11,6 +11,7 @@ import contextlib
 import ipaddress
 import os
 import sys
+import time
 from typing import Any
 
 from cni_plugin.dataplane import linux_firewall
@@ -124,6 +125,16 @@ class LinuxDataplane(Dataplane):
         run(["ip", "link", "set", name, "up"])
         link.up = True
         return link
+
+    def wait_port_up(self, name: str) -> None:
+        state = "unknown"
+        for pause in (0, 0.05, 0.5, 1, 1):
+            time.sleep(pause)
+            found = ip_json(["link", "show", "dev", name])
+            state = found[0].get("operstate", "unknown") if found else "unknown"
+            if state == "UP":
+                return
+        raise internal(f"bridge port in error state: {state.lower()}")
 
     def set_up(self, netns: str | None, name: str) -> None:
         try:
