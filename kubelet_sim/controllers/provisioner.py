@@ -33,6 +33,7 @@ from kubelet_sim.controllers.common import (
     ANN_STORAGE_PROVISIONER,
     PROVISIONER_FINALIZER,
     CtrlRpc,
+    add_finalizer,
     controller_capabilities,
     drop_finalizer,
     get_or_none,
@@ -63,6 +64,7 @@ from kubelet_sim.errors import AlreadyExists, NotFound
 from kubelet_sim.model import Resource
 
 COMPONENT = "external-provisioner"
+CLONE_FINALIZER = "provisioner.storage.kubernetes.io/cloning-protection"
 CREATE_TIMEOUT_SECONDS = 10.0  # the sidecar's --timeout default
 
 
@@ -73,13 +75,15 @@ class ExternalProvisioner(Controller):
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
                  secrets: SecretStore | None = None, default_fs_type: str = "",
-                 strict_topology: bool = False, **kwargs: Any) -> None:
+                 strict_topology: bool = False, extra_create_metadata: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(api, **kwargs)
         self.csi = csi.with_component(COMPONENT, timeout=CREATE_TIMEOUT_SECONDS)
         self.driver = driver
         self.secrets = secrets or SecretStore()
         self.default_fs_type = default_fs_type
         self.strict_topology = strict_topology
+        self.extra_create_metadata = extra_create_metadata
         self.identity = f"{int(time.time() * 1000)}-{random.randint(1000, 9999)}-{driver}"
         self._plugin_services: frozenset[int] | None = None
         self._controller_rpcs: frozenset[int] = frozenset()
@@ -131,6 +135,7 @@ class ExternalProvisioner(Controller):
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Provisioning",
                    f'External provisioner is provisioning volume for claim '
                    f'"{pvc.namespace}/{pvc.name}"')
+        clone_source = self._protect_clone_source(pvc, request)
         try:
             response = await self.csi.create_volume(request)
         except CsiError as err:
@@ -138,6 +143,9 @@ class ExternalProvisioner(Controller):
             if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and selected_name and \
                     request.HasField("accessibility_requirements"):
                 self._reschedule(pvc)
+            if err.final and clone_source:
+                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
+                               CLONE_FINALIZER)
             raise
         pv = persistent_volume(spec, pvc, sc, response.volume, request.capacity_range
                                .required_bytes)
@@ -145,9 +153,24 @@ class ExternalProvisioner(Controller):
             self.api.create(pv)
         except AlreadyExists:
             return False
+        finally:
+            if clone_source:
+                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
+                               CLONE_FINALIZER)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
                    "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
         return True
+
+    def _protect_clone_source(self, pvc: Resource,
+                              request: csi_pb2.CreateVolumeRequest) -> str:
+        """A clone's source claim carries ``cloning-protection`` while CreateVolume runs."""
+        if not request.volume_content_source.HasField("volume"):
+            return ""
+        source = str((pvc.spec.get("dataSource") or pvc.spec.get("dataSourceRef") or {})
+                     .get("name"))
+        write_object(self.api, "PersistentVolumeClaim", source, pvc.namespace,
+                     lambda o: add_finalizer(o, CLONE_FINALIZER))
+        return source
 
     def _reschedule(self, pvc: Resource) -> None:
         """No room in the selected node's topology: drop ``selected-node`` so the scheduler
@@ -167,6 +190,10 @@ class ExternalProvisioner(Controller):
     ) -> tuple[csi_pb2.CreateVolumeRequest, ProvisionedVolume]:
         raw = dict(sc.body.get("parameters") or {})
         parameters = strip_prefixed_parameters(raw)
+        if self.extra_create_metadata:  # the sidecar's --extra-create-metadata
+            parameters.update({"csi.storage.k8s.io/pvc/name": pvc.name,
+                               "csi.storage.k8s.io/pvc/namespace": pvc.namespace,
+                               "csi.storage.k8s.io/pv/name": pv_name})
         services, rpcs = await self._capabilities()
         fs_type = raw.get(FSTYPE_KEY) or self.default_fs_type
         refs = {}

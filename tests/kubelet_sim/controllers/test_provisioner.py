@@ -318,3 +318,39 @@ async def test_status_writes_retry_on_conflict_and_succeed(cluster: Cluster) -> 
     (pv,) = cluster.api.list("PersistentVolume").items
     assert pv.status["phase"] == "Bound"
     assert cluster.driver.calls.count("CreateVolume") == 1
+
+
+async def test_extra_create_metadata_adds_claim_and_volume_names_to_parameters(
+    cluster: Cluster,
+) -> None:
+    provisioner = cluster.manager.get("external-provisioner")
+    provisioner.extra_create_metadata = True  # type: ignore[attr-defined]
+    cluster.storage_class(parameters={"pool": "a"})
+    pvc = cluster.claim()
+
+    await cluster.settle()
+
+    (create,) = cluster.requests("CreateVolume")
+    assert dict(create.parameters) == {
+        "pool": "a", "csi.storage.k8s.io/pvc/name": "data",
+        "csi.storage.k8s.io/pvc/namespace": "default",
+        "csi.storage.k8s.io/pv/name": f"pvc-{pvc.metadata.uid}"}
+
+
+async def test_clone_source_is_protected_only_while_the_clone_is_created(
+    cluster: Cluster,
+) -> None:
+    cluster.storage_class()
+    cluster.claim("source")
+    await cluster.settle()
+    cluster.driver.fail_next("CreateVolume", grpc.StatusCode.UNAVAILABLE, "later")
+    cluster.claim("copy", data_source={"kind": "PersistentVolumeClaim", "name": "source"})
+
+    await cluster.settle()
+    finalizer = "provisioner.storage.kubernetes.io/cloning-protection"
+    assert finalizer in cluster.get("PersistentVolumeClaim", "source").metadata.finalizers
+
+    await cluster.retry_after_backoff()
+
+    assert finalizer not in cluster.get("PersistentVolumeClaim", "source").metadata.finalizers
+    assert cluster.get("PersistentVolumeClaim", "copy").status["phase"] == "Bound"
