@@ -50,6 +50,7 @@ class Side:
     netns: str
     bridge: str
     data_dir: str
+    container_id: str  # distinct per side: iptables chains are named after network + id
 
     def conf(self, version: str, **fields: Any) -> dict[str, Any]:
         ipam = fields.pop("ipam", {"subnet": "10.71.0.0/24", "routes": [{"dst": "0.0.0.0/0"}]})
@@ -61,9 +62,9 @@ class Side:
         return conf
 
     def run(self, command: str, conf: dict[str, Any], netns: str | None = None,
-            ifname: str = "eth0", cid: str = "ctr1", **extra_env: str) -> Proc:
-        env = cni_env(command, cid, self.netns if netns is None else netns, ifname,
-                      self.cni_path, **extra_env)
+            ifname: str = "eth0", cid: str = "", **extra_env: str) -> Proc:
+        env = cni_env(command, cid or self.container_id, self.netns if netns is None else netns,
+                      ifname, self.cni_path, **extra_env)
         return exec_plugin(self.bridge_plugin, env, conf)
 
     def normalise(self, text: str) -> str:
@@ -100,7 +101,8 @@ class Side:
 def make_side(plugin: str, ipam_type: str, cni_path: str, tmp: Path) -> Iterator[Side]:
     bridge = unique_name()
     with fresh_netns() as netns:
-        side = Side(plugin, ipam_type, cni_path, netns, bridge, str(tmp / unique_name("ipam")))
+        side = Side(plugin, ipam_type, cni_path, netns, bridge, str(tmp / unique_name("ipam")),
+                    unique_name("ctr"))
         try:
             yield side
         finally:
