@@ -149,3 +149,42 @@ async def test_claim_lifecycle_against_the_real_driver(cluster: RealCluster) -> 
                                  "DeleteSnapshot"))]
     assert order == ["DeleteSnapshot", "ControllerUnpublishVolume", "DeleteVolume"]
     assert all(r == "OK" for r in cluster.results()), cluster.results()
+    callers = {(e.call.split("/")[-1], e.component) for e in cluster.trace}
+    assert {("CreateVolume", "external-provisioner"), ("DeleteVolume", "external-provisioner"),
+            ("ControllerPublishVolume", "external-attacher"),
+            ("ControllerUnpublishVolume", "external-attacher"),
+            ("CreateSnapshot", "csi-snapshotter"), ("DeleteSnapshot", "csi-snapshotter"),
+            ("ControllerExpandVolume", "csi-resizer")} <= callers
+    assert {component for _, component in callers} == {
+        "external-provisioner", "external-attacher", "csi-snapshotter", "csi-resizer"}
+
+
+@pytest.fixture(scope="module")
+def no_attach_driver() -> Iterator[DriverProcess]:
+    proc = DriverProcess(node_id="node-1", args=["--mode", "all", "--no-attach-required"])
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.cleanup()
+
+
+async def test_driver_without_attach_takes_the_trivial_path(
+    no_attach_driver: DriverProcess,
+) -> None:
+    client = GrpcCsiClient(no_attach_driver.endpoint, trace=Trace(), node="controller")
+    try:
+        cluster = RealCluster(client)
+        cluster.api.create(builders.csi_driver(DRIVER, attach_required=False))
+        cluster.api.create(builders.persistent_volume_claim("data", storage="1Gi",
+                                                            storage_class="csi-mini"))
+        cluster.api.create(builders.pod("app", volumes=[builders.pvc_volume("vol", "data")]))
+
+        await cluster.settle()
+
+        assert cluster.claim("data").status["phase"] == "Bound"
+        assert cluster.api.get("Pod", "app", "default").spec["nodeName"] == "node-1"
+        assert cluster.api.list("VolumeAttachment").items == []
+        assert cluster.calls("external-attacher") == []
+    finally:
+        await client.close()
