@@ -277,3 +277,25 @@ def test_bad_cni_args_and_ifnames_fail_as_the_reference(cni_args: str, ifname: s
     emu_out = emu.run("ADD", emu.conf("1.0.0"), ifname=ifname, CNI_ARGS=cni_args)
     assert ref_out.status == 1
     assert_same(ref, ref_out, emu, emu_out)
+
+
+@pytest.mark.parametrize("damage", ["delete-eth0", "flush-addresses", "bridge-promisc"])
+def test_check_of_a_damaged_attachment_fails_alike(damage: str,
+                                                   sides: tuple[Side, Side]) -> None:
+    ref, emu = sides
+    ref_add, emu_add = add_both(ref, emu, "1.0.0", isGateway=True)
+    for side in (ref, emu):
+        if damage == "delete-eth0":
+            subprocess.run(["ip", "netns", "exec", os.path.basename(side.netns), "ip", "link",
+                            "del", "eth0"], check=True)
+        elif damage == "flush-addresses":
+            subprocess.run(["ip", "netns", "exec", os.path.basename(side.netns), "ip", "addr",
+                            "flush", "dev", "eth0", "scope", "global"], check=True)
+        else:
+            subprocess.run(["ip", "link", "set", side.bridge, "promisc", "on"], check=True)
+    ref_check = ref.run("CHECK", {**ref.conf("1.0.0", isGateway=True),
+                                  "prevResult": ref_add.json()})
+    emu_check = emu.run("CHECK", {**emu.conf("1.0.0", isGateway=True),
+                                  "prevResult": emu_add.json()})
+    assert ref_check.status == 1
+    assert_same(ref, ref_check, emu, emu_check)
