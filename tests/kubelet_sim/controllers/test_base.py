@@ -64,11 +64,16 @@ async def test_one_failing_object_backs_off_without_stopping_the_others(
     provisioner = cluster.manager.get("external-provisioner")
     assert claim_phase(cluster, "fine") == "Bound"
     assert list(provisioner.errors) == ["pvc/default/broken"]
-    failures = len(cluster.events("PersistentVolumeClaim", "broken"))
+    def failures() -> int:
+        (event,) = cluster.recorder.for_object("PersistentVolumeClaim", "broken", "default")
+        assert event.reason == "ProvisioningFailed"
+        return event.count
+
+    assert failures() == 1
     await cluster.settle()  # still backing off: no new attempt
-    assert len(cluster.events("PersistentVolumeClaim", "broken")) == failures
+    assert failures() == 1
     await cluster.retry_after_backoff(1.0)  # the first backoff is 500 ms
-    assert len(cluster.events("PersistentVolumeClaim", "broken")) == failures + 1
+    assert failures() == 2
 
 
 async def test_run_loops_react_to_watch_events_and_retry_after_backoff(
