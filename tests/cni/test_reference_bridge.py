@@ -299,3 +299,25 @@ def test_check_of_a_damaged_attachment_fails_alike(damage: str,
                                   "prevResult": emu_add.json()})
     assert ref_check.status == 1
     assert_same(ref, ref_check, emu, emu_check)
+
+
+def nat_rules_of(side: Side) -> list[str]:
+    """iptables NAT rules that mention this side's container id, with names normalised."""
+    from cni_plugin.bridge_conf import masquerade_chain
+
+    chain = masquerade_chain("refnet", side.container_id)
+    rules = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    return sorted(r.replace(chain, "CHAIN").replace(side.container_id, "CID")
+                  for r in rules if chain in r)
+
+
+def test_ip_masq_sets_the_same_iptables_rules_and_del_removes_them(
+        sides: tuple[Side, Side]) -> None:
+    ref, emu = sides
+    add_both(ref, emu, "1.0.0", isGateway=True, ipMasq=True)
+    assert nat_rules_of(emu) == nat_rules_of(ref)
+    assert len(nat_rules_of(emu)) == 4  # chain, ACCEPT own subnet, MASQUERADE, POSTROUTING jump
+    for side in (ref, emu):
+        assert side.run("DEL", side.conf("1.0.0", isGateway=True, ipMasq=True)).status == 0
+        assert nat_rules_of(side) == []
