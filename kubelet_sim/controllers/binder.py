@@ -86,7 +86,7 @@ class VolumeBinder(Controller):
                 return False
             if pv.status.get("phase") == "Bound" or ref.get("uid"):
                 return self._set_pv_phase(pv, "Released")
-            return False
+            return self._set_pv_phase(pv, "Available")  # pre-bound to a claim to come
         if pvc.spec.get("volumeName") == pv.name:
             return self._set_pv_phase(pv, "Bound")
         return False

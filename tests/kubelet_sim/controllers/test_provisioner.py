@@ -354,3 +354,21 @@ async def test_clone_source_is_protected_only_while_the_clone_is_created(
 
     assert finalizer not in cluster.get("PersistentVolumeClaim", "source").metadata.finalizers
     assert cluster.get("PersistentVolumeClaim", "copy").status["phase"] == "Bound"
+
+
+async def test_pv_pre_bound_to_a_future_claim_is_available_then_bound_to_it(
+    cluster: Cluster,
+) -> None:
+    cluster.api.create(builders.csi_persistent_volume(
+        "reserved", driver=DRIVER, volume_handle="h", storage="5Gi", storage_class="csi",
+        claim_ref={"namespace": "default", "name": "later"}))
+    cluster.storage_class()
+    await cluster.settle()
+    assert cluster.get("PersistentVolume", "reserved").status["phase"] == "Available"
+
+    cluster.claim("later", storage="1Gi")
+    cluster.claim("other", storage="1Gi")
+    await cluster.settle()
+
+    assert cluster.get("PersistentVolumeClaim", "later").spec["volumeName"] == "reserved"
+    assert cluster.get("PersistentVolumeClaim", "other").spec["volumeName"] != "reserved"
