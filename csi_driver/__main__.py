@@ -1,4 +1,4 @@
-"""``python -m csi_driver``: flags → config → serve."""
+"""``python -m csi_driver``: flags → config → serve (plus the registrar when asked)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,25 @@ import sys
 from collections.abc import Sequence
 
 from csi_driver.cli import parse_config
+from csi_driver.config import Config
 from csi_driver.endpoint import EndpointError
+from csi_driver.registration import register_when_serving
 from csi_driver.server import serve
+
+
+async def _run(cfg: Config) -> None:
+    if not (cfg.registration_dir and cfg.serves_node):
+        await serve(cfg)
+        return
+    driver = asyncio.create_task(serve(cfg))
+    registrar = asyncio.create_task(register_when_serving(cfg, driver))
+    try:
+        await driver
+    finally:
+        if not driver.done():
+            registrar.cancel()
+        # Once the driver stopped, the registrar removes its socket and returns by itself.
+        await asyncio.gather(registrar, return_exceptions=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(serve(cfg))
-    except EndpointError as exc:
+        asyncio.run(_run(cfg))
+    except (EndpointError, FileExistsError) as exc:
         print(f"csi-mini-driver: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-volume-size", type=_size, default=1 << 40)
     p.add_argument("--secret", type=_pair, action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--mount-method", choices=MOUNT_METHODS, default="auto")
+    p.add_argument("--registration-dir", default="",
+                   help="node/all mode: also serve the kubelet plugin-registration API on "
+                   "DIR/<driver-name>-reg.sock (as node-driver-registrar does), e.g. "
+                   "/var/lib/kubelet/plugins_registry")
     return p
 
 
@@ -115,6 +119,7 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         max_volume_size=a.max_volume_size,
         secrets=tuple(a.secret),
         mount_method=a.mount_method,
+        registration_dir=os.path.abspath(a.registration_dir) if a.registration_dir else "",
     )
     try:
         return cfg.validate()

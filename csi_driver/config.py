@@ -58,6 +58,8 @@ class Config:
     max_volume_size: int = 1 << 40
     secrets: tuple[tuple[str, str], ...] = ()
     mount_method: str = "auto"
+    # node-driver-registrar role: serve pluginregistration on <dir>/<driver>-reg.sock
+    registration_dir: str = ""
 
     @property
     def serves_controller(self) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import grpc
 
+from csi_driver.config import Config
 from csi_protos import pluginregistration_pb2, pluginregistration_pb2_grpc
 
 CSI_PLUGIN_TYPE = "CSIPlugin"
@@ -127,3 +128,21 @@ async def serve_registration_for_kubelet(
         registration_socket_path(kubelet_root, driver_name),
         driver_name=driver_name, csi_endpoint=csi_endpoint,
     )
+
+
+async def register_when_serving(cfg: Config, driver: asyncio.Task[None]) -> None:
+    """Like node-driver-registrar: wait until the CSI socket answers, then serve the
+    registration socket in ``cfg.registration_dir`` until cancelled (or the driver ends)."""
+    csi_socket = Path(endpoint_path(cfg.endpoint))
+    while not csi_socket.exists():
+        if driver.done():
+            return
+        await asyncio.sleep(0.02)
+    reg = await serve_registration(
+        Path(cfg.registration_dir) / f"{cfg.driver_name}-reg.sock",
+        driver_name=cfg.driver_name, csi_endpoint=cfg.endpoint,
+    )
+    try:
+        await asyncio.shield(driver)
+    finally:
+        await reg.stop()

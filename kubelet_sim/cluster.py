@@ -28,6 +28,7 @@ from kubelet_sim.cni_exec import RealExec
 from kubelet_sim.cni_pod_network import PodNetwork
 from kubelet_sim.cni_runtime import LibCNI
 from kubelet_sim.controllers import build_controller_manager
+from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi_client import GrpcCsiClient
 from kubelet_sim.kubelet import Kubelet
 from kubelet_sim.processes import DriverProcess
@@ -76,7 +77,7 @@ class Cluster:
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
-        self.manager = None  # set in start()
+        self.manager: ControllerManager | None = None  # set in start()
         self._clients: list[GrpcCsiClient] = []
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []

@@ -60,10 +60,10 @@ def _gateway(cluster: Cluster, node: str) -> str:
     """The gateway the pod network handed out, read from the libcni result cache."""
     kubelet = cluster.kubelets[node]
     for att in kubelet.runtime.network.libcni.cached_attachments():
-        if att.ifname == "eth0":
-            for ip in att.result.ips:
-                if ip.gateway:
-                    return str(ip.gateway)
+        if att.ifname == "eth0" and att.result:
+            for ip in att.result.get("ips", []):
+                if ip.get("gateway"):
+                    return str(ip["gateway"])
     return ""
 
 
