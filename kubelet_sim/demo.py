@@ -56,6 +56,10 @@ def _pod(api_pod: Resource) -> str:
             f"node={api_pod.spec.get('nodeName')}")
 
 
+def _rel(cluster: Cluster, path: os.PathLike[str]) -> str:
+    return "<work>/" + os.path.relpath(path, cluster.work_dir)
+
+
 def _gateway(cluster: Cluster, node: str) -> str:
     """The gateway the pod network handed out, read from the libcni result cache."""
     kubelet = cluster.kubelets[node]
@@ -152,16 +156,23 @@ async def scenario_provisioning(cluster: Cluster, report: Report) -> None:
     pod = api.get("Pod", "writer", "default")
     staging = kubelet.paths.device_mount_path(DRIVER_NAME, handle)
     target = kubelet.paths.pod_mount_path(pod.metadata.uid, pv_name)
-    report.check("staged at the global mount", os.path.exists(staging), staging)
-    report.check("published at the pod's mount", os.path.exists(target), target)
+    report.check("staged at the global mount", os.path.exists(staging), _rel(cluster, staging))
+    report.check("published at the pod's mount", os.path.exists(target), _rel(cluster, target))
     (target / "hello.txt").write_text("written through the publish path\n")
     report.check("pod Running", pod.status.get("phase") == "Running", pod.status.get("phase"))
     api.delete("Pod", "writer", "default")
     await cluster.settle()
-    report.check("unpublished (target removed)", not os.path.exists(target), target)
-    report.check("unstaged", not any(staging.iterdir()) if staging.exists() else True, staging)
+    report.check("unpublished (target removed)", not os.path.exists(target), _rel(cluster, target))
+    report.check("unstaged", not any(staging.iterdir()) if staging.exists() else True,
+                 _rel(cluster, staging))
     gone = not api.list("VolumeAttachment").items
     report.check("detached (VolumeAttachment gone)", gone, "gone" if gone else "still there")
+    api.delete("PersistentVolumeClaim", "data", "default")
+    await cluster.settle()
+    pv_left = [pv.name for pv in api.list("PersistentVolume").items]
+    deleted = [e for e in cluster.trace if e.call.endswith("/DeleteVolume") and e.result == "OK"]
+    report.check("claim deleted: DeleteVolume (reclaim Delete) and the PV removed",
+                 bool(deleted) and not pv_left, f"DeleteVolume calls={len(deleted)} PVs={pv_left}")
 
 
 async def scenario_snapshot_expand(cluster: Cluster, report: Report) -> None:
@@ -215,7 +226,7 @@ async def scenario_network_and_storage(cluster: Cluster, report: Report) -> None
     target = cluster.kubelets["node-1"].paths.pod_mount_path(pod.metadata.uid,
                                                               pvc.spec.get("volumeName", ""))
     report.check("a mounted, bound PVC", pvc.status.get("phase") == "Bound" and target.exists(),
-                 f"{pvc.status.get('phase')} at {target}")
+                 f"{pvc.status.get('phase')} at {_rel(cluster, target)}")
     report.check("Running", pod.status.get("phase") == "Running", pod.status.get("phase"))
     order = [e.call for e in cluster.trace
              if e.call.endswith(("NodeStageVolume", "NodePublishVolume"))
@@ -243,9 +254,18 @@ def _storage_objects(cluster: Cluster) -> None:
     cluster.api.create(builders.volume_snapshot_class("mini-snapclass", DRIVER_NAME))
 
 
+def _short(value: object) -> str:
+    """Long ids (sandbox ids, hashes, uuids) shortened for reading; the trace keeps them."""
+    text = str(value)
+    if len(text) > 24 and " " not in text:
+        return text[:12] + "…"
+    return text
+
+
 def _format_event(e: TraceEvent) -> str:
-    req = ", ".join(f"{k}={v}" for k, v in e.request.items() if v not in ("", None, [], {}))
-    return f"  {e.seq:>3} {e.node:<13} {e.component:<20} {e.call:<40} {e.result}  {req[:90]}"
+    req = " ".join(f"{k}={_short(v)}" for k, v in e.request.items()
+                   if v not in ("", None, [], {}))
+    return f"  {e.seq:>3} {e.node:<13} {e.component:<21} {e.call:<38} {e.result:<4} {req[:110]}"
 
 
 async def run_scenario(title: str, nodes: int, body: Scenario, opts: DemoOptions) -> Report:

@@ -38,7 +38,13 @@ from kubelet_sim.plugin_watcher import (
 )
 from kubelet_sim.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.quantity import parse_storage
-from kubelet_sim.runtime import ContainerRuntime, PodSandboxConfig, PortMapping, SandboxError
+from kubelet_sim.runtime import (
+    ContainerRuntime,
+    NetworkCondition,
+    PodSandboxConfig,
+    PortMapping,
+    SandboxError,
+)
 from kubelet_sim.trace import Trace
 from kubelet_sim.volume_manager import VolumeManager
 from kubelet_sim.volume_spec import CsiVolume
@@ -68,6 +74,7 @@ class Kubelet:
         trace: Trace,
         client_factory: ClientFactory | None = None,
         clock: Clock | None = None,
+        runtime_status_period: float = 5.0,
     ) -> None:
         self.api = api
         self.node_name = node_name
@@ -91,6 +98,11 @@ class Kubelet:
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
         self.network_ready = False
+        # The kubelet asks the runtime for its status (CNI STATUS) every few seconds,
+        # not on every pass.
+        self.runtime_status_period = runtime_status_period
+        self._status_checked_at: float | None = None
+        self._network_condition: NetworkCondition | None = None
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -189,8 +201,17 @@ class Kubelet:
 
     # -- node status -----------------------------------------------------------------------
 
+    async def _runtime_network_status(self) -> NetworkCondition:
+        now = self.clock.monotonic()
+        due = (self._status_checked_at is None
+               or now - self._status_checked_at >= self.runtime_status_period)
+        if due or self._network_condition is None:
+            self._network_condition = await asyncio.to_thread(self.runtime.network_status)
+            self._status_checked_at = now
+        return self._network_condition
+
     async def sync_node_status(self) -> bool:
-        condition = await asyncio.to_thread(self.runtime.network_status)
+        condition = await self._runtime_network_status()
         self.network_ready = condition.ready
         in_use = sorted({
             unique_volume_name(v.driver, v.volume_handle)
