@@ -58,7 +58,10 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
             preferred=preferred,
         )
         with self.rt.inflight.hold(f"name:{request.name}", f"volume:{source_id}"):
-            volume = await self.rt.run(self.rt.volumes.create_volume, args)
+            if source_type:  # copies data: off the event loop
+                volume = await self.rt.run_slow(self.rt.slow.volumes.create_volume, args)
+            else:
+                volume = await self.rt.run(self.rt.volumes.create_volume, args)
         return csi_pb2.CreateVolumeResponse(volume=messages.volume(volume))
 
     async def DeleteVolume(self, request: csi_pb2.DeleteVolumeRequest, context: Ctx
@@ -99,6 +102,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         reason = await self.rt.run(
             self.rt.volumes.validate_capabilities, request.volume_id, caps,
             dict(request.parameters), dict(request.mutable_parameters),
+            dict(request.volume_context),
         )
         if reason:
             return csi_pb2.ValidateVolumeCapabilitiesResponse(message=reason)
@@ -155,8 +159,8 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         self.rt.caps.require_controller("CREATE_DELETE_SNAPSHOT")
         with self.rt.inflight.hold(f"snapshot:{request.name}",
                                    f"volume:{request.source_volume_id}"):
-            snapshot = await self.rt.run(
-                self.rt.snapshots.create_snapshot, request.name, request.source_volume_id,
+            snapshot = await self.rt.run_slow(
+                self.rt.slow.snapshots.create_snapshot, request.name, request.source_volume_id,
                 dict(request.parameters),
             )
         return csi_pb2.CreateSnapshotResponse(snapshot=messages.snapshot(snapshot))
@@ -166,7 +170,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         v.require(request.snapshot_id, "snapshot_id")
         self.rt.caps.require_controller("CREATE_DELETE_SNAPSHOT")
         with self.rt.inflight.hold(f"snapshot:{request.snapshot_id}"):
-            await self.rt.run(self.rt.snapshots.delete_snapshot, request.snapshot_id)
+            await self.rt.run_slow(self.rt.slow.snapshots.delete_snapshot, request.snapshot_id)
         return csi_pb2.DeleteSnapshotResponse()
 
     async def ListSnapshots(self, request: csi_pb2.ListSnapshotsRequest, context: Ctx

@@ -24,7 +24,7 @@ class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
         ])
 
     def _message(self, group: GroupSnapshot) -> csi_pb2.VolumeGroupSnapshot:
-        return messages.group_snapshot(group, self.rt.snapshots.group_members(group))
+        return messages.group_snapshot(group, self.rt.slow.snapshots.group_members(group))
 
     async def GroupControllerGetCapabilities(
         self, request: csi_pb2.GroupControllerGetCapabilitiesRequest, context: Ctx
@@ -39,11 +39,11 @@ class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
         self.rt.caps.require_group(CAP)
         keys = [f"group:{request.name}"] + [f"volume:{i}" for i in request.source_volume_ids]
         with self.rt.inflight.hold(*keys):
-            group = await self.rt.run(
-                self.rt.snapshots.create_group, request.name,
+            group = await self.rt.run_slow(
+                self.rt.slow.snapshots.create_group, request.name,
                 tuple(request.source_volume_ids), dict(request.parameters),
             )
-            message = await self.rt.run(self._message, group)
+            message = await self.rt.run_slow(self._message, group)
         return csi_pb2.CreateVolumeGroupSnapshotResponse(group_snapshot=message)
 
     async def DeleteVolumeGroupSnapshot(
@@ -52,8 +52,8 @@ class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
         v.require(request.group_snapshot_id, "group_snapshot_id")
         self.rt.caps.require_group(CAP)
         with self.rt.inflight.hold(f"group:{request.group_snapshot_id}"):
-            await self.rt.run(
-                self.rt.snapshots.delete_group, request.group_snapshot_id,
+            await self.rt.run_slow(
+                self.rt.slow.snapshots.delete_group, request.group_snapshot_id,
                 tuple(request.snapshot_ids),
             )
         return csi_pb2.DeleteVolumeGroupSnapshotResponse()
@@ -66,5 +66,5 @@ class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
         group = await self.rt.run(
             self.rt.snapshots.get_group, request.group_snapshot_id, tuple(request.snapshot_ids)
         )
-        message = await self.rt.run(self._message, group)
+        message = await self.rt.run_slow(self._message, group)
         return csi_pb2.GetVolumeGroupSnapshotResponse(group_snapshot=message)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import sys
@@ -21,11 +22,11 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import grpc
-from google.protobuf.descriptor import Descriptor
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from csi_driver.errors import CsiError, InvalidArgument, Unauthenticated
+from csi_driver.inflight import Activity
 from csi_driver.validation import check_size_limits
 from csi_protos import csi_pb2
 
@@ -50,26 +51,51 @@ def secret_fields(descriptor: Descriptor, _seen: frozenset[str] = frozenset()) -
     return plan
 
 
-def _redact(data: Any, plan: dict[str, Any]) -> None:
-    if isinstance(data, list):
-        for item in data:
-            _redact(item, plan)
-        return
-    if not isinstance(data, dict):
-        return
-    for name, sub in plan.items():
-        if name not in data:
-            continue
+def _scalar(fd: FieldDescriptor, value: Any) -> Any:
+    if fd.type == FieldDescriptor.TYPE_ENUM:
+        assert fd.enum_type is not None
+        enum_value = fd.enum_type.values_by_number.get(value)
+        return enum_value.name if enum_value is not None else value
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    return value
+
+
+def loggable(message: Message, plan: dict[str, Any]) -> dict[str, Any]:
+    """The set fields of ``message`` as JSON-ready data, secret values replaced.
+
+    A hand-rolled walk over ListFields(): several times cheaper than
+    json_format.MessageToDict, and it runs on every RPC."""
+    out: dict[str, Any] = {}
+    for fd, value in message.ListFields():
+        sub = plan.get(fd.name)
         if sub is True:
-            value = data[name]
-            data[name] = {k: REDACTED for k in value} if isinstance(value, dict) else REDACTED
+            is_map = fd.message_type is not None and fd.message_type.GetOptions().map_entry
+            out[fd.name] = {k: REDACTED for k in value} if is_map else REDACTED
+        elif fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            value_fd = fd.message_type.fields_by_name["value"]
+            if value_fd.message_type is None:
+                out[fd.name] = {k: _scalar(value_fd, v) for k, v in value.items()}
+            else:
+                out[fd.name] = {k: loggable(v, {}) for k, v in value.items()}
+        elif fd.message_type is not None:
+            nested = sub if isinstance(sub, dict) else {}
+            if fd.is_repeated:
+                out[fd.name] = [loggable(item, nested) for item in value]
+            else:
+                out[fd.name] = loggable(value, nested)
+        elif fd.is_repeated:
+            out[fd.name] = [_scalar(fd, item) for item in value]
         else:
-            _redact(data[name], sub)
+            out[fd.name] = _scalar(fd, value)
+    return out
 
 
 class CsiInterceptor(grpc.aio.ServerInterceptor):
-    def __init__(self, secrets: dict[str, str], stream: TextIO | None = None) -> None:
+    def __init__(self, secrets: dict[str, str], stream: TextIO | None = None,
+                 activity: Activity | None = None) -> None:
         self.secrets = secrets
+        self.activity = activity or Activity()
         self.stream = stream or sys.stderr
         self._plans: dict[str, dict[str, Any]] = {}
 
@@ -81,9 +107,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         return plan
 
     def redacted(self, request: Message) -> dict[str, Any]:
-        data = MessageToDict(request, preserving_proto_field_name=True)
-        _redact(data, self._plan(request))
-        return data
+        return loggable(request, self._plan(request))
 
     def check_request(self, request: Message) -> None:
         check_size_limits(request)
@@ -143,6 +167,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_unary(self, method: str, behavior: Any) -> Any:
         async def wrapped(request: Message, context: grpc.aio.ServicerContext) -> Any:
             start = time.perf_counter()
+            self.activity.started()
             try:
                 self.check_request(request)
                 response = await behavior(request, context)
@@ -150,6 +175,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                 code, details = self._status(exc, method)
                 self._log(method, request, code, start)
                 await context.abort(code, details)
+            finally:
+                self.activity.finished()
             self._log(method, request, grpc.StatusCode.OK, start)
             return response
 
@@ -159,6 +186,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         async def wrapped(request: Message, context: grpc.aio.ServicerContext
                           ) -> AsyncIterator[Any]:
             start = time.perf_counter()
+            self.activity.started()
             try:
                 self.check_request(request)
                 async for response in behavior(request, context):
@@ -167,6 +195,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                 code, details = self._status(exc, method)
                 self._log(method, request, code, start)
                 await context.abort(code, details)
+            finally:
+                self.activity.finished()
             self._log(method, request, grpc.StatusCode.OK, start)
 
         return wrapped

@@ -70,7 +70,9 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         v.require(request.volume_id, "volume_id")
         v.require(request.volume_path, "volume_path")
         self.rt.caps.require_node("GET_VOLUME_STATS")
-        stats = await self.rt.run(self.rt.node.stats, request.volume_id, request.volume_path)
+        stats = await self.rt.run_slow(
+            self.rt.slow.node.stats, request.volume_id, request.volume_path
+        )
         used = stats.usage.used_bytes
         usage = [csi_pb2.VolumeUsage(
             unit=Unit.BYTES, total=stats.total_bytes, used=used,

@@ -83,13 +83,12 @@ class NodeVolumes:
             self.store.insert_stage(Stage(volume_id, self.node_id, staging_path, cap))
 
     def unstage(self, volume_id: str, staging_path: str) -> None:
-        """Nothing staged → OK.  Still published on this node → FAILED_PRECONDITION."""
+        """Not staged at staging_path (or not at all) → OK, and a stage elsewhere stays.
+        Still published on this node → FAILED_PRECONDITION."""
         with self.store.transaction():
             existing = self.store.get_stage(volume_id, self.node_id)
-            if existing is None:
+            if existing is None or existing.staging_path != staging_path:
                 return
-            if existing.staging_path != staging_path:
-                raise NotFound(f"volume {volume_id!r} is not staged at {staging_path!r}")
             if self.store.publishes_of_volume(volume_id, self.node_id):
                 raise FailedPrecondition(f"volume {volume_id!r} is still published on this node")
             self.store.delete_stage(volume_id, self.node_id)

@@ -1,16 +1,25 @@
-"""What every servicer shares: config, capabilities, the domain objects and the guard."""
+"""What every servicer shares: config, capabilities, the guard and two domain sets.
+
+``fast`` runs on the event loop with group-committed writes (most RPCs are a few
+indexed statements and one shared fsync).  ``slow`` has its own connections with
+immediate commits and runs in a worker thread, for work that copies or walks
+volume data (snapshots, clones, restores, usage, block metadata) and must not
+stall the loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from csi_driver.attachments import Attachments
+from csi_driver.block_metadata import BlockMetadata
 from csi_driver.capabilities import Capabilities
 from csi_driver.config import Config
-from csi_driver.inflight import InFlight
+from csi_driver.inflight import Activity, InFlight
+from csi_driver.mounter import Mounter
 from csi_driver.node_volumes import NodeVolumes
 from csi_driver.snapshots import Snapshots
 from csi_driver.store import Store
@@ -21,17 +30,83 @@ T = TypeVar("T")
 
 
 @dataclass
-class Runtime:
-    cfg: Config
-    caps: Capabilities
+class Domain:
     store: Store
     data: VolumeData
     volumes: Volumes
     attachments: Attachments
     snapshots: Snapshots
     node: NodeVolumes
+    metadata: BlockMetadata
+
+    @classmethod
+    def open(cls, cfg: Config, mounter: Mounter, background_removal: bool = False) -> Domain:
+        store = Store(cfg.state_dir)
+        data = VolumeData(cfg.state_dir, background_removal)
+        return cls(
+            store=store,
+            data=data,
+            volumes=Volumes(cfg, store, data),
+            attachments=Attachments(cfg, store),
+            snapshots=Snapshots(store, data),
+            node=NodeVolumes(cfg, store, data, mounter),
+            metadata=BlockMetadata(store, data),
+        )
+
+
+@dataclass
+class Runtime:
+    cfg: Config
+    caps: Capabilities
     inflight: InFlight
+    fast: Domain
+    slow: Domain
+    activity: Activity = field(default_factory=Activity)
+
+    @property
+    def store(self) -> Store:
+        return self.fast.store
+
+    @property
+    def volumes(self) -> Volumes:
+        return self.fast.volumes
+
+    @property
+    def attachments(self) -> Attachments:
+        return self.fast.attachments
+
+    @property
+    def snapshots(self) -> Snapshots:
+        return self.fast.snapshots
+
+    @property
+    def node(self) -> NodeVolumes:
+        return self.fast.node
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """Run blocking domain work (SQLite commits, file copies) off the event loop."""
+        """Run a ``fast`` domain call on the loop; answer only once its writes are durable."""
+        store = self.fast.store
+        await store.ready()
+        before = store.writes
+        try:
+            return fn(*args)
+        finally:
+            if store.writes != before:
+                await self._settle(store)
+
+    async def _settle(self, store: Store) -> None:
+        """Wait for durability: inline when alone (no thread hand-off), else threaded."""
+        inline = self.activity.commit_inline()
+        starts = self.activity.starts
+        await store.settle(alone=inline)
+        if not inline:
+            self.activity.observed(self.activity.starts != starts)
+
+    async def run_slow(self, fn: Callable[..., T], *args: object) -> T:
+        """Run a ``slow`` domain call in a worker thread (immediate commits)."""
         return await asyncio.to_thread(fn, *args)
+
+    def close(self) -> None:
+        for domain in (self.fast, self.slow):
+            domain.data.close()
+            domain.store.close()

@@ -15,7 +15,6 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from csi_driver import capabilities, endpoint
-from csi_driver.attachments import Attachments
 from csi_driver.config import Config
 from csi_driver.controller import ControllerServicer
 from csi_driver.group_controller import GroupControllerServicer
@@ -24,13 +23,8 @@ from csi_driver.inflight import InFlight
 from csi_driver.interceptors import CsiInterceptor
 from csi_driver.mounter import Mounter
 from csi_driver.node import NodeServicer
-from csi_driver.node_volumes import NodeVolumes
-from csi_driver.runtime import Runtime
+from csi_driver.runtime import Domain, Runtime
 from csi_driver.snapshot_metadata import SnapshotMetadataServicer
-from csi_driver.snapshots import Snapshots
-from csi_driver.store import Store
-from csi_driver.volume_data import VolumeData
-from csi_driver.volumes import Volumes
 from csi_protos import csi_pb2, csi_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -49,27 +43,22 @@ class DriverServer:
         finally:
             os.umask(old_umask)
         os.chmod(self.socket_path, self.runtime.cfg.socket_mode)
+        self.runtime.store.enable_group_commit()
 
     async def stop(self, grace: float | None = 5.0) -> None:
         await self.server.stop(grace)
         endpoint.remove(self.socket_path)
-        self.runtime.store.close()
+        self.runtime.close()
 
 
 def build_runtime(cfg: Config) -> Runtime:
-    store = Store(cfg.state_dir)
-    data = VolumeData(cfg.state_dir)
-    node = NodeVolumes(cfg, store, data, Mounter.choose(cfg.mount_method))
+    mounter = Mounter.choose(cfg.mount_method)
     return Runtime(
         cfg=cfg,
         caps=capabilities.compute(cfg),
-        store=store,
-        data=data,
-        volumes=Volumes(cfg, store, data),
-        attachments=Attachments(cfg, store),
-        snapshots=Snapshots(store, data),
-        node=node,
         inflight=InFlight(),
+        fast=Domain.open(cfg, mounter, background_removal=True),
+        slow=Domain.open(cfg, mounter),
     )
 
 
@@ -84,7 +73,9 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         redone = rt.node.recheck_mounts()
         if redone:
             log.info("re-established %d publishes recorded before the restart", redone)
-    server = grpc.aio.server(interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream)])
+    server = grpc.aio.server(
+        interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity)]
+    )
     services = ["csi.v1.Identity"]
     csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
     if cfg.serves_controller:

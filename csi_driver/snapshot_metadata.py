@@ -31,7 +31,7 @@ def _tuples(page: list[Range]) -> list[csi_pb2.BlockMetadata]:
 class SnapshotMetadataServicer(csi_pb2_grpc.SnapshotMetadataServicer):
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.metadata = BlockMetadata(rt.store, rt.data)
+        self.metadata: BlockMetadata = rt.slow.metadata
 
     async def GetMetadataAllocated(
         self, request: csi_pb2.GetMetadataAllocatedRequest, context: Ctx
@@ -39,7 +39,7 @@ class SnapshotMetadataServicer(csi_pb2_grpc.SnapshotMetadataServicer):
         """Ascending, disjoint VARIABLE_LENGTH ranges; at most max_results per message."""
         v.require(request.snapshot_id, "snapshot_id")
         self.rt.caps.require_service("SNAPSHOT_METADATA_SERVICE")
-        capacity, ranges = await self.rt.run(
+        capacity, ranges = await self.rt.run_slow(
             self.metadata.allocated, request.snapshot_id, request.starting_offset
         )
         for page in _pages(ranges, request.max_results):
@@ -54,7 +54,7 @@ class SnapshotMetadataServicer(csi_pb2_grpc.SnapshotMetadataServicer):
         v.require(request.base_snapshot_id, "base_snapshot_id")
         v.require(request.target_snapshot_id, "target_snapshot_id")
         self.rt.caps.require_service("SNAPSHOT_METADATA_SERVICE")
-        capacity, ranges = await self.rt.run(
+        capacity, ranges = await self.rt.run_slow(
             self.metadata.delta, request.base_snapshot_id, request.target_snapshot_id,
             request.starting_offset,
         )

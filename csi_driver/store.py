@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from csi_driver.errors import FailedPrecondition
+from csi_driver.db import Database
 from csi_driver.records import (
     Attachment,
     GroupSnapshot,
@@ -110,71 +107,12 @@ def _cap(text: str) -> VolumeCapability:
     return VolumeCapability.from_json(json.loads(text))
 
 
-class Store:
+class Store(Database):
     """Typed access to the shared state database."""
 
     def __init__(self, state_dir: str) -> None:
         os.makedirs(state_dir, exist_ok=True)
-        self.path = os.path.join(state_dir, "state.db")
-        self._conn = sqlite3.connect(
-            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-        )
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        self._depth = 0
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        with self.transaction():
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
-
-    def close(self) -> None:
-        self._conn.close()
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One atomic, durable write: BEGIN IMMEDIATE … COMMIT (fsync'd WAL)."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield
-            except BaseException:
-                self._depth = 0
-                self._conn.execute("ROLLBACK")
-                raise
-            self._depth = 0
-            self._conn.execute("COMMIT")
-
-    def check_usable(self) -> None:
-        """Raise FailedPrecondition when the database cannot be read."""
-        try:
-            with self._lock:
-                self._conn.execute("SELECT 1 FROM volumes LIMIT 1").fetchall()
-        except sqlite3.Error as exc:
-            raise FailedPrecondition(f"state store unusable: {exc}") from exc
-
-    def _one(self, sql: str, *args: object) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._conn.execute(sql, args).fetchone()
-            return row
-
-    def _all(self, sql: str, *args: object) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, args).fetchall()
-
-    def _exec(self, sql: str, *args: object) -> int:
-        assert self._depth, "store mutators must run inside transaction()"
-        return self._conn.execute(sql, args).rowcount
+        super().__init__(os.path.join(state_dir, "state.db"), SCHEMA)
 
     # volumes ---------------------------------------------------------------
 
@@ -204,16 +142,37 @@ class Store:
     def get_volume_by_name(self, name: str) -> Volume | None:
         return self._volume(self._one("SELECT * FROM volumes WHERE name=?", name))
 
-    def insert_volume(self, v: Volume) -> None:
-        self._exec(
-            "INSERT INTO volumes (volume_id, name, capacity_bytes, pool, access_type, parameters,"
-            " mutable_parameters, accessible_topology, source_type, source_id,"
+    def insert_volume(self, v: Volume) -> bool:
+        """Insert and account the capacity; False when the name is already taken."""
+        inserted = self._exec(
+            "INSERT OR IGNORE INTO volumes (volume_id, name, capacity_bytes, pool, access_type,"
+            " parameters, mutable_parameters, accessible_topology, source_type, source_id,"
             " request_fingerprint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             v.volume_id, v.name, v.capacity_bytes, v.pool, v.access_type, _dump(v.parameters),
             _dump(v.mutable_parameters), _dump(v.accessible_topology), v.source_type,
             v.source_id, v.request_fingerprint, v.created_at,
         )
-        self._add_pool_usage(v.pool, v.capacity_bytes)
+        if inserted:
+            self._add_pool_usage(v.pool, v.capacity_bytes)
+        return bool(inserted)
+
+    def volume_in_use(self, volume_id: str) -> str:
+        """Why the volume cannot be deleted ("" when nothing holds it), in one query."""
+        row = self._one(
+            "SELECT EXISTS(SELECT 1 FROM attachments WHERE volume_id=?1) AS attached,"
+            " EXISTS(SELECT 1 FROM stages WHERE volume_id=?1) AS staged,"
+            " EXISTS(SELECT 1 FROM publishes WHERE volume_id=?1) AS published,"
+            " EXISTS(SELECT 1 FROM snapshots WHERE source_volume_id=?1) AS snapshotted",
+            volume_id,
+        )
+        assert row is not None
+        for column, reason in (("attached", "published to a node"),
+                               ("staged", "staged on a node"),
+                               ("published", "published on a node"),
+                               ("snapshotted", "the source of existing snapshots")):
+            if row[column]:
+                return reason
+        return ""
 
     def delete_volume(self, v: Volume) -> bool:
         if self._exec("DELETE FROM volumes WHERE volume_id=?", v.volume_id):

@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 COPY_CHUNK = 1 << 20
@@ -74,7 +75,10 @@ def tree_usage(path: str) -> Usage:
 class VolumeData:
     """Creates, copies, resizes and removes the data of volumes and snapshots."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, background_removal: bool = False) -> None:
+        """``background_removal``: delete volume data on a worker thread, off the caller's
+        path (the server uses it; the record is already durably gone by then)."""
+        self._reaper = ThreadPoolExecutor(1, "csi-reaper") if background_removal else None
         self.volumes_dir = os.path.join(state_dir, "volumes")
         self.snapshots_dir = os.path.join(state_dir, "snapshots")
         os.makedirs(self.volumes_dir, exist_ok=True)
@@ -143,6 +147,9 @@ class VolumeData:
 
     @staticmethod
     def _remove(path: str) -> None:
+        with contextlib.suppress(OSError):
+            os.rmdir(path)  # the common case: an empty volume directory
+            return
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
@@ -150,7 +157,15 @@ class VolumeData:
                 os.unlink(path)
 
     def delete_volume(self, volume_id: str, access_type: str) -> None:
-        self._remove(self.volume_path(volume_id, access_type))
+        path = self.volume_path(volume_id, access_type)
+        if self._reaper is not None:
+            self._reaper.submit(self._remove, path)
+        else:
+            self._remove(path)
+
+    def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.shutdown(wait=True)
 
     def delete_snapshot(self, snapshot_id: str, access_type: str) -> None:
         self._remove(self.snapshot_path(snapshot_id, access_type))

@@ -152,7 +152,6 @@ class Volumes:
         source_size = self._source_size(args, access_type)
         size = self._size_for(args.capacity, source_size)
         topology = choose_topology(args.requisite, args.preferred, self._topology_nodes())
-        self._check_space(pool, size)
 
         volume = Volume(
             volume_id=str(uuid.uuid4()),
@@ -171,9 +170,8 @@ class Volumes:
         self._materialize(volume)
         try:
             with self.store.transaction():
-                if self.store.get_volume_by_name(args.name) is None:
-                    self._check_space(pool, size)
-                    self.store.insert_volume(volume)
+                self._check_space(pool, size)
+                if self.store.insert_volume(volume):
                     return volume
         except BaseException:
             self.data.delete_volume(volume.volume_id, access_type)
@@ -232,16 +230,14 @@ class Volumes:
             volume = self.store.get_volume(volume_id)
             if volume is None:
                 return
-            if self.store.attachments_of_volume(volume_id):
-                raise FailedPrecondition(f"volume {volume_id!r} is still published to a node")
-            if self.store.stages_of_volume(volume_id) or self.store.publishes_of_volume(
-                volume_id
-            ):
-                raise FailedPrecondition(f"volume {volume_id!r} is still in use on a node")
-            if self.store.has_snapshots_of(volume_id):
-                raise FailedPrecondition(f"volume {volume_id!r} still has snapshots")
+            in_use = self.store.volume_in_use(volume_id)
+            if in_use:
+                raise FailedPrecondition(f"volume {volume_id!r} is still {in_use}")
             self.store.delete_volume(volume)
-        self.data.delete_volume(volume.volume_id, volume.access_type)
+            # The data goes only once the record's removal is durable.
+            self.store.after_commit(
+                lambda: self.data.delete_volume(volume.volume_id, volume.access_type)
+            )
 
     # ValidateVolumeCapabilities ----------------------------------------------
 
@@ -251,9 +247,12 @@ class Volumes:
         caps: tuple[VolumeCapability, ...],
         parameters: dict[str, str],
         mutable_parameters: dict[str, str],
+        volume_context: dict[str, str] | None = None,
     ) -> str:
         """Unknown volume → NOT_FOUND.  Returns "" when all are confirmed, else why not."""
         volume = self.get(volume_id)
+        if volume_context and volume_context != volume.volume_context:
+            return "volume_context is not the volume's"
         for cap in caps:
             reason = access_modes.unsupported_reason(cap, self.cfg.single_node_multi_writer)
             if reason:

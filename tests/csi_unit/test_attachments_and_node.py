@@ -172,3 +172,9 @@ def test_recheck_mounts_restores_a_lost_publish(domain, tmp_path):
     os.unlink(target)
     assert domain.node.recheck_mounts() == 1
     assert os.path.islink(target)
+
+
+def test_unstage_at_another_path_is_ok_and_keeps_the_real_stage(domain, tmp_path):
+    v, staging = _staged(domain, tmp_path)
+    domain.node.unstage(v.volume_id, staging + "-elsewhere")
+    assert domain.store.get_stage(v.volume_id, "node-1") is not None

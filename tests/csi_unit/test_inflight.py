@@ -26,3 +26,9 @@ def test_operations_on_different_volumes_run_together():
     guard = InFlight()
     with guard.hold("volume:v1"), guard.hold("volume:v2"):
         pass
+
+
+def test_keys_without_an_id_guard_nothing():
+    guard = InFlight()
+    with guard.hold("volume:"), guard.hold("volume:"):
+        pass

@@ -1,0 +1,198 @@
+"""CSI driver throughput: CreateVolume+DeleteVolume pairs/s beside the bare Probe rate.
+
+Starts the real driver (``python -m csi_driver``) on a temp socket and state dir,
+measures, for 1 client and for 8 client processes, the Probe round-trip rate and
+the create+delete pair rate, first with an empty store and then with 10,000
+volumes already in it.  Targets: pairs/s ≥ 25% of the Probe rate measured in the
+same run, and no drop from 0 to 10,000 existing volumes.
+
+    .venv/bin/python -m bench csi [--seconds 3] [--preload 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from csi_protos import csi_pb2, csi_pb2_grpc
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = str(REPO / ".venv" / "bin" / "python")
+VOLUME_SIZE = 1 << 20
+CAP = csi_pb2.VolumeCapability(
+    access_mode=csi_pb2.VolumeCapability.AccessMode(mode="SINGLE_NODE_WRITER"),
+    mount=csi_pb2.VolumeCapability.MountVolume(),
+)
+TARGET_RATIO = 0.25
+
+
+def _channel(endpoint: str) -> grpc.Channel:
+    return grpc.insecure_channel(endpoint)
+
+
+def _probe_loop(endpoint: str, seconds: float) -> int:
+    with _channel(endpoint) as channel:
+        stub = csi_pb2_grpc.IdentityStub(channel)
+        stub.Probe(csi_pb2.ProbeRequest())
+        count = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            stub.Probe(csi_pb2.ProbeRequest())
+            count += 1
+    return count
+
+
+def _pair_loop(endpoint: str, seconds: float) -> int:
+    prefix = uuid.uuid4().hex[:8]
+    with _channel(endpoint) as channel:
+        stub = csi_pb2_grpc.ControllerStub(channel)
+        csi_pb2_grpc.IdentityStub(channel).Probe(csi_pb2.ProbeRequest())
+        count = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            created = stub.CreateVolume(csi_pb2.CreateVolumeRequest(
+                name=f"bench-{prefix}-{count}", volume_capabilities=[CAP],
+                capacity_range=csi_pb2.CapacityRange(required_bytes=VOLUME_SIZE),
+            ))
+            stub.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=created.volume.volume_id))
+            count += 1
+    return count
+
+
+def _preload_loop(endpoint: str, names: list[str]) -> int:
+    with _channel(endpoint) as channel:
+        stub = csi_pb2_grpc.ControllerStub(channel)
+        for name in names:
+            stub.CreateVolume(csi_pb2.CreateVolumeRequest(
+                name=name, volume_capabilities=[CAP],
+                capacity_range=csi_pb2.CapacityRange(required_bytes=VOLUME_SIZE),
+            ))
+    return len(names)
+
+
+def _worker(kind: str, endpoint: str, seconds: float, start: mp.synchronize.Event,
+            out: mp.Queue) -> None:  # type: ignore[type-arg]
+    start.wait()
+    loop = _probe_loop if kind == "probe" else _pair_loop
+    out.put(loop(endpoint, seconds))
+
+
+def rate(kind: str, endpoint: str, clients: int, seconds: float) -> float:
+    """Operations per second summed over ``clients`` processes."""
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    procs = [ctx.Process(target=_worker, args=(kind, endpoint, seconds, start, out))
+             for _ in range(clients)]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)  # let every process import grpc before the clock starts
+    start.set()
+    total = sum(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return total / seconds
+
+
+def preload(endpoint: str, count: int, clients: int = 8) -> None:
+    names = [f"preload-{i}" for i in range(count)]
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(clients) as pool:
+        pool.starmap(_preload_loop, [(endpoint, names[i::clients]) for i in range(clients)])
+
+
+@dataclass
+class Driver:
+    proc: subprocess.Popen[bytes]
+    endpoint: str
+    workdir: str
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_driver(extra: list[str]) -> Driver:
+    workdir = tempfile.mkdtemp(prefix="csib", dir="/tmp")
+    endpoint = f"unix://{workdir}/csi.sock"
+    log = open(os.path.join(workdir, "driver.log"), "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "csi_driver", "--endpoint", endpoint, "--state-dir",
+         f"{workdir}/state", "--node-id", "bench-node", "--capacity", "default=1024Ti",
+         "--max-volume-size", "1Ti", *extra],
+        cwd=REPO, stderr=log, stdout=subprocess.DEVNULL,
+    )
+    channel = grpc.insecure_channel(endpoint)
+    grpc.channel_ready_future(channel).result(timeout=30)
+    channel.close()
+    return Driver(proc, endpoint, workdir)
+
+
+def run(seconds: float, preload_count: int, extra: list[str]) -> list[tuple[str, float, float]]:
+    driver = start_driver(extra)
+    rows: list[tuple[str, float, float]] = []
+    try:
+        probes = {c: rate("probe", driver.endpoint, c, seconds) for c in (1, 8)}
+        for existing in (0, preload_count):
+            if existing:
+                preload(driver.endpoint, existing)
+            for clients in (1, 8):
+                pairs = rate("pair", driver.endpoint, clients, seconds)
+                rows.append((f"{clients} client{'s' if clients > 1 else ''}, "
+                             f"{existing} volumes", pairs, probes[clients]))
+    finally:
+        driver.stop()
+    return rows
+
+
+def print_table(rows: list[tuple[str, float, float]]) -> bool:
+    print(f"{'case':<26} {'pairs/s':>9} {'probe/s':>9} {'pairs/probe':>12}  target")
+    ok = True
+    for case, pairs, probes in rows:
+        ratio = pairs / probes if probes else 0.0
+        hit = ratio >= TARGET_RATIO
+        ok &= hit
+        print(f"{case:<26} {pairs:9.0f} {probes:9.0f} {ratio:12.2f}  "
+              f"{'≥' if hit else '<'}{TARGET_RATIO:.2f} {'ok' if hit else 'MISSED'}")
+    by_clients: dict[str, list[float]] = {}
+    for case, pairs, _ in rows:
+        by_clients.setdefault(case.split(",")[0], []).append(pairs)
+    for clients, values in by_clients.items():
+        if len(values) == 2 and values[0]:
+            change = values[1] / values[0]
+            flat = change >= 0.9
+            ok &= flat
+            print(f"{clients}: 10k-volume store runs at {change:.2f}× the empty store "
+                  f"({'no drop' if flat else 'DROP'})")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench csi", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--preload", type=int, default=10_000)
+    parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
+    args = parser.parse_args(argv)
+    rows = run(args.seconds, args.preload, args.driver_args)
+    ok = print_table(rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
