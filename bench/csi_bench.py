@@ -178,7 +178,7 @@ def print_table(rows: list[tuple[str, float, float]]) -> bool:
             change = values[1] / values[0]
             flat = change >= 0.9
             ok &= flat
-            print(f"{clients}: 10k-volume store runs at {change:.2f}× the empty store "
+            print(f"{clients}: 10k-volume store runs at {change:.2f}x the empty store "
                   f"({'no drop' if flat else 'DROP'})")
     return ok
 

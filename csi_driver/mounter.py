@@ -50,7 +50,9 @@ class Mounter:
         return Mounter(setting)
 
     def publish(self, source: str, target: str, is_block: bool, readonly: bool) -> None:
-        """Create ``target`` and make ``source`` appear there."""
+        """Create ``target`` (and, like the reference driver, any missing parent) and
+        make ``source`` appear there."""
+        os.makedirs(os.path.dirname(target.rstrip("/")) or "/", exist_ok=True)
         if self.method == "symlink":
             if os.path.islink(target):
                 os.unlink(target)

@@ -117,9 +117,8 @@ class NodeVolumes:
         stage = self.store.get_stage(volume_id, self.node_id)
         if stage is None or stage.staging_path != staging_path:
             raise FailedPrecondition(f"volume {volume_id!r} is not staged at {staging_path!r}")
-        parent = os.path.dirname(target_path.rstrip("/")) or "/"
-        if not os.path.isdir(parent):
-            raise FailedPrecondition(f"parent of target path {target_path!r} does not exist")
+        if not os.path.isabs(target_path):
+            raise InvalidArgument(f"target_path {target_path!r} must be absolute")
         record = Publish(volume_id, self.node_id, target_path, staging_path, readonly, cap,
                          self.mounter.method)
         existing = self.store.get_publish(self.node_id, target_path)
