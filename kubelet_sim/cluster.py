@@ -31,6 +31,7 @@ from kubelet_sim.controllers import build_controller_manager
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi_client import GrpcCsiClient
 from kubelet_sim.kubelet import Kubelet
+from kubelet_sim.linux_nodes import LinuxNodes
 from kubelet_sim.processes import DriverProcess
 from kubelet_sim.runtime import ContainerRuntime
 from kubelet_sim.trace import Trace
@@ -81,6 +82,8 @@ class Cluster:
         self._clients: list[GrpcCsiClient] = []
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        # Linux dataplane: every node is a network namespace on a shared underlay.
+        self.linux_nodes = LinuxNodes() if self.config.dataplane == "linux" else None
 
     # -- paths ----------------------------------------------------------------------------------
 
@@ -148,6 +151,9 @@ class Cluster:
         self.node_plugins[spec.name] = proc
         if spec.name not in self.config.missing_cni_config:
             self.write_cni_config(spec)
+        if self.linux_nodes is not None:
+            self.linux_nodes.add_node(spec.name, spec.internal_ip)
+            self.linux_nodes.sync_routes(self.api)
         self.kubelets[spec.name] = self._kubelet(spec, root)
 
     def network_config(self, spec: NodeSpec) -> dict[str, object]:
@@ -156,7 +162,7 @@ class Cluster:
         node_dir = self.node_dir(spec.name)
         bridge: dict[str, object] = {
             "type": cfg.bridge_type,
-            "bridge": f"cni-{spec.name}"[:15] if cfg.dataplane == "linux" else "cni0",
+            "bridge": "cni0",  # on linux, inside the node's own namespace
             "isGateway": True,
             "ipMasq": False,
             "ipam": {
@@ -180,8 +186,9 @@ class Cluster:
 
     def _kubelet(self, spec: NodeSpec, root: Path) -> Kubelet:
         node_dir = self.node_dir(spec.name)
-        libcni = LibCNI([str(self.cni_bin_dir)], str(node_dir / "cni-cache"), RealExec(),
-                        trace=self.trace, node=spec.name)
+        node_netns = self.linux_nodes.netns_path(spec.name) if self.linux_nodes else None
+        libcni = LibCNI([str(self.cni_bin_dir)], str(node_dir / "cni-cache"),
+                        RealExec(netns=node_netns), trace=self.trace, node=spec.name)
         loopback_keys: dict[str, object] = {}
         if self.config.loopback_type.startswith("emu-"):
             loopback_keys = {"dataplane": self.config.dataplane,
@@ -219,5 +226,9 @@ class Cluster:
             proc.stop()
         if self.controller_plugin is not None:
             self.controller_plugin.stop()
+        if self.linux_nodes is not None:
+            # The machine goes away with its namespaces (no CNI DEL, as at power-off).
+            self.linux_nodes.teardown(s.netns for k in self.kubelets.values()
+                                      for s in k.runtime.list_pod_sandboxes())
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)

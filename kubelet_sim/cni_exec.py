@@ -96,11 +96,16 @@ def decode_plugin_failure(status: int, stdout: bytes, stderr: bytes) -> PluginEr
 
 @dataclass
 class RealExec:
-    """Exec the plugin binary; the runtime's environment is inherited, CNI_* override it."""
+    """Exec the plugin binary; the runtime's environment is inherited, CNI_* override it.
+
+    With ``netns`` (a network namespace path) the plugin runs inside that namespace
+    through ``nsenter --net=``: a simulated node's host namespace on the Linux dataplane.
+    """
 
     base_env: Mapping[str, str] | None = None
     timeout_s: float = 120.0
     stderr_sink: Callable[[str, bytes], None] | None = None
+    netns: str | None = None
 
     def find_in_path(self, plugin: str, paths: Sequence[str]) -> str:
         return find_in_path(plugin, paths)
@@ -111,7 +116,7 @@ class RealExec:
         for attempt in range(_TEXT_FILE_BUSY_RETRIES + 1):
             try:
                 proc = subprocess.run(
-                    [plugin_path],
+                    [*(["nsenter", f"--net={self.netns}"] if self.netns else []), plugin_path],
                     input=stdin,
                     env=full_env,
                     capture_output=True,

@@ -16,6 +16,7 @@ from typing import TextIO
 
 from kubelet_sim import builders
 from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.linux_probe import probe_pod_to_pod
 from kubelet_sim.model import Resource
 from kubelet_sim.network import ClusterNetwork
 from kubelet_sim.paths import attachment_name
@@ -103,6 +104,11 @@ async def scenario_cross_node(cluster: Cluster, report: Report) -> None:
     hop = reach.route.next_hop
     report.check("node-1 reaches app-b via next hop 192.168.0.2",
                  reach.reachable and hop == "192.168.0.2", f"reachable={reach.reachable} via {hop}")
+    if cluster.linux_nodes is not None:  # and a real packet between the pods' namespaces
+        probe = await asyncio.to_thread(probe_pod_to_pod, cluster, a, b)
+        report.notes += probe.notes
+        for what, ok, observed in probe.checks:
+            report.check(what, ok, observed)
 
 
 async def scenario_network_policy(cluster: Cluster, report: Report) -> None:
