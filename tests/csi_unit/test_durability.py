@@ -1,0 +1,74 @@
+"""What answered OK is on disk: immediate commits, group commits, and a reopened store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from csi_driver.records import Node
+from csi_driver.store import Store
+
+from .conftest import create_args, make_domain, mount_cap
+
+
+def test_a_reopened_store_holds_volumes_attachments_and_stages(tmp_path):
+    d = make_domain(tmp_path)
+    v = d.volumes.create_volume(create_args("v"))
+    d.attachments.publish(v.volume_id, "node-1", mount_cap(), False)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    d.node.stage(v.volume_id, str(staging), mount_cap())
+    # No close(): as after kill -9, only what was committed counts.
+    again = Store(str(tmp_path))
+    assert again.get_volume(v.volume_id).name == "v"
+    assert again.get_attachment(v.volume_id, "node-1") is not None
+    assert again.get_stage(v.volume_id, "node-1").staging_path == str(staging)
+
+
+async def test_group_commit_makes_concurrent_bodies_durable_before_settle_returns(tmp_path):
+    store = Store(str(tmp_path))
+    store.enable_group_commit()
+
+    async def register(node_id: str) -> None:
+        await store.ready()
+        with store.transaction():
+            store.upsert_node(Node(node_id, {}, 0))
+        await store.settle()
+
+    await asyncio.gather(*(register(f"n{i}") for i in range(5)))
+    other = Store(str(tmp_path))  # another process's view: committed data only
+    assert sorted(n.node_id for n in other.list_nodes()) == [f"n{i}" for i in range(5)]
+
+
+async def test_a_failing_body_rolls_back_alone_in_a_group_commit(tmp_path):
+    store = Store(str(tmp_path))
+    store.enable_group_commit()
+    with store.transaction():
+        store.upsert_node(Node("kept", {}, 0))
+    with pytest.raises(RuntimeError), store.transaction():
+        store.upsert_node(Node("dropped", {}, 0))
+        raise RuntimeError("body fails")
+    await store.settle()
+    assert [n.node_id for n in Store(str(tmp_path)).list_nodes()] == ["kept"]
+
+
+async def test_reads_outside_a_transaction_see_only_committed_state(tmp_path):
+    store = Store(str(tmp_path))
+    store.enable_group_commit()
+    with store.transaction():
+        store.upsert_node(Node("pending", {}, 0))
+    assert store.get_node("pending") is None
+    await store.settle(alone=True)
+    assert store.get_node("pending") is not None
+
+
+def test_after_commit_hooks_run_only_for_committed_work(tmp_path):
+    store = Store(str(tmp_path))
+    ran: list[str] = []
+    with store.transaction():
+        store.after_commit(lambda: ran.append("committed"))
+    with pytest.raises(RuntimeError), store.transaction():
+        store.after_commit(lambda: ran.append("rolled back"))
+        raise RuntimeError
+    assert ran == ["committed"]
