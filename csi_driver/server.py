@@ -68,6 +68,14 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
     path = endpoint.socket_path(cfg.endpoint)
     endpoint.prepare(path)
     rt = build_runtime(cfg)
+    if cfg.serves_controller:
+        store = rt.store
+        swept = rt.fast.data.sweep(
+            lambda v: store.get_volume(v) is not None,
+            lambda s: store.get_snapshot(s) is not None,
+        )
+        if swept:
+            log.info("removed %d data entries with no volume or snapshot record", swept)
     if cfg.serves_node:
         rt.node.register()
         redone = rt.node.recheck_mounts()

@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -169,6 +170,25 @@ class VolumeData:
 
     def delete_snapshot(self, snapshot_id: str, access_type: str) -> None:
         self._remove(self.snapshot_path(snapshot_id, access_type))
+
+    def sweep(self, has_volume: Callable[[str], bool], has_snapshot: Callable[[str], bool],
+              min_age: float = 60.0) -> int:
+        """Remove data left behind by a crash (no record, older than ``min_age`` seconds,
+        so a volume another process is creating right now is never touched)."""
+        removed = 0
+        now = time.time()
+        for directory, known in ((self.volumes_dir, has_volume),
+                                 (self.snapshots_dir, has_snapshot)):
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    ident = entry.name.removesuffix(".tmp").removesuffix(".img")
+                    if known(ident) and not entry.name.endswith(".tmp"):
+                        continue
+                    if now - entry.stat(follow_symlinks=False).st_mtime < min_age:
+                        continue
+                    self._remove(entry.path)
+                    removed += 1
+        return removed
 
     def usage(self, volume_id: str, access_type: str) -> Usage:
         return tree_usage(self.volume_path(volume_id, access_type))

@@ -190,3 +190,22 @@ def test_delete_volume_with_a_snapshot_fails_precondition_until_the_snapshot_goe
         domain.volumes.delete_volume(v.volume_id)
     domain.snapshots.delete_snapshot(snap.snapshot_id)
     domain.volumes.delete_volume(v.volume_id)
+
+
+def test_sweep_removes_old_data_without_a_record_and_keeps_the_rest(domain):
+    kept = domain.volumes.create_volume(create_args("kept"))
+    orphan = domain.data.volume_path("orphan-id", "mount")
+    os.makedirs(orphan)
+    old = 1_000_000.0
+    os.utime(orphan, (old, old))
+    os.utime(domain.data.volume_path(kept.volume_id, "mount"), (old, old))
+    fresh = domain.data.volume_path("being-created", "mount")
+    os.makedirs(fresh)
+    removed = domain.data.sweep(
+        lambda v: domain.store.get_volume(v) is not None,
+        lambda s: domain.store.get_snapshot(s) is not None,
+    )
+    assert removed == 1
+    assert not os.path.exists(orphan)
+    assert os.path.exists(fresh)
+    assert os.path.exists(domain.data.volume_path(kept.volume_id, "mount"))
