@@ -1,14 +1,17 @@
 """IP address and CIDR parsing that accepts and rejects what Go's net package does.
 
 Addresses are handled as (version, int) internally so arithmetic on a /8 or an
-IPv6 /64 never builds a list; ``ipaddress`` is used only to parse and format.
+IPv6 /64 never builds a list. Parsing uses the C inet_pton (it accepts and
+rejects exactly what ``ipaddress`` does once zones and surrounding space are
+refused) and formatting is done here, as ``ipaddress`` prints: importing
+``ipaddress`` would cost more start-up than all of host-local's work.
 IPv4-mapped IPv6 addresses are folded to IPv4, as the reference's
 canonicalizeIP does.
 """
 
 from __future__ import annotations
 
-import ipaddress
+from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton
 
 
 class IPParseError(ValueError):
@@ -41,11 +44,35 @@ class IP:
 
     def __str__(self) -> str:
         if self.version == 4:
-            return str(ipaddress.IPv4Address(self.value))
-        return str(ipaddress.IPv6Address(self.value))
+            return inet_ntop(AF_INET, self.value.to_bytes(4, "big"))
+        return format_ipv6(self.value)
 
     def offset(self, delta: int) -> IP:
         return IP(self.version, self.value + delta)
+
+
+def format_ipv6(value: int) -> str:
+    """RFC 5952 text as ipaddress.IPv6Address prints it: lowercase hex groups, the
+    first longest run of two or more zero groups written "::", no dotted quad."""
+    groups = [(value >> shift) & 0xFFFF for shift in range(112, -1, -16)]
+    best_start, best_len, start = -1, 1, -1
+    for i, group in enumerate([*groups, 1]):  # the sentinel ends a trailing run
+        if group == 0:
+            if start < 0:
+                start = i
+        elif start >= 0:
+            if i - start > best_len:
+                best_start, best_len = start, i - start
+            start = -1
+    text = [f"{g:x}" for g in groups]
+    if best_start < 0:
+        return ":".join(text)
+    head = ":".join(text[:best_start])
+    tail = ":".join(text[best_start + best_len:])
+    return f"{head}::{tail}"
+
+
+_MAPPED_PREFIX = 0xFFFF << 32
 
 
 def _parse_address(text: str) -> IP | None:
@@ -54,14 +81,13 @@ def _parse_address(text: str) -> IP | None:
         return None
     try:
         if ":" not in text:
-            return IP(4, int(ipaddress.IPv4Address(text)))
-        v6 = ipaddress.IPv6Address(text)
-    except ValueError:
+            return IP(4, int.from_bytes(inet_pton(AF_INET, text), "big"))
+        value = int.from_bytes(inet_pton(AF_INET6, text), "big")
+    except (OSError, ValueError):  # not an address; ValueError: NUL or unencodable text
         return None
-    mapped = v6.ipv4_mapped
-    if mapped is not None:
-        return IP(4, int(mapped))
-    return IP(6, int(v6))
+    if value >> 32 == 0xFFFF:  # ::ffff:a.b.c.d
+        return IP(4, value ^ _MAPPED_PREFIX)
+    return IP(6, value)
 
 
 def parse_ip(text: str) -> IP:

@@ -9,8 +9,7 @@ reference's, so a runtime sees the same errors from either plugin.
 
 from __future__ import annotations
 
-import json
-
+from cni_plugin.gojson import loads
 from cni_plugin.ipam.addr import IP, IPParseError
 from cni_plugin.ipam.decode import (
     ARGS_TYPE,
@@ -49,9 +48,16 @@ class IPAMConfig:
 
 def load_ipam_config(stdin_data: bytes, cni_args: dict[str, str]) -> IPAMConfig:
     try:
-        net = json.loads(stdin_data)
-    except ValueError as exc:
-        raise IPAMConfigError(str(exc)) from exc
+        net = loads(stdin_data)
+    except ValueError:
+        # What gojson refuses (another encoding, NaN, a BOM) is judged, and worded, by
+        # json itself: imported only on this path, it is costly at start-up.
+        import json
+
+        try:
+            net = json.loads(stdin_data)
+        except ValueError as exc:
+            raise IPAMConfigError(str(exc)) from exc
     if not isinstance(net, dict):
         raise IPAMConfigError(f"json: cannot unmarshal {json_kind(net)} into Go value of type "
                               "allocator.Net")

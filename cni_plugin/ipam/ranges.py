@@ -10,9 +10,11 @@ allocated per range set.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
 from cni_plugin.ipam.addr import CIDR, IP, parse_cidr, parse_ip
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
 
 class RangeError(ValueError):
