@@ -16,11 +16,12 @@ Nothing here touches the root namespace beyond adding and deleting our own
 namespaces; every child process (``ip``, ``nsenter``) runs under a timeout.
 `teardown` deletes every namespace made here (and the sandboxes' namespaces it
 is given), also after a partial start, and sweeps whatever still carries this
-cluster's prefix.
+cluster's prefix; it also runs at interpreter exit if nobody called it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import secrets
@@ -107,6 +108,9 @@ class LinuxNodes:
                    "sysctl", "-q", "-w", *settings])
 
     def _add_netns(self, name: str) -> None:
+        if not self._created:
+            # A safety net for a process that exits without stopping its cluster.
+            atexit.register(self.teardown)
         self._run(["ip", "netns", "add", name])
         self._created.append(name)
 
@@ -198,4 +202,5 @@ class LinuxNodes:
                 failed.append(f"{name}: {exc}")
         self._created.clear()
         self.nodes.clear()
+        atexit.unregister(self.teardown)
         return failed
