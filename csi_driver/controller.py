@@ -35,14 +35,13 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         if request.HasField("volume_content_source"):
             source = request.volume_content_source
             kind = source.WhichOneof("type")
-            if kind == "snapshot":
-                self.rt.caps.require_controller("CREATE_DELETE_SNAPSHOT")
+            # An unsupported source kind is INVALID_ARGUMENT (spec), not UNIMPLEMENTED.
+            if kind == "snapshot" and "CREATE_DELETE_SNAPSHOT" in self.rt.caps.controller:
                 source_type, source_id = "snapshot", source.snapshot.snapshot_id
-            elif kind == "volume":
-                self.rt.caps.require_controller("CLONE_VOLUME")
+            elif kind == "volume" and "CLONE_VOLUME" in self.rt.caps.controller:
                 source_type, source_id = "volume", source.volume.volume_id
             else:
-                raise InvalidArgument("volume_content_source names neither a snapshot nor a volume")
+                raise InvalidArgument(f"volume_content_source {kind} is not supported")
             v.require(source_id, f"volume_content_source.{kind} id")
         requisite = v.topologies(request.accessibility_requirements.requisite)
         preferred = v.topologies(request.accessibility_requirements.preferred)
@@ -198,12 +197,12 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         v.require(request.volume_id, "volume_id")
         if not request.HasField("capacity_range"):
             raise InvalidArgument("capacity_range is required")
-        if request.HasField("volume_capability"):
-            v.capability(request.volume_capability)
+        cap = (v.capability(request.volume_capability)
+               if request.HasField("volume_capability") else None)
         self.rt.caps.require_controller("EXPAND_VOLUME")
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
             size, node_needed = await self.rt.run(
-                self.rt.volumes.expand_volume, request.volume_id, v.capacity_range(request)
+                self.rt.volumes.expand_volume, request.volume_id, v.capacity_range(request), cap
             )
         return csi_pb2.ControllerExpandVolumeResponse(
             capacity_bytes=size, node_expansion_required=node_needed

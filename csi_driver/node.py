@@ -93,14 +93,14 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
                                ) -> csi_pb2.NodeExpandVolumeResponse:
         v.require(request.volume_id, "volume_id")
         v.require(request.volume_path, "volume_path")
-        if request.HasField("volume_capability"):
-            v.capability(request.volume_capability)
+        cap = (v.capability(request.volume_capability)
+               if request.HasField("volume_capability") else None)
         capacity = v.capacity_range(request)
         self.rt.caps.require_node("EXPAND_VOLUME")
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
             size = await self.rt.run(
                 self.rt.node.expand, request.volume_id, request.volume_path,
-                capacity.required_bytes,
+                capacity.required_bytes, cap,
             )
         return csi_pb2.NodeExpandVolumeResponse(capacity_bytes=size)
 

@@ -58,20 +58,23 @@ class NodeVolumes:
             raise NotFound(f"volume {volume_id!r} does not exist")
         return volume
 
-    @staticmethod
-    def _check_type(volume: Volume, cap: VolumeCapability) -> None:
-        if cap.access_type != volume.access_type:
-            raise InvalidArgument(f"volume is a {volume.access_type} volume, not {cap.access_type}")
+    def _check_capability(self, volume: Volume, cap: VolumeCapability) -> None:
+        """Spec (NodeStage/NodePublish): capabilities the volume cannot serve →
+        FAILED_PRECONDITION ("Exceeds capabilities")."""
+        reason = access_modes.unsupported_reason(cap, self.cfg.single_node_multi_writer)
+        if not reason and cap.access_type != volume.access_type:
+            reason = f"volume is a {volume.access_type} volume, not {cap.access_type}"
+        if reason:
+            raise FailedPrecondition(reason)
 
     # NodeStageVolume / NodeUnstageVolume ---------------------------------------
 
     def stage(self, volume_id: str, staging_path: str, cap: VolumeCapability) -> None:
         """Already staged at the same path with the same capability → OK; staged with
         another path or capability → ALREADY_EXISTS; unknown volume → NOT_FOUND."""
-        access_modes.require_supported(cap, self.cfg.single_node_multi_writer)
         with self.store.transaction():
             volume = self._volume(volume_id)
-            self._check_type(volume, cap)
+            self._check_capability(volume, cap)
             existing = self.store.get_stage(volume_id, self.node_id)
             if existing is not None:
                 if existing.staging_path == staging_path and existing.capability == cap:
@@ -108,10 +111,9 @@ class NodeVolumes:
         SINGLE_NODE_SINGLE_WRITER at a second target → FAILED_PRECONDITION.
         SINGLE_NODE_WRITER may appear at several targets on this node (as the
         reference driver and Kubernetes do, though the spec's table says otherwise)."""
-        access_modes.require_supported(cap, self.cfg.single_node_multi_writer)
         access_modes.require_readonly_when_reader_only(cap, readonly)
         volume = self._volume(volume_id)
-        self._check_type(volume, cap)
+        self._check_capability(volume, cap)
         if not staging_path:
             raise FailedPrecondition("staging_target_path is required: the volume must be staged")
         stage = self.store.get_stage(volume_id, self.node_id)
@@ -203,10 +205,17 @@ class NodeVolumes:
                                f"volume is not mounted at {volume_path}")
         return VolumeStats(volume.access_type, volume.capacity_bytes, usage, False, "healthy")
 
-    def expand(self, volume_id: str, volume_path: str, required_bytes: int) -> int:
+    def expand(self, volume_id: str, volume_path: str, required_bytes: int,
+               cap: VolumeCapability | None = None) -> int:
         """A filesystem volume is a directory that grows with the controller's size, so
-        node expansion only confirms it; a request beyond that size is OUT_OF_RANGE."""
+        node expansion only confirms it; a request beyond that size is OUT_OF_RANGE.
+        A capability the volume cannot serve → INVALID_ARGUMENT; with OFFLINE-only
+        expansion a published volume → FAILED_PRECONDITION."""
         volume = self._where(volume_id, volume_path)
+        if cap is not None and cap.access_type != volume.access_type:
+            raise InvalidArgument(f"volume is a {volume.access_type} volume, not {cap.access_type}")
+        if self.cfg.expansion == "offline" and self.store.publishes_of_volume(volume_id):
+            raise FailedPrecondition("volume is published; this plugin expands offline only")
         if required_bytes > volume.capacity_bytes:
             raise OutOfRange(
                 f"volume holds {volume.capacity_bytes} bytes; expand it on the controller first"

@@ -310,7 +310,8 @@ class Volumes:
 
     # ControllerExpandVolume --------------------------------------------------
 
-    def expand_volume(self, volume_id: str, capacity: CapacityRange) -> tuple[int, bool]:
+    def expand_volume(self, volume_id: str, capacity: CapacityRange,
+                      cap: VolumeCapability | None = None) -> tuple[int, bool]:
         """Already ≥ the requested size → OK with the current size.  Published while
         only OFFLINE expansion is offered → FAILED_PRECONDITION.  Beyond the maximum
         volume size → OUT_OF_RANGE."""
@@ -322,6 +323,10 @@ class Volumes:
             raise OutOfRange(f"{target} bytes exceeds the maximum volume size")
         with self.store.transaction():
             volume = self.get(volume_id)
+            if cap is not None and cap.access_type != volume.access_type:
+                raise InvalidArgument(
+                    f"volume is a {volume.access_type} volume, not {cap.access_type}"
+                )
             node_needed = self.cfg.node_expansion and volume.access_type == "mount"
             if volume.capacity_bytes >= target:
                 return volume.capacity_bytes, node_needed

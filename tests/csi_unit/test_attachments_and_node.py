@@ -178,3 +178,19 @@ def test_unstage_at_another_path_is_ok_and_keeps_the_real_stage(domain, tmp_path
     v, staging = _staged(domain, tmp_path)
     domain.node.unstage(v.volume_id, staging + "-elsewhere")
     assert domain.store.get_stage(v.volume_id, "node-1") is not None
+
+
+def test_stage_with_a_capability_the_volume_cannot_serve_fails_precondition(domain, tmp_path):
+    from .conftest import block_cap
+
+    v = domain.volumes.create_volume(create_args("v"))
+    with pytest.raises(FailedPrecondition):
+        domain.node.stage(v.volume_id, str(tmp_path), block_cap())
+
+
+def test_node_expand_with_another_access_type_is_invalid(domain, tmp_path):
+    from .conftest import block_cap
+
+    v, staging = _staged(domain, tmp_path)
+    with pytest.raises(InvalidArgument):
+        domain.node.expand(v.volume_id, staging, 0, block_cap())
