@@ -146,6 +146,10 @@ def probe_pod_to_pod(cluster: Cluster, src: Resource, dst: Resource,
     nodes = cluster.linux_nodes
     assert nodes is not None, "the Linux dataplane only"
     src_node, dst_node = str(src.spec.get("nodeName")), str(dst.spec.get("nodeName"))
+    if not pod_ips(src) or not pod_ips(dst):
+        missing = ", ".join(p.name for p in (src, dst) if not pod_ips(p))
+        return CrossNodeProbe([("a real TCP connection between the pods", False,
+                                f"no pod IP yet: {missing}")], [])
     src_ip, dst_ip = pod_ips(src)[0], pod_ips(dst)[0]
     checks: list[tuple[str, bool, str]] = []
     route = nodes.route_get(src_node, dst_ip)

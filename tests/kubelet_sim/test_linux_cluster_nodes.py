@@ -15,7 +15,7 @@ from kubelet_sim import builders
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.cni_exec import RealExec
 from kubelet_sim.linux_nodes import LinuxNodes, LinuxNodesError, netns_names
-from kubelet_sim.linux_probe import tcp_exchange
+from kubelet_sim.linux_probe import ProbeError, tcp_exchange
 
 pytestmark = [
     pytest.mark.root,
@@ -103,3 +103,10 @@ def test_a_plugin_exec_with_netns_runs_inside_that_namespace(nodes, tmp_path: Pa
     assert out.decode().strip() == f"net:[{os.stat(netns).st_ino}]"
     root = RealExec().exec_plugin(str(plugin), b"{}", {"CNI_COMMAND": "VERSION"})
     assert root.decode().strip() == f"net:[{os.stat('/proc/self/ns/net').st_ino}]"
+
+
+def test_a_probe_whose_listener_cannot_bind_fails_instead_of_waiting(nodes):
+    nodes.add_node("node-1", "192.168.0.1")
+    netns = nodes.netns_path("node-1")
+    with pytest.raises(ProbeError, match="listener exited"):
+        tcp_exchange(netns, "192.168.0.77", netns, port=8082, timeout_s=2.0)
