@@ -54,6 +54,7 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
             await self.rt.run(
                 self.rt.node.publish, request.volume_id, request.target_path,
                 request.staging_target_path, cap, request.readonly,
+                dict(request.volume_context),
             )
         return csi_pb2.NodePublishVolumeResponse()
 

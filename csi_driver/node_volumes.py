@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 from csi_driver import access_modes
@@ -19,6 +20,7 @@ from csi_driver.errors import (
     InvalidArgument,
     NotFound,
     OutOfRange,
+    ResourceExhausted,
 )
 from csi_driver.mounter import Mounter
 from csi_driver.records import Node, Publish, Stage, Volume, VolumeCapability
@@ -26,6 +28,9 @@ from csi_driver.store import Store
 from csi_driver.volume_data import Usage, VolumeData
 
 log = logging.getLogger(__name__)
+EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral"
+EPHEMERAL_PARAMETER = "csi-mini.example.com/ephemeral"
+EPHEMERAL_SIZE = 100 << 20
 
 
 @dataclass(frozen=True)
@@ -105,20 +110,21 @@ class NodeVolumes:
         staging_path: str,
         cap: VolumeCapability,
         readonly: bool,
+        volume_context: dict[str, str] | None = None,
     ) -> None:
         """Same target with the same arguments → OK; same target with others →
         ALREADY_EXISTS; no or wrong staging path → FAILED_PRECONDITION;
         SINGLE_NODE_SINGLE_WRITER at a second target → FAILED_PRECONDITION.
         SINGLE_NODE_WRITER may appear at several targets on this node (as the
-        reference driver and Kubernetes do, though the spec's table says otherwise)."""
+        reference driver and Kubernetes do, though the spec's table says otherwise).
+        An inline ephemeral volume (volume_context csi.storage.k8s.io/ephemeral=true)
+        is created here, needs no stage, and is deleted by its last unpublish."""
         access_modes.require_readonly_when_reader_only(cap, readonly)
-        volume = self._volume(volume_id)
+        ephemeral = (volume_context or {}).get(EPHEMERAL_CONTEXT_KEY) == "true"
+        volume = self._ephemeral_volume(volume_id) if ephemeral else self._volume(volume_id)
         self._check_capability(volume, cap)
-        if not staging_path:
-            raise FailedPrecondition("staging_target_path is required: the volume must be staged")
-        stage = self.store.get_stage(volume_id, self.node_id)
-        if stage is None or stage.staging_path != staging_path:
-            raise FailedPrecondition(f"volume {volume_id!r} is not staged at {staging_path!r}")
+        if not ephemeral:
+            self._check_staged(volume_id, staging_path)
         if not os.path.isabs(target_path):
             raise InvalidArgument(f"target_path {target_path!r} must be absolute")
         record = Publish(volume_id, self.node_id, target_path, staging_path, readonly, cap,
@@ -145,6 +151,38 @@ class NodeVolumes:
             self.mounter.unpublish(target_path)
             raise
 
+    def _check_staged(self, volume_id: str, staging_path: str) -> None:
+        if not staging_path:
+            raise FailedPrecondition("staging_target_path is required: the volume must be staged")
+        stage = self.store.get_stage(volume_id, self.node_id)
+        if stage is None or stage.staging_path != staging_path:
+            raise FailedPrecondition(f"volume {volume_id!r} is not staged at {staging_path!r}")
+
+    def _ephemeral_volume(self, volume_id: str) -> Volume:
+        """The inline volume behind ``volume_id``, created on first publish (like the
+        reference driver: a 100 MiB filesystem volume in the default pool)."""
+        existing = self.store.get_volume(volume_id)
+        if existing is not None:
+            return existing
+        pool = self.cfg.default_pool
+        volume = Volume(
+            volume_id=volume_id, name=f"ephemeral-{volume_id}", capacity_bytes=EPHEMERAL_SIZE,
+            pool=pool, access_type="mount", parameters={EPHEMERAL_PARAMETER: "true"},
+            mutable_parameters={}, accessible_topology=[], source_type="", source_id="",
+            request_fingerprint="", created_at=time.time(),
+        )
+        self.data.create_volume(volume_id, "mount", EPHEMERAL_SIZE)
+        try:
+            with self.store.transaction():
+                if self.store.pool_used(pool) + EPHEMERAL_SIZE > self.cfg.pools[pool]:
+                    raise ResourceExhausted(f"capacity pool {pool!r} is full")
+                self.store.insert_volume(volume)
+        except BaseException:
+            self.data.delete_volume(volume_id, "mount")
+            raise
+        found = self.store.get_volume(volume_id)
+        return found or volume
+
     def unpublish(self, volume_id: str, target_path: str) -> None:
         """Not published there → OK (a leftover target is cleaned up); published there →
         unmount and remove target_path."""
@@ -156,6 +194,11 @@ class NodeVolumes:
         self.mounter.unpublish(target_path)
         with self.store.transaction():
             self.store.delete_publish(self.node_id, target_path)
+            volume = self.store.get_volume(volume_id)
+            if volume is not None and volume.parameters.get(EPHEMERAL_PARAMETER) == "true" \
+                    and not self.store.publishes_of_volume(volume_id):
+                self.store.delete_volume(volume)
+                self.store.after_commit(lambda: self.data.delete_volume(volume_id, "mount"))
 
     def _repair(self, volume: Volume, p: Publish) -> bool:
         source = self.data.volume_path(volume.volume_id, volume.access_type)

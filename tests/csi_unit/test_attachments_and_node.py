@@ -194,3 +194,21 @@ def test_node_expand_with_another_access_type_is_invalid(domain, tmp_path):
     v, staging = _staged(domain, tmp_path)
     with pytest.raises(InvalidArgument):
         domain.node.expand(v.volume_id, staging, 0, block_cap())
+
+
+EPHEMERAL = {"csi.storage.k8s.io/ephemeral": "true"}
+
+
+def test_inline_ephemeral_volume_is_created_on_publish_and_deleted_on_unpublish(domain, tmp_path):
+    target = str(tmp_path / "pod" / "vol")
+    domain.node.publish("csi-abc", target, "", mount_cap(), False, EPHEMERAL)
+    assert domain.store.get_volume("csi-abc").capacity_bytes == 100 << 20
+    assert os.path.lexists(target)
+    domain.node.unpublish("csi-abc", target)
+    assert domain.store.get_volume("csi-abc") is None
+    assert not os.path.exists(domain.data.volume_path("csi-abc", "mount"))
+
+
+def test_publish_of_an_unknown_volume_that_is_not_ephemeral_is_not_found(domain, tmp_path):
+    with pytest.raises(NotFound):
+        domain.node.publish("nope", str(tmp_path / "t"), str(tmp_path), mount_cap(), False)
