@@ -175,7 +175,10 @@ class Cluster:
         if cfg.bridge_type.startswith("emu-"):
             bridge["dataplane"] = cfg.dataplane
             bridge["dataplaneDir"] = str(node_dir / "dataplane")
-        return {"cniVersion": "1.1.0", "name": "mini-pod-network", "plugins": [bridge]}
+        # The reference plugins packaged here (1.1.1) speak CNI up to 1.0.0: a 1.1.0 list
+        # would fail their STATUS/GC and keep the node NotReady.
+        version = "1.1.0" if cfg.bridge_type.startswith("emu-") else "1.0.0"
+        return {"cniVersion": version, "name": "mini-pod-network", "plugins": [bridge]}
 
     def write_cni_config(self, spec: NodeSpec) -> Path:
         conf_dir = self.cni_conf_dir(spec.name)
