@@ -129,11 +129,38 @@ def dumps_indent(obj: Any) -> str:
     return "".join(out)
 
 
-def dumps_compact(obj: Any) -> str:
-    """json.Marshal(obj): no spaces at all."""
+def _unencodable(obj: object) -> object:
+    raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
+
+
+# The C encoder behind json.dumps (no indent support in 3.11, so compact only); the state
+# files are written with it on every transaction. No circular check, no NaN.
+_compact_encoder = _json.make_encoder(
+    None, _unencodable, _json.encode_basestring, None, ":", ",", False, False, False)
+
+
+def _dumps_compact_slow(obj: Any) -> str:
     out: list[str] = []
     _encode(obj, None, 0, out)
     return "".join(out)
+
+
+def dumps_compact(obj: Any) -> str:
+    """json.Marshal(obj): no spaces at all.
+
+    Written by the C encoder; the characters Go escapes (<, >, &, U+2028, U+2029) occur
+    only inside strings, so escaping them in the whole text equals escaping each string.
+    Dict keys are expected to be str (as Go's JSON object keys); what the C encoder
+    refuses (NaN, keys of other types, unknown objects) goes through the Python encoder.
+    """
+    try:
+        out: str = "".join(_compact_encoder(obj, 0))
+    except (TypeError, ValueError):
+        return _dumps_compact_slow(obj)
+    for raw, escaped in _GO_ESCAPES:
+        if raw in out:
+            out = out.replace(raw, escaped)
+    return out
 
 
 def go_quote(text: str) -> str:

@@ -8,7 +8,14 @@ import json
 import pytest
 
 from cni_plugin import ipnet
-from cni_plugin.gojson import dumps_compact, dumps_indent, go_quote_list, loads
+from cni_plugin.gojson import (
+    _dumps_compact_slow,
+    dumps_compact,
+    dumps_indent,
+    go_quote_list,
+    loads,
+)
+from cni_plugin.ipam import addr
 from cni_plugin.skel import CmdArgs
 
 DOCS = ['{"a": [1, 2, {"b": null}], "c": "x", "d": {}, "e": [], "f": true, "g": -3}',
@@ -75,3 +82,37 @@ def test_cmd_args_are_immutable_like_a_frozen_dataclass() -> None:
     same = CmdArgs(command="ADD", container_id="c", netns="/n", ifname="eth0", args={},
                    path=["/bin"], stdin_data=b"{}")
     assert args == same and args.args_raw == ""
+
+
+def test_compact_output_of_the_c_encoder_equals_the_go_style_encoder() -> None:
+    doc = {"html": "a<b>&c", "seps": "\u2028\u2029", "text": 'é\n"\\', "n": [1, -2.5, 1e100],
+           "nested": {"k<": [None, True, False, {}, []]}, "tuple": (1, 2)}
+    assert dumps_compact(doc) == _dumps_compact_slow(doc)
+    assert dumps_compact(doc).startswith('{"html":"a\\u003cb\\u003e\\u0026c",')
+
+
+def test_compact_output_of_what_the_c_encoder_refuses_is_still_written() -> None:
+    assert dumps_compact({1: "int key"}) == _dumps_compact_slow({1: "int key"})
+    with pytest.raises(TypeError):
+        dumps_compact({"a": object()})
+
+
+@pytest.mark.parametrize("text", ["10.1.2.3", "fd00::1", "::", "::1", "1::", "::ffff:10.1.2.3",
+                                  "::10.1.2.3", "1:0:0:1:0:0:0:1", "1:0:0:0:1:0:0:0",
+                                  "2001:db8:0:0:1:0:0:1", "FD00:0:0:0:0:0:0:2", "0:0:1::"])
+def test_host_local_addresses_parse_and_print_as_ipaddress_does(text: str) -> None:
+    ip = ipaddress.ip_address(text)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    parsed = addr.parse_ip(text)
+    assert (parsed.version, parsed.value) == ((4, int(mapped)) if mapped else
+                                              (ip.version, int(ip)))
+    assert str(parsed) == str(mapped or ip)
+
+
+@pytest.mark.parametrize("text", ["010.1.2.3", "1.2.3", "1.2.3.256", "fe80::1%eth0", " ::1",
+                                  "1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", "::1.02.3.4", "",
+                                  "1.2.3.4\x00", "\uff11.2.3.4"])
+def test_host_local_refuses_what_ipaddress_refuses(text: str) -> None:
+    assert addr.try_parse_ip(text) is None
+    with pytest.raises(addr.IPParseError):
+        addr.parse_ip(text)
