@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ class ClusterConfig:
     driver_args: Sequence[str] = ()  # extra flags for every driver process
     attach_required: bool = True
     missing_cni_config: Sequence[str] = ()  # node names started without a network config
+    runtime_status_period: float = 5.0  # how often each kubelet asks CNI STATUS (seconds)
 
 
 class Cluster:
@@ -201,19 +203,32 @@ class Cluster:
         runtime = ContainerRuntime(str(node_dir / "containerd"), network,
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
-                       trace=self.trace)
+                       trace=self.trace, runtime_status_period=self.config.runtime_status_period)
 
     # -- running ---------------------------------------------------------------------------------
 
-    async def settle(self, max_rounds: int = 60) -> int:
-        """Run controllers and kubelets until a whole round changes nothing; the rounds run."""
+    async def settle(self, max_rounds: int = 60, retry_wait: float = 3.0) -> int:
+        """Run controllers and kubelets until a whole round changes nothing; the rounds run.
+
+        A controller step that failed (a conflict, a CSI error) backs off (0.5 s, doubling)
+        and is not settled: while one is pending, wait for its retry, up to `retry_wait`
+        seconds in all, so a transient failure does not end the settle early."""
         assert self.manager is not None, "start() first"
+        waited = 0.0
         for round_no in range(1, max_rounds + 1):
             changed = await self.manager.settle()
             for kubelet in self.kubelets.values():
                 changed = await kubelet.sync_once() or changed
-            if not changed:
+            if changed:
+                continue
+            # Keys whose backoff has expired were retried this round (or are stale).
+            pending = [(c, key) for c in self.manager.controllers for key in c.errors
+                       if not c.backoff.ready(key)]
+            if not pending or waited >= retry_wait:
                 return round_no
+            while waited < retry_wait and not any(c.backoff.ready(k) for c, k in pending):
+                await asyncio.sleep(_RETRY_POLL_SECONDS)
+                waited += _RETRY_POLL_SECONDS
         return max_rounds
 
     async def stop(self) -> None:
@@ -233,5 +248,25 @@ class Cluster:
             # The machine goes away with its namespaces (no CNI DEL, as at power-off).
             self.linux_nodes.teardown(s.netns for k in self.kubelets.values()
                                       for s in k.runtime.list_pod_sandboxes())
+        # Pods still running hold bind mounts (as root): detach them, or removing the work
+        # dir would leave them in the mount table.
+        _detach_mounts_under(self.work_dir)
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+_RETRY_POLL_SECONDS = 0.05
+
+
+def _detach_mounts_under(root: Path) -> None:
+    """Lazily unmount every mount point at or below `root`, deepest first."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    prefix = str(root.resolve())
+    points = [line.split()[4].encode().decode("unicode_escape") for line in lines
+              if len(line.split()) > 4]
+    for point in sorted((p for p in points if p == prefix or p.startswith(prefix + "/")),
+                        key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)

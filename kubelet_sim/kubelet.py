@@ -24,7 +24,7 @@ from typing import Any
 from kubelet_sim.apiserver import APIServer, retry_on_conflict
 from kubelet_sim.clock import Clock, RealClock
 from kubelet_sim.csi_client import CsiClient, CsiError
-from kubelet_sim.errors import NotFound
+from kubelet_sim.errors import Conflict, NotFound
 from kubelet_sim.model import JSON, Resource, format_time
 from kubelet_sim.paths import KubeletPaths
 from kubelet_sim.plugin_watcher import (
@@ -243,7 +243,11 @@ class Kubelet:
             status["volumesInUse"] = in_use
             self.api.update_status(node)
             return True
-        return retry_on_conflict(write)
+        try:
+            return retry_on_conflict(write)
+        except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
+            log.warning("node %s status update failed: %s", self.node_name, err)
+            return True
 
     # -- pod start -------------------------------------------------------------------------
 
@@ -274,7 +278,10 @@ class Kubelet:
                 return self._wait(pod, "ContainerCreating", f"FailedCreatePodSandBox: {err}")
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         self.waiting.pop(uid, None)
-        self._set_running(pod, record)
+        try:
+            self._set_running(pod, record)
+        except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
+            log.warning("status of pod %s not written: %s", pod.name, err)
         return True
 
     def _wait(self, pod: Resource, reason: str, message: str) -> bool:
@@ -289,8 +296,13 @@ class Kubelet:
             current.status["conditions"] = _conditions(current, ready=False, reason=reason,
                                                        message=message, now=self._now())
             self.api.update_status(current)
-        with contextlib.suppress(NotFound):
+        try:
             retry_on_conflict(write)
+        except NotFound:
+            pass
+        except Conflict as err:  # the status manager writes it again on the next pass
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            self.waiting.pop(uid, None)
         return True
 
     def _set_running(self, pod: Resource, record: PodRecord) -> None:
