@@ -6,7 +6,7 @@ the create+delete pair rate, first with an empty store and then with 10,000
 volumes already in it.  Targets: pairs/s ≥ 25% of the Probe rate measured in the
 same run, and no drop from 0 to 10,000 existing volumes.
 
-    .venv/bin/python -m bench csi [--seconds 3] [--preload 10000]
+    .venv/bin/python -m bench csi [--seconds 3] [--preload 10000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -144,25 +144,36 @@ def start_driver(extra: list[str]) -> Driver:
     return Driver(proc, endpoint, workdir)
 
 
-def run(seconds: float, preload_count: int, extra: list[str]) -> list[tuple[str, float, float]]:
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def run(seconds: float, preload_count: int, rounds: int,
+        extra: list[str]) -> list[tuple[str, float, float]]:
+    """Median over ``rounds`` of interleaved Probe and pair measurements, per store size,
+    so a noisy neighbour hurts both sides of each ratio alike."""
     driver = start_driver(extra)
     rows: list[tuple[str, float, float]] = []
     try:
-        probes = {c: rate("probe", driver.endpoint, c, seconds) for c in (1, 8)}
         for existing in (0, preload_count):
             if existing:
                 preload(driver.endpoint, existing)
             for clients in (1, 8):
-                pairs = rate("pair", driver.endpoint, clients, seconds)
+                probes, pairs = [], []
+                for _ in range(rounds):
+                    probes.append(rate("probe", driver.endpoint, clients, seconds))
+                    pairs.append(rate("pair", driver.endpoint, clients, seconds))
                 rows.append((f"{clients} client{'s' if clients > 1 else ''}, "
-                             f"{existing} volumes", pairs, probes[clients]))
+                             f"{existing} volumes", _median(pairs), _median(probes)))
     finally:
         driver.stop()
     return rows
 
 
 def print_table(rows: list[tuple[str, float, float]]) -> bool:
-    print(f"{'case':<26} {'pairs/s':>9} {'probe/s':>9} {'pairs/probe':>12}  target")
+    print(f"{'case':<26} {'pairs/s':>9} {'probe/s':>9} {'pairs/probe':>12}  target"
+          "   (medians; CreateVolume+DeleteVolume pairs vs bare Probe round trips)")
     ok = True
     for case, pairs, probes in rows:
         ratio = pairs / probes if probes else 0.0
@@ -187,9 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench csi", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--preload", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3, help="median of this many runs")
     parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
     args = parser.parse_args(argv)
-    rows = run(args.seconds, args.preload, args.driver_args)
+    rows = run(args.seconds, args.preload, args.rounds, args.driver_args)
     ok = print_table(rows)
     return 0 if ok else 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from enum import IntEnum
 
 from csi_driver.errors import InvalidArgument
@@ -33,6 +34,7 @@ SINGLE_NODE_MULTI_WRITER_MODES = frozenset(
 )
 
 
+@functools.cache
 def supported_modes(single_node_multi_writer: bool) -> frozenset[AccessMode]:
     """Every mode except UNKNOWN; the two SINGLE_NODE_*_WRITER modes need their capability."""
     modes = {m for m in AccessMode if m is not AccessMode.UNKNOWN}

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 def _connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    # Small pages: a commit writes (and fsyncs) ~5 pages, so 1 KiB pages keep the
+    # per-RPC fsync cheap.  Only takes effect when the database file is created.
+    conn.execute("PRAGMA page_size=1024")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA busy_timeout=30000")

@@ -151,7 +151,8 @@ class Volumes:
 
         source_size = self._source_size(args, access_type)
         size = self._size_for(args.capacity, source_size)
-        topology = choose_topology(args.requisite, args.preferred, self._topology_nodes())
+        topology = (choose_topology(args.requisite, args.preferred, self._topology_nodes())
+                    if args.requisite or args.preferred else [])
 
         volume = Volume(
             volume_id=str(uuid.uuid4()),
