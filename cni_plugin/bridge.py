@@ -72,17 +72,21 @@ def cmd_add(args: CmdArgs) -> Result:
     dp.require_netns(args.netns)
     undo: list[Callable[[], None]] = []
     try:
-        host, container = dp.add_veth(args.netns, args.ifname, conf.mtu, conf.mac, conf.bridge,
-                                      conf.hairpin_mode, conf.vlan, conf.preserve_default_vlan)
-        undo.append(lambda: _quietly(dp.delete_link, args.netns, args.ifname))
-        result = Result(interfaces=[
-            Interface(name=bridge.name, mac=bridge.mac),
-            Interface(name=host.name, mac=host.mac),
-            Interface(name=container.name, mac=container.mac, sandbox=args.netns)])
-        if conf.macspoofchk:
-            ref_id = spoofcheck_id(args)
-            undo.append(lambda: _quietly(dp.teardown_macspoofchk, ref_id))
-            dp.setup_macspoofchk(host.name, container.mac, ref_id)
+        # The veth exists before IPAM runs, as with a kernel (a DEL after a kill mid-ADD
+        # finds it); the emulated dataplane writes this block in one transaction.
+        with dp.batch():
+            host, container = dp.add_veth(args.netns, args.ifname, conf.mtu, conf.mac,
+                                          conf.bridge, conf.hairpin_mode, conf.vlan,
+                                          conf.preserve_default_vlan)
+            undo.append(lambda: _quietly(dp.delete_link, args.netns, args.ifname))
+            result = Result(interfaces=[
+                Interface(name=bridge.name, mac=bridge.mac),
+                Interface(name=host.name, mac=host.mac),
+                Interface(name=container.name, mac=container.mac, sandbox=args.netns)])
+            if conf.macspoofchk:
+                ref_id = spoofcheck_id(args)
+                undo.append(lambda: _quietly(dp.teardown_macspoofchk, ref_id))
+                dp.setup_macspoofchk(host.name, container.mac, ref_id)
         if conf.is_layer3:
             _add_layer3(args, conf, dp, result, undo)
         else:
@@ -107,22 +111,27 @@ def _add_layer3(args: CmdArgs, conf: BridgeConf, dp: Dataplane, result: Result,
     if not result.ips:
         raise internal("IPAM plugin returned missing IP config")
     bridge_addrs = apply_gateways(result, conf)
-    dp.configure_iface(args.netns, args.ifname, result.ips, result.routes, conf.enable_dad)
-    dp.wait_port_up(result.interfaces[1].name)
-    if conf.is_gateway:
-        for cidr in bridge_addrs:
-            try:
-                dp.ensure_addr(conf.bridge, cidr, conf.force_address)
-            except CNIError as e:
-                raise internal(f"failed to set bridge addr: {e.msg}") from e
-        for ipv6 in sorted({":" in cidr for cidr in bridge_addrs}):
-            dp.enable_forwarding(ipv6)
-    if conf.ip_masq:
-        chain = masquerade_chain(conf.net.name, args.container_id)
-        comment = masquerade_comment(conf.net.name, args.container_id)
-        undo.append(lambda: _quietly(dp.teardown_masquerade, chain))
-        for ip in result.ips:
-            dp.setup_masquerade(ip.address, chain, comment)
+    # What IPAM's answer configures: one transaction in the emulated dataplane, so the
+    # addresses, routes, gateway and masquerade of an answered ADD are written together.
+    # (A step that only fails when written, because another command changed the state
+    # since it was tried, fails with its own message.)
+    with dp.batch():
+        dp.configure_iface(args.netns, args.ifname, result.ips, result.routes, conf.enable_dad)
+        dp.wait_port_up(result.interfaces[1].name)
+        if conf.is_gateway:
+            for cidr in bridge_addrs:
+                try:
+                    dp.ensure_addr(conf.bridge, cidr, conf.force_address)
+                except CNIError as e:
+                    raise internal(f"failed to set bridge addr: {e.msg}") from e
+            for ipv6 in sorted({":" in cidr for cidr in bridge_addrs}):
+                dp.enable_forwarding(ipv6)
+        if conf.ip_masq:
+            chain = masquerade_chain(conf.net.name, args.container_id)
+            comment = masquerade_comment(conf.net.name, args.container_id)
+            undo.append(lambda: _quietly(dp.teardown_masquerade, chain))
+            for ip in result.ips:
+                dp.setup_masquerade(ip.address, chain, comment)
 
 
 def spoofcheck_id(args: CmdArgs) -> str:

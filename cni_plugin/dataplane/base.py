@@ -78,8 +78,25 @@ def random_veth_name() -> str:
     return "veth" + os.urandom(4).hex()
 
 
+class StepGroup:
+    """What ``with dataplane.batch():`` returns: the changes made inside the block belong
+    to one command. By default each change is applied when asked (a kernel has nothing to
+    group); the emulated dataplane writes them all in one transaction at the end."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 class Dataplane(ABC):
     """Host namespace is addressed as netns None; sandboxes by their CNI_NETNS path."""
+
+    def batch(self) -> StepGroup:
+        """Group the changes of one command (see StepGroup); a read made inside the block
+        may not see them before it ends."""
+        return StepGroup()
 
     @abstractmethod
     def require_netns(self, netns: str) -> None:

@@ -4,6 +4,14 @@ Links, MACs, addresses and routes of every namespace live in one JSON document
 (`state.json`) changed under flock and replaced atomically, so CHECK, DEL and a
 simulator's connectivity queries see exactly what ADD did. The host namespace
 is the key "".
+
+Each change is a step, a function of the state document. Alone, a step is one
+transaction. Inside ``with dataplane.batch():`` steps are tried on a snapshot
+when asked for (so each fails where, and as, it would alone) and written again
+on the fresh state in ONE transaction when the block ends: a bridge ADD pays
+one fsynced write per block (the veth before IPAM, then what IPAM's answer
+configures) instead of one per step; a plugin killed inside a block has
+written nothing of it; an ADD answered success has written everything.
 """
 
 from __future__ import annotations
@@ -17,18 +25,23 @@ from cni_plugin.dataplane.base import (
     LinkExists,
     NetnsNotFound,
     RouteEntry,
+    StepGroup,
     conflict_error,
     ensure_addr_conflicts,
     random_mac,
     random_veth_name,
 )
 from cni_plugin.dataplane.statefile import StateFile
-from cni_plugin.errors import internal
+from cni_plugin.errors import ERR_TRY_AGAIN_LATER, CNIError, internal
 from cni_plugin.types import IPConfig, Route
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+    Step = Callable[[dict[str, Any]], Any]
 
 HOST = ""
 LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
@@ -47,9 +60,48 @@ def _link(d: dict[str, Any]) -> Link:
     return Link.from_dict(d)
 
 
+class _Batch(StepGroup):
+    """The steps of one command: tried on a snapshot as asked for, written together."""
+
+    def __init__(self, dataplane: EmulatedDataplane) -> None:
+        self.dataplane = dataplane
+        self.view: dict[str, Any] = {}
+        self.steps: list[Step] = []
+
+    def __enter__(self) -> None:
+        if self.dataplane._batch is not None:
+            raise RuntimeError("dataplane batches do not nest")
+        self.view = self.dataplane.state.snapshot()
+        self.dataplane._batch = self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dataplane._batch = None
+        if exc[0] is not None or not self.steps:
+            return  # dropped: nothing of this command was written
+        # Other commands may have written since the snapshot: every step runs again on
+        # the fresh state and raises as it would have alone (then nothing is written).
+        with self.dataplane.state.transaction() as state:
+            for step in self.steps:
+                step(state)
+
+
 class EmulatedDataplane(Dataplane):
     def __init__(self, state_dir: str) -> None:
         self.state = StateFile(state_dir)
+        self._batch: _Batch | None = None
+
+    def batch(self) -> StepGroup:
+        return _Batch(self)
+
+    def _change(self, step: Callable[[dict[str, Any]], T]) -> T:
+        """Apply one step: its own transaction, or its part of the open batch."""
+        batch = self._batch
+        if batch is None:
+            with self.state.transaction() as state:
+                return step(state)
+        result = step(batch.view)
+        batch.steps.append(step)
+        return result
 
     # --- queries -----------------------------------------------------------------------
     def require_netns(self, netns: str) -> None:
@@ -123,14 +175,16 @@ class EmulatedDataplane(Dataplane):
             return _link(existing)
 
     def set_up(self, netns: str | None, name: str) -> None:
-        with self.state.transaction() as state:
+        def step(state: dict[str, Any]) -> None:
             link = _ns(state, netns)["links"].get(name)
             if link is None:
                 raise internal(f"failed to retrieve link: Link not found: {name}")
             link["up"] = True
 
+        self._change(step)
+
     def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
-        with self.state.transaction() as state:
+        def step(state: dict[str, Any]) -> None:
             link = _ns(state, None)["links"].get(name)
             if link is None:
                 raise internal(f'could not lookup "{name}": Link not found')
@@ -141,24 +195,32 @@ class EmulatedDataplane(Dataplane):
             if cidr not in link["addrs"]:
                 link["addrs"].append(cidr)
 
+        self._change(step)
+
     def enable_forwarding(self, ipv6: bool) -> None:
-        with self.state.transaction() as state:
+        def step(state: dict[str, Any]) -> None:
             state.setdefault("forwarding", {})["ipv6" if ipv6 else "ipv4"] = True
 
+        self._change(step)
+
     def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
-        with self.state.transaction() as state:
+        def step(state: dict[str, Any]) -> None:
             entry = state.setdefault("masquerade", {}).setdefault(
                 chain, {"comment": comment, "sources": []})
             if cidr not in entry["sources"]:
                 entry["sources"].append(cidr)
+
+        self._change(step)
 
     def teardown_masquerade(self, chain: str) -> None:
         with self.state.transaction() as state:
             state.get("masquerade", {}).pop(chain, None)
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
-        with self.state.transaction() as state:
+        def step(state: dict[str, Any]) -> None:
             state.setdefault("macspoofchk", {})[ref_id] = {"iface": host_iface, "mac": mac}
+
+        self._change(step)
 
     def teardown_macspoofchk(self, ref_id: str) -> None:
         with self.state.transaction() as state:
@@ -177,29 +239,43 @@ class EmulatedDataplane(Dataplane):
                  hairpin: bool, vlan: int,
                  preserve_default_vlan: bool = False) -> tuple[Link, Link]:
         self.require_netns(netns)
-        with self.state.transaction() as state:
+        # Drawn once: a step written again (batch) must write what it returned.
+        container_mac, host_mac = mac or random_mac(), random_mac()
+        drawn: list[str] = []
+
+        def step(state: dict[str, Any]) -> tuple[Link, Link]:
             inside = _ns(state, netns)["links"]
             host = _ns(state, None)["links"]
             if ifname in inside:
                 raise LinkExists(ifname)
             if bridge not in host:
                 raise internal(f'could not lookup "{bridge}": Link not found')
-            host_name = random_veth_name()
-            while host_name in host:
+            if drawn:
+                host_name = drawn[0]
+                if host_name in host:  # a concurrent ADD drew the same 32 random bits
+                    raise CNIError(ERR_TRY_AGAIN_LATER,
+                                   f'failed to create veth: "{host_name}" already exists')
+            else:
                 host_name = random_veth_name()
-            container = Link(name=ifname, kind="veth", mac=mac or random_mac(), mtu=mtu or 1500,
+                while host_name in host:
+                    host_name = random_veth_name()
+                drawn.append(host_name)
+            container = Link(name=ifname, kind="veth", mac=container_mac, mtu=mtu or 1500,
                              peer_netns=HOST, peer_name=host_name)
-            host_end = Link(name=host_name, kind="veth", mac=random_mac(), mtu=mtu or 1500,
+            host_end = Link(name=host_name, kind="veth", mac=host_mac, mtu=mtu or 1500,
                             up=True, master=bridge, hairpin=hairpin, vlan=vlan,
                             peer_netns=_key(netns), peer_name=ifname)
             inside[ifname] = container.to_dict()
             host[host_name] = host_end.to_dict()
             return host_end, container
 
+        return self._change(step)
+
     def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
                         routes: list[Route], enable_dad: bool) -> None:
         self.require_netns(netns)
-        with self.state.transaction() as state:
+
+        def step(state: dict[str, Any]) -> None:
             space = _ns(state, netns)
             link = space["links"].get(ifname)
             if link is None:
@@ -219,6 +295,8 @@ class EmulatedDataplane(Dataplane):
                     raise internal(f"failed to add route '{r.dst} via {gw or '<nil>'} dev "
                                    f"{ifname}': file exists")
                 space["routes"].append(entry)
+
+        self._change(step)
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
         if not os.path.exists(netns):
