@@ -259,3 +259,37 @@ class TestTargets:
         except grpc.RpcError as err:  # OK, or a refusal with a real code
             assert err.code() not in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
         assert Path(flow.ctx.target_path, "mine.txt").read_text() == "still mine"
+
+
+class TestInlineEphemeralVolumes:
+    """Kubernetes inline ephemeral volumes (volume_context csi.storage.k8s.io/ephemeral=true):
+    no CreateVolume, no controller calls, no stage; csi-driver-host-path creates the volume in
+    NodePublish and deletes it in NodeUnpublish."""
+
+    def publish(self, flow: NodeFlow, handle: str, target: str) -> None:
+        flow.res.node_publish(
+            csi_pb2.NodePublishVolumeRequest(
+                volume_id=handle,
+                target_path=target,
+                volume_capability=mount_capability(),
+                volume_context={"csi.storage.k8s.io/ephemeral": "true"},
+            )
+        )
+
+    def unpublish(self, flow: NodeFlow, handle: str, target: str) -> None:
+        flow.ctx.stubs.node.NodeUnpublishVolume(
+            csi_pb2.NodeUnpublishVolumeRequest(volume_id=handle, target_path=target)
+        )
+
+    def test_publish_creates_the_volume_and_unpublish_deletes_it(self, flow: NodeFlow) -> None:
+        handle = unique_string("csi-eph")
+        target = flow.ctx.target_path
+        self.publish(flow, handle, target)
+        Path(target, "scratch").write_text("pod data")
+        self.publish(flow, handle, target)  # a repeat is idempotent
+        assert Path(target, "scratch").read_text() == "pod data"
+        self.unpublish(flow, handle, target)
+        assert not os.path.lexists(target)
+        self.publish(flow, handle, target)
+        assert not Path(target, "scratch").exists(), "the old ephemeral data was deleted"
+        self.unpublish(flow, handle, target)
