@@ -1,33 +1,69 @@
 """Minimal IP address arithmetic on ints, with text as Go prints it.
 
 The plugins need only parsing, canonical text, network/gateway and containment;
-the ipaddress module costs several milliseconds of start-up for that, so this
-uses the C socket helpers directly.
+the ipaddress module costs several milliseconds of start-up for that, so IPv4
+is parsed and printed here (as inet_pton/inet_ntop do) and IPv6 with the C
+socket helpers, whose module is loaded only when an IPv6 address comes along.
 """
 
 from __future__ import annotations
 
-from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton
-
 BITS = {4: 32, 6: 128}
+_DIGITS = frozenset("0123456789")
+
+
+def parse_ipv4(text: str) -> int | None:
+    """Dotted quad as inet_pton(AF_INET) takes it: four decimal octets <= 255, no
+    leading zeros, nothing else. None when `text` is not one."""
+    parts = text.split(".")
+    if len(parts) != 4:
+        return None
+    value = 0
+    for part in parts:
+        if not part or len(part) > 3 or not _DIGITS.issuperset(part) or \
+                (part[0] == "0" and len(part) > 1):
+            return None
+        octet = int(part)
+        if octet > 255:
+            return None
+        value = value << 8 | octet
+    return value
+
+
+def format_ipv4(value: int) -> str:
+    return f"{value >> 24}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}"
+
+
+def parse_ipv6(text: str) -> int | None:
+    """inet_pton(AF_INET6) as an int; None when `text` is not an IPv6 address."""
+    from _socket import AF_INET6, inet_pton
+
+    try:
+        return int.from_bytes(inet_pton(AF_INET6, text), "big")
+    except (OSError, ValueError):  # ValueError: NUL or text that is not encodable
+        return None
+
+
+def format_ipv6_ntop(value: int) -> str:
+    from _socket import AF_INET6, inet_ntop
+
+    return inet_ntop(AF_INET6, value.to_bytes(16, "big"))
 
 
 def parse_ip(text: str) -> tuple[int, int]:
     """(family, value); ValueError when `text` is not an IPv4 or IPv6 address."""
     if not isinstance(text, str):
         raise ValueError(f"invalid IP address: {text!r}")
-    try:
-        if ":" in text:
-            return 6, int.from_bytes(inet_pton(AF_INET6, text), "big")
-        return 4, int.from_bytes(inet_pton(AF_INET, text), "big")
-    except OSError:
-        raise ValueError(f"invalid IP address: {text!r}") from None
+    family, value = (6, parse_ipv6(text)) if ":" in text else (4, parse_ipv4(text))
+    if value is None:
+        raise ValueError(f"invalid IP address: {text!r}")
+    return family, value
 
 
 def format_ip(family: int, value: int) -> str:
     if family == 4:
-        return inet_ntop(AF_INET, value.to_bytes(4, "big"))
-    return inet_ntop(AF_INET6, value.to_bytes(16, "big"))
+        return format_ipv4(value)
+    return format_ipv6_ntop(value)
 
 
 def parse_cidr(text: str) -> tuple[int, int, int]:

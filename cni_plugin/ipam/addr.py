@@ -1,9 +1,9 @@
 """IP address and CIDR parsing that accepts and rejects what Go's net package does.
 
 Addresses are handled as (version, int) internally so arithmetic on a /8 or an
-IPv6 /64 never builds a list. Parsing uses the C inet_pton (it accepts and
-rejects exactly what ``ipaddress`` does once zones and surrounding space are
-refused) and formatting is done here, as ``ipaddress`` prints: importing
+IPv6 /64 never builds a list. Parsing is ipnet's (inet_pton's rules, which
+accept and reject exactly what ``ipaddress`` does once zones and surrounding
+space are refused) and IPv6 is printed here, as ``ipaddress`` prints: importing
 ``ipaddress`` would cost more start-up than all of host-local's work.
 IPv4-mapped IPv6 addresses are folded to IPv4, as the reference's
 canonicalizeIP does.
@@ -11,7 +11,7 @@ canonicalizeIP does.
 
 from __future__ import annotations
 
-from _socket import AF_INET, AF_INET6, inet_ntop, inet_pton
+from cni_plugin.ipnet import format_ipv4, parse_ipv4, parse_ipv6
 
 
 class IPParseError(ValueError):
@@ -44,7 +44,7 @@ class IP:
 
     def __str__(self) -> str:
         if self.version == 4:
-            return inet_ntop(AF_INET, self.value.to_bytes(4, "big"))
+            return format_ipv4(self.value)
         return format_ipv6(self.value)
 
     def offset(self, delta: int) -> IP:
@@ -79,11 +79,11 @@ def _parse_address(text: str) -> IP | None:
     # Go rejects zones ("fe80::1%eth0") in ParseIP; Python would accept them.
     if not text or "%" in text or text.strip() != text:
         return None
-    try:
-        if ":" not in text:
-            return IP(4, int.from_bytes(inet_pton(AF_INET, text), "big"))
-        value = int.from_bytes(inet_pton(AF_INET6, text), "big")
-    except (OSError, ValueError):  # not an address; ValueError: NUL or unencodable text
+    if ":" not in text:
+        v4 = parse_ipv4(text)
+        return IP(4, v4) if v4 is not None else None
+    value = parse_ipv6(text)
+    if value is None:
         return None
     if value >> 32 == 0xFFFF:  # ::ffff:a.b.c.d
         return IP(4, value ^ _MAPPED_PREFIX)

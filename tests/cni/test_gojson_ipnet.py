@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 
 import pytest
 
@@ -116,3 +117,17 @@ def test_host_local_refuses_what_ipaddress_refuses(text: str) -> None:
     assert addr.try_parse_ip(text) is None
     with pytest.raises(addr.IPParseError):
         addr.parse_ip(text)
+
+
+@pytest.mark.parametrize("text", ["0.0.0.0", "255.255.255.255", "10.0.0.1", "01.2.3.4", "1.2.3",
+                                  "1.2.3.4.5", "256.1.1.1", "1..2.3", " 1.2.3.4", "1.2.3.4 ",
+                                  "+1.2.3.4", "1.2.3.0x4", "\u0663.1.1.1", "1.2.3.4\x00", ""])
+def test_ipv4_is_parsed_and_printed_as_inet_pton_and_inet_ntop_do(text: str) -> None:
+    try:
+        packed: bytes | None = socket.inet_pton(socket.AF_INET, text)
+    except (OSError, ValueError):
+        packed = None
+    value = ipnet.parse_ipv4(text)
+    assert value == (int.from_bytes(packed, "big") if packed is not None else None)
+    if value is not None:
+        assert ipnet.format_ipv4(value) == socket.inet_ntop(socket.AF_INET, packed or b"")
