@@ -66,6 +66,8 @@ class Database:
         self.writes = 0  # bodies run so far; lets a caller see whether it wrote
         self._body_hooks: list[Callable[[], None]] = []
         self._batch_hooks: list[Callable[[], None]] = []
+        self._body_pre: list[Callable[[], None]] = []
+        self._batch_pre: list[Callable[[], None]] = []
         with self.transaction():
             for statement in schema.split(";"):
                 if statement.strip():
@@ -97,15 +99,25 @@ class Database:
             self._depth = 1
             try:
                 yield
+                pre, self._body_pre = self._body_pre, []
+                for hook in pre:
+                    hook()
             except BaseException:
                 self._depth = 0
                 self._body_hooks.clear()
+                self._body_pre.clear()
                 self._conn.execute("ROLLBACK")
                 raise
             self._depth = 0
             self._conn.execute("COMMIT")
             hooks, self._body_hooks = self._body_hooks, []
             _run_hooks(hooks)
+
+    def before_commit(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` just before the current transaction commits (dropped on rollback);
+        if it raises, the transaction (or the whole batch) fails."""
+        assert self._depth, "before_commit() belongs inside transaction()"
+        self._body_pre.append(hook)
 
     def after_commit(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` once the current transaction is durable (dropped on rollback)."""
@@ -125,13 +137,16 @@ class Database:
         except BaseException:
             self._depth = 0
             self._body_hooks.clear()
+            self._body_pre.clear()
             self._conn.execute("ROLLBACK TO body")
             self._conn.execute("RELEASE body")
             raise
         self._depth = 0
         self._conn.execute("RELEASE body")
         self._batch_hooks += self._body_hooks
+        self._batch_pre += self._body_pre
         self._body_hooks = []
+        self._body_pre = []
 
     def _idle_blocked(self) -> bool:
         return not self._idle.is_set()
@@ -157,7 +172,13 @@ class Database:
         if alone and self._commit_task is None:
             self._batch = None
             hooks, self._batch_hooks = self._batch_hooks, []
-            self._commit_now()
+            pre, self._batch_pre = self._batch_pre, []
+            try:
+                self._commit_now(pre)
+            except BaseException as exc:
+                batch.set_exception(exc)
+                batch.exception()  # retrieved here; raised below
+                raise
             batch.set_result(None)
             _run_hooks(hooks)
             return
@@ -169,10 +190,11 @@ class Database:
         await asyncio.sleep(0)  # let bodies that are ready in this loop turn join the batch
         batch, self._batch = self._batch, None
         hooks, self._batch_hooks = self._batch_hooks, []
+        pre, self._batch_pre = self._batch_pre, []
         assert batch is not None
         self._idle.clear()
         try:
-            await asyncio.to_thread(self._commit_now)
+            await asyncio.to_thread(self._commit_now, pre)
         except BaseException as exc:
             batch.set_exception(exc)
         else:
@@ -182,9 +204,11 @@ class Database:
             self._commit_task = None
             self._idle.set()
 
-    def _commit_now(self) -> None:
+    def _commit_now(self, pre: list[Callable[[], None]]) -> None:
         with self._lock:
             try:
+                for hook in pre:
+                    hook()
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:

@@ -168,17 +168,25 @@ class Volumes:
             request_fingerprint=fingerprint,
             created_at=time.time(),
         )
-        self._materialize(volume)
+        copies = bool(volume.source_type)
+        if copies:  # the copy is complete before the record exists
+            self._materialize(volume)
         try:
             with self.store.transaction():
                 self._check_space(pool, size)
                 if self.store.insert_volume(volume):
+                    if not copies:
+                        # Empty data is made just before the record commits (in the
+                        # commit thread under group commit, off the event loop).
+                        self.store.before_commit(lambda: self._materialize(volume))
                     return volume
         except BaseException:
-            self.data.delete_volume(volume.volume_id, access_type)
+            if copies:
+                self.data.delete_volume(volume.volume_id, access_type)
             raise
         # Another process created the same name meanwhile.
-        self.data.delete_volume(volume.volume_id, access_type)
+        if copies:
+            self.data.delete_volume(volume.volume_id, access_type)
         winner = self.store.get_volume_by_name(args.name)
         assert winner is not None
         return self._existing(winner, args, fingerprint)

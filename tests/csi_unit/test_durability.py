@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
@@ -72,3 +73,36 @@ def test_after_commit_hooks_run_only_for_committed_work(tmp_path):
         store.after_commit(lambda: ran.append("rolled back"))
         raise RuntimeError
     assert ran == ["committed"]
+
+
+def test_before_commit_hooks_run_before_the_record_is_durable_and_not_on_rollback(tmp_path):
+    store = Store(str(tmp_path))
+    reader = sqlite3.connect(store.path)
+    seen: list[bool] = []
+
+    def committed() -> bool:
+        return reader.execute("SELECT 1 FROM nodes WHERE node_id='n'").fetchone() is not None
+
+    with store.transaction():
+        store.upsert_node(Node("n", {}, 0))
+        store.before_commit(lambda: seen.append(not committed()))
+    with pytest.raises(RuntimeError), store.transaction():
+        store.before_commit(lambda: seen.append(False))
+        raise RuntimeError
+    assert seen == [True]
+    assert committed()
+
+
+async def test_a_failing_before_commit_hook_fails_the_commit(tmp_path):
+    store = Store(str(tmp_path))
+    store.enable_group_commit()
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    with store.transaction():
+        store.upsert_node(Node("n", {}, 0))
+        store.before_commit(broken)
+    with pytest.raises(OSError):
+        await store.settle()
+    assert Store(str(tmp_path)).get_node("n") is None
