@@ -8,6 +8,7 @@ the call trace are printed.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -41,19 +42,20 @@ async def apply_files(files: list[Path], *, nodes: int = 1, dataplane: str = "em
     try:
         objects = [obj for path in files for obj in load_file(path)]
     except (ManifestError, OSError) as err:
-        print(f"kubelet_sim apply: {err}", file=out)
+        print(f"kubelet_sim apply: {err}", file=out or sys.stderr)
         return 1
     trace = Trace.to_file(trace_file) if trace_file else Trace()
     cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=dataplane), trace)
     try:
         await cluster.start()
-        try:
-            created = apply_manifests(cluster.api, objects)
-        except ApiError as err:
-            print(f"kubelet_sim apply: {err}", file=out)
-            return 1
-        for obj in created:
-            print(f"{obj.kind.lower()}/{obj.name} applied", file=out)
+        for obj in objects:
+            try:
+                [stored] = apply_manifests(cluster.api, [obj])
+            except ApiError as err:
+                where = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+                print(f"kubelet_sim apply: {obj.kind} {where}: {err}", file=out or sys.stderr)
+                return 1
+            print(f"{stored.kind.lower()}/{stored.name} applied", file=out)
         await cluster.settle()
         for line in _status_lines(cluster):
             print(line, file=out)

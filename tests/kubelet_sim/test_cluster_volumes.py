@@ -1,0 +1,151 @@
+"""Volume kinds through real processes: CSI inline ephemeral volumes (no controller calls, no
+stage, the handle Kubernetes derives from the pod) and WaitForFirstConsumer provisioning
+(the volume made in the topology of the node the scheduler picked)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kubelet_sim import builders
+from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.model import JSON, Resource
+
+POD_INFO = "csi.storage.k8s.io/"
+
+
+async def started(nodes: int) -> Cluster:
+    c = Cluster(ClusterConfig(nodes=default_nodes(nodes)))
+    try:
+        await c.start()
+    except BaseException:
+        await c.stop()
+        raise
+    return c
+
+
+@pytest.fixture
+async def one_node() -> AsyncIterator[Cluster]:
+    c = await started(1)
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+@pytest.fixture
+async def two_nodes() -> AsyncIterator[Cluster]:
+    c = await started(2)
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+def requests(cluster: Cluster, start: int, method: str) -> list[JSON]:
+    return [e.request for e in cluster.trace.events[start:] if e.call.endswith(f"/{method}")]
+
+
+# -- inline ephemeral --------------------------------------------------------------------------
+
+
+async def test_inline_ephemeral_volume_is_published_without_controller_calls_or_stage(
+    one_node: Cluster,
+) -> None:
+    cluster = one_node
+    start = len(cluster.trace.events)
+    cluster.api.create(builders.pod("scratchy", service_account="builder", volumes=[
+        builders.csi_inline_volume("scratch", DRIVER_NAME, {"purpose": "cache"})]))
+    await cluster.settle()
+    pod = cluster.api.get("Pod", "scratchy", "default")
+    assert pod.status["phase"] == "Running"
+    calls = [e.call for e in cluster.trace.events[start:] if e.call.startswith("csi.")]
+    assert not [c for c in calls if c.startswith("csi.Controller/")]
+    assert "csi.Node/NodeStageVolume" not in calls
+    assert not cluster.api.list("VolumeAttachment").items
+    [publish] = requests(cluster, start, "NodePublishVolume")
+    uid = pod.metadata.uid
+    assert publish["volume_id"] == "csi-" + hashlib.sha256(f"{uid}scratch".encode()).hexdigest()
+    assert "staging_target_path" not in publish
+    target = (cluster.kubelets["node-1"].paths.root / "pods" / uid / "volumes"
+              / "kubernetes.io~csi" / "scratch" / "mount")
+    assert publish["target_path"] == str(target)
+    assert target.is_dir()
+    assert publish["volume_context"] == {
+        "purpose": "cache",
+        POD_INFO + "pod.name": "scratchy",
+        POD_INFO + "pod.namespace": "default",
+        POD_INFO + "pod.uid": uid,
+        POD_INFO + "serviceAccount.name": "builder",
+        POD_INFO + "ephemeral": "true",
+    }
+
+
+async def test_inline_ephemeral_volume_is_unpublished_with_its_pod_and_never_unstaged(
+    one_node: Cluster,
+) -> None:
+    cluster = one_node
+    cluster.api.create(builders.pod("scratchy", volumes=[
+        builders.csi_inline_volume("scratch", DRIVER_NAME)]))
+    await cluster.settle()
+    pod = cluster.api.get("Pod", "scratchy", "default")
+    [publish] = requests(cluster, 0, "NodePublishVolume")
+    start = len(cluster.trace.events)
+    cluster.api.delete("Pod", "scratchy", "default")
+    await cluster.settle()
+    [unpublish] = requests(cluster, start, "NodeUnpublishVolume")
+    assert unpublish["volume_id"] == publish["volume_id"]
+    assert unpublish["target_path"] == publish["target_path"]
+    assert not requests(cluster, start, "NodeUnstageVolume")
+    assert not [e for e in cluster.trace.events[start:] if e.result != "OK"]
+    assert not (cluster.kubelets["node-1"].paths.pods_dir / pod.metadata.uid / "volumes"
+                / "kubernetes.io~csi" / "scratch").exists()
+
+
+# -- WaitForFirstConsumer ----------------------------------------------------------------------
+
+
+def node_affinity_admits(pv: Resource, node: Resource) -> bool:
+    """The PV's required node affinity (In expressions) matches the node's labels."""
+    terms = pv.spec["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    labels = node.metadata.labels
+    return any(all(e["operator"] == "In" and labels.get(e["key"]) in e["values"]
+                   for e in term["matchExpressions"]) for term in terms)
+
+
+async def test_wait_for_first_consumer_provisions_in_the_selected_nodes_topology(
+    two_nodes: Cluster,
+) -> None:
+    cluster = two_nodes
+    api = cluster.api
+    api.create(builders.storage_class("late", DRIVER_NAME,
+                                      volume_binding_mode="WaitForFirstConsumer"))
+    api.create(builders.persistent_volume_claim("data", storage="1Gi", storage_class="late"))
+    await cluster.settle()
+    assert api.get("PersistentVolumeClaim", "data", "default").status.get("phase") == "Pending"
+    assert not requests(cluster, 0, "CreateVolume")
+
+    pod = builders.pod("consumer", volumes=[builders.pvc_volume("data", "data")])
+    pod.spec["nodeSelector"] = {"kubernetes.io/hostname": "node-2"}
+    api.create(pod)
+    await cluster.settle()
+
+    pvc = api.get("PersistentVolumeClaim", "data", "default")
+    assert pvc.metadata.annotations["volume.kubernetes.io/selected-node"] == "node-2"
+    assert pvc.status["phase"] == "Bound"
+    node2 = api.get("Node", "node-2")
+    [topology_key] = next(d["topologyKeys"] for d in api.get("CSINode", "node-2").spec["drivers"]
+                          if d["name"] == DRIVER_NAME)
+    node2_segment = {topology_key: node2.metadata.labels[topology_key]}
+    [create] = requests(cluster, 0, "CreateVolume")
+    accessibility = create["accessibility_requirements"]
+    assert isinstance(accessibility, dict)
+    assert accessibility["preferred"][0]["segments"] == node2_segment
+    pv = api.get("PersistentVolume", pvc.spec["volumeName"])
+    assert node_affinity_admits(pv, node2)
+    assert not node_affinity_admits(pv, api.get("Node", "node-1"))
+    consumer = api.get("Pod", "consumer", "default")
+    assert (consumer.spec["nodeName"], consumer.status["phase"]) == ("node-2", "Running")
+    assert {e.node for e in cluster.trace if e.call.endswith("/NodeStageVolume")} == {"node-2"}
