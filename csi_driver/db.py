@@ -56,7 +56,8 @@ class Database:
         self.path = path
         self._conn = _connect(path)
         self._read = _connect(path)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the write connection
+        self._read_lock = threading.Lock()  # the read connection: never waits for a COMMIT
         self._depth = 0
         self._group_commit = False
         self._batch: asyncio.Future[None] | None = None
@@ -220,21 +221,26 @@ class Database:
     def check_usable(self) -> None:
         """Raise FailedPrecondition when the database cannot be read."""
         try:
-            self._read.execute("SELECT 1 FROM volumes LIMIT 1").fetchall()
+            with self._read_lock:
+                self._read.execute("SELECT 1 FROM volumes LIMIT 1").fetchall()
         except sqlite3.Error as exc:
             raise FailedPrecondition(f"state store unusable: {exc}") from exc
 
-    def _reader(self) -> sqlite3.Connection:
-        return self._conn if self._depth else self._read
-
     def _one(self, sql: str, *args: object) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._reader().execute(sql, args).fetchone()
-            return row
+        if self._depth:
+            with self._lock:
+                row: sqlite3.Row | None = self._conn.execute(sql, args).fetchone()
+                return row
+        with self._read_lock:
+            found: sqlite3.Row | None = self._read.execute(sql, args).fetchone()
+            return found
 
     def _all(self, sql: str, *args: object) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._reader().execute(sql, args).fetchall()
+        if self._depth:
+            with self._lock:
+                return self._conn.execute(sql, args).fetchall()
+        with self._read_lock:
+            return self._read.execute(sql, args).fetchall()
 
     def _exec(self, sql: str, *args: object) -> int:
         assert self._depth, "store mutators must run inside transaction()"

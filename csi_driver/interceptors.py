@@ -128,7 +128,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             "duration_ms": round((time.perf_counter() - start) * 1000, 3),
         }
         self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self.stream.flush()
+        if not getattr(self.stream, "line_buffering", False):  # stderr is line-buffered
+            self.stream.flush()
 
     @staticmethod
     def _status(exc: BaseException, method: str) -> tuple[grpc.StatusCode, str]:
