@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -220,3 +221,30 @@ async def test_node_mode_serves_no_controller(base):
         await r.driver.stop(None)
     assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert info.node_id == "node-1"
+
+
+async def test_a_second_operation_on_a_volume_in_flight_is_aborted(running, monkeypatch):
+    import threading
+
+    release = threading.Event()
+    slow = running.driver.runtime.slow.volumes
+    real = slow.create_volume
+
+    def blocked(args):
+        release.wait(timeout=30)
+        return real(args)
+
+    monkeypatch.setattr(slow, "create_volume", blocked)
+    source = await running.controller.CreateVolume(
+        csi_pb2.CreateVolumeRequest(name="src", volume_capabilities=[MOUNT_CAP])
+    )
+    clone = csi_pb2.CreateVolumeRequest(name="clone", volume_capabilities=[MOUNT_CAP])
+    clone.volume_content_source.volume.volume_id = source.volume.volume_id
+    first = asyncio.ensure_future(running.controller.CreateVolume(clone))
+    while not running.driver.runtime.inflight._busy:
+        await asyncio.sleep(0.01)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await running.controller.CreateVolume(clone)
+    release.set()
+    assert err.value.code() == grpc.StatusCode.ABORTED
+    assert (await first).volume.content_source.volume.volume_id == source.volume.volume_id
