@@ -26,9 +26,7 @@ from cni_plugin.errors import (
 from cni_plugin.ipam.addr import IP, try_parse_ip
 from cni_plugin.ipam.allocator import Allocation, AllocationError, Allocator
 from cni_plugin.ipam.disk import DiskStore, StoreError
-from cni_plugin.ipam.gc import collect_garbage
 from cni_plugin.ipam.ipam_config import IPAMConfig, IPAMConfigError, load_ipam_config
-from cni_plugin.ipam.resolv import parse_resolv_conf
 from cni_plugin.ipam.store import matching_leases
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
 from cni_plugin.types import DNS, IPConfig, Result, Route
@@ -55,6 +53,8 @@ def cmd_add(cmd: CmdArgs) -> Result:
     conf = load_config(cmd)
     dns = DNS()
     if conf.resolv_conf:
+        from cni_plugin.ipam.resolv import parse_resolv_conf  # rarely configured
+
         try:
             resolv = parse_resolv_conf(conf.resolv_conf)
         except ValueError as exc:
@@ -160,6 +160,8 @@ def cmd_status(cmd: CmdArgs) -> None:
 
 
 def cmd_gc(cmd: CmdArgs) -> None:
+    from cni_plugin.ipam.gc import collect_garbage  # only this command needs it
+
     conf = load_config(cmd)
     valid = _valid_attachments(conf.raw)
     store = open_store(conf)
