@@ -4,16 +4,22 @@ Rows (median wall time of one cycle, each command a fresh process exec'd from
 the CNI bin dir laid out by ``python -m cni_plugin.install``):
 
 - the floor: ``<venv>/bin/python -I -S -c pass`` (one process start);
-- the floor plus importing emu-host-local's modules, without running a command
-  (what the exec path's imports cost);
+- the floor plus importing emu-host-local's / emu-bridge's modules, without
+  running a command (what the exec path's imports cost);
+- emu-loopback ADD+DEL (2 starts);
 - emu-host-local ADD+DEL (2 starts);
 - the reference /usr/lib/cni/host-local ADD+DEL, when installed (2 starts);
-- emu-bridge (emulated dataplane) delegating to emu-host-local, ADD+DEL (4 starts).
+- emu-bridge (emulated dataplane) delegating to emu-host-local, ADD+DEL (4 starts);
+- the same two cycles called in-process (0 starts: plugin_main with injected
+  env/stdin/stdout, the bridge's IPAM exec replaced by an in-process call),
+  i.e. the work of a cycle without any start-up, modules already imported.
 
 Ratios are given to the single floor and to the floor times the number of
 process starts in the cycle (what the cycle would cost if each start were free
-of everything but the interpreter). Cases are timed interleaved, one cycle of
-each in turn, so background load weighs on all rows alike.
+of everything but the interpreter). The per-start ratio is the one that
+matters for a cycle of several execs; the target is 2x. Cases are timed
+interleaved, one cycle of each in turn, so background load weighs on all rows
+alike.
 
 Run: ``.venv/bin/python -m bench.cni_bench [--cycles N]``.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import os
 import statistics
@@ -29,12 +36,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 REFERENCE_HOST_LOCAL = "/usr/lib/cni/host-local"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PLUGIN_MODULES = {"emu-host-local": "cni_plugin.host_local", "emu-bridge": "cni_plugin.bridge"}
+PLUGIN_MODULES = {"emu-host-local": "cni_plugin.host_local", "emu-bridge": "cni_plugin.bridge",
+                  "emu-loopback": "cni_plugin.loopback"}
+TARGET_PER_START = 2.0
 
 
 class Row:
@@ -114,6 +123,53 @@ def add_del_case(name: str, plugin: str, conf: dict[str, object], starts: int,
     return case
 
 
+class InProcess:
+    """Our plugins called through plugin_main in this process, as the skel tests do."""
+
+    def __init__(self) -> None:
+        from cni_plugin import bridge, host_local
+
+        self.modules = {"emu-host-local": host_local, "emu-bridge": bridge}
+
+    def run(self, plugin: str, conf: bytes, env: dict[str, str]) -> bytes:
+        from cni_plugin.skel import plugin_main
+
+        module = self.modules[plugin]
+        out = io.StringIO()
+        status = plugin_main(module.HANDLERS, about="", known_args=module.KNOWN_ARGS,
+                             getenv=env.get, stdin=io.BytesIO(conf), stdout=out,
+                             stderr=io.StringIO())
+        if status != 0:
+            raise RuntimeError(f"{plugin} {env['CNI_COMMAND']} in-process failed: "
+                               f"{out.getvalue().strip()}")
+        return out.getvalue().encode()
+
+    def exec_in_process(self, plugin_path: str, stdin_data: bytes,
+                        env: Mapping[str, str]) -> bytes:
+        """Stands in for invoke.exec_plugin: the delegated IPAM runs in this process."""
+        return self.run(os.path.basename(plugin_path), stdin_data, dict(env))
+
+
+def in_process_case(name: str, plugin: str, conf: dict[str, object], bin_dir: Path,
+                    netns: str) -> Case:
+    data = json.dumps(conf).encode()
+    runner = InProcess()
+
+    def cycle(i: int) -> None:
+        from cni_plugin import invoke
+
+        cid = f"inproc{i + 2}"
+        real_exec = invoke.exec_plugin
+        invoke.exec_plugin = runner.exec_in_process
+        try:
+            for command in ("ADD", "DEL"):
+                runner.run(plugin, data, cni_env(command, cid, bin_dir, netns))
+        finally:
+            invoke.exec_plugin = real_exec
+
+    return Case(name, 0, cycle)
+
+
 def measure(cases: list[Case], cycles: int) -> list[Row]:
     """Warm each case once, then time them interleaved so load hits all alike."""
     live: list[Case] = []
@@ -136,17 +192,48 @@ def measure(cases: list[Case], cycles: int) -> list[Row]:
 
 
 def format_table(rows: list[Row], floor_ms: float) -> str:
-    header = f"{'cycle':<48} {'starts':>6} {'median ms':>10} {'x floor':>8} {'x floor*starts':>15}"
+    header = f"{'cycle':<58} {'starts':>6} {'median ms':>10} {'x floor':>8} {'x floor*starts':>15}"
     lines = [header, "-" * len(header)]
     for row in rows:
         if row.median_ms is None:
-            lines.append(f"{row.name:<48} {row.starts:>6} {'-':>10} {'-':>8} {'-':>15}  "
+            lines.append(f"{row.name:<58} {row.starts:>6} {'-':>10} {'-':>8} {'-':>15}  "
                          f"{row.note}")
             continue
-        lines.append(f"{row.name:<48} {row.starts:>6} {row.median_ms:>10.2f} "
-                     f"{row.median_ms / floor_ms:>8.2f} "
-                     f"{row.median_ms / (floor_ms * row.starts):>15.2f}  {row.note}".rstrip())
+        per_start = (f"{row.median_ms / (floor_ms * row.starts):>15.2f}" if row.starts
+                     else f"{'-':>15}")
+        lines.append(f"{row.name:<58} {row.starts:>6} {row.median_ms:>10.2f} "
+                     f"{row.median_ms / floor_ms:>8.2f} {per_start}  {row.note}".rstrip())
     return "\n".join(lines)
+
+
+def verdicts(rows: list[Row], floor_ms: float) -> list[str]:
+    """Per exec'd cycle of ours: the per-start ratio against the target, and how much of
+    the cycle is work (its in-process twin) rather than start-up."""
+    by_name = {row.name: row for row in rows}
+    lines = [f"target: each process start within {TARGET_PER_START:g}x the floor "
+             f"({TARGET_PER_START * floor_ms:.2f} ms)"]
+    for name, twin in IN_PROCESS_TWINS.items():
+        row, work = by_name.get(name), by_name.get(twin)
+        if row is None or row.median_ms is None:
+            continue
+        ratio = row.median_ms / (floor_ms * row.starts)
+        verdict = "met" if ratio <= TARGET_PER_START else "NOT met"
+        line = (f"  {name}: {ratio:.2f}x floor per start ({row.starts} starts) -> {verdict}")
+        if work is not None and work.median_ms is not None:
+            line += (f"; work in-process {work.median_ms:.2f} ms, start-up and process "
+                     f"plumbing {row.median_ms - work.median_ms:.2f} ms "
+                     f"({(row.median_ms - work.median_ms) / row.median_ms:.0%})")
+        lines.append(line)
+    return lines
+
+
+HOST_LOCAL_CYCLE = "emu-host-local ADD+DEL"
+BRIDGE_CYCLE = "emu-bridge + emu-host-local ADD+DEL (emulated)"
+IN_PROCESS_TWINS = {
+    "emu-loopback ADD+DEL": "",
+    HOST_LOCAL_CYCLE: f"{HOST_LOCAL_CYCLE}, in-process",
+    BRIDGE_CYCLE: f"{BRIDGE_CYCLE}, in-process",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,23 +255,43 @@ def main(argv: list[str] | None = None) -> int:
         bridge_conf = {"cniVersion": "1.1.0", "name": "bench", "type": "emu-bridge",
                        "bridge": "cnibench0", "isGateway": True,
                        "dataplaneDir": str(root / "dataplane"), "ipam": ipam}
+        loopback_conf: dict[str, object] = {"cniVersion": "1.1.0", "name": "bench",
+                                            "type": "emu-loopback",
+                                            "dataplaneDir": str(root / "dataplane-lo")}
+        # In-process twins keep their own state, so the exec'd cycles are not disturbed.
+        inproc_ipam = {**ipam, "dataDir": str(root / "ipam-inproc")}
+        inproc_host_local = {**host_local_conf, "ipam": inproc_ipam}
+        inproc_bridge = {**bridge_conf, "ipam": inproc_ipam,
+                         "dataplaneDir": str(root / "dataplane-inproc")}
+
+        def importing(module: str) -> str:
+            return f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); import {module}"
+
         cases = [
             interpreter_case("floor: python -I -S -c pass", "pass"),
             interpreter_case("  (import of emu-host-local's modules only)",
-                             f"import sys; sys.path.insert(0, {str(PROJECT_ROOT)!r}); "
-                             "import cni_plugin.host_local"),
-            add_del_case("emu-host-local ADD+DEL", str(bin_dir / "emu-host-local"),
+                             importing("cni_plugin.host_local")),
+            interpreter_case("  (import of emu-bridge's modules only)",
+                             importing("cni_plugin.bridge")),
+            add_del_case("emu-loopback ADD+DEL", str(bin_dir / "emu-loopback"),
+                         loopback_conf, 2, bin_dir, netns),
+            add_del_case(HOST_LOCAL_CYCLE, str(bin_dir / "emu-host-local"),
                          host_local_conf, 2, bin_dir, netns),
             add_del_case("reference host-local ADD+DEL", REFERENCE_HOST_LOCAL, ref_conf, 2,
                          bin_dir, netns),
-            add_del_case("emu-bridge + emu-host-local ADD+DEL (emulated)",
-                         str(bin_dir / "emu-bridge"), bridge_conf, 4, bin_dir, netns),
+            add_del_case(BRIDGE_CYCLE, str(bin_dir / "emu-bridge"), bridge_conf, 4, bin_dir,
+                         netns),
+            in_process_case(f"{HOST_LOCAL_CYCLE}, in-process", "emu-host-local",
+                            inproc_host_local, bin_dir, netns),
+            in_process_case(f"{BRIDGE_CYCLE}, in-process", "emu-bridge", inproc_bridge,
+                            bin_dir, netns),
         ]
         rows = measure(cases, opts.cycles)
         floor_ms = rows[0].median_ms
         assert floor_ms is not None
         print(f"CNI ADD+DEL cycles: median of {opts.cycles}; plugins installed by: {how}")
         print(format_table(rows, floor_ms))
+        print("\n".join(verdicts(rows, floor_ms)))
     return 0
 
 
