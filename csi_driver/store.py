@@ -13,16 +13,11 @@ import json
 import os
 import sqlite3
 
-from csi_driver.db import Database
+from csi_driver.bindings import BindingTables, dump_json
 from csi_driver.records import (
-    Attachment,
     GroupSnapshot,
-    Node,
-    Publish,
     Snapshot,
-    Stage,
     Volume,
-    VolumeCapability,
 )
 
 SCHEMA = """
@@ -99,15 +94,7 @@ CREATE INDEX IF NOT EXISTS publishes_by_volume ON publishes (volume_id, node_id)
 """
 
 
-def _dump(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _cap(text: str) -> VolumeCapability:
-    return VolumeCapability.from_json(json.loads(text))
-
-
-class Store(Database):
+class Store(BindingTables):
     """Typed access to the shared state database."""
 
     def __init__(self, state_dir: str) -> None:
@@ -148,8 +135,8 @@ class Store(Database):
             "INSERT OR IGNORE INTO volumes (volume_id, name, capacity_bytes, pool, access_type,"
             " parameters, mutable_parameters, accessible_topology, source_type, source_id,"
             " request_fingerprint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            v.volume_id, v.name, v.capacity_bytes, v.pool, v.access_type, _dump(v.parameters),
-            _dump(v.mutable_parameters), _dump(v.accessible_topology), v.source_type,
+            v.volume_id, v.name, v.capacity_bytes, v.pool, v.access_type, dump_json(v.parameters),
+            dump_json(v.mutable_parameters), dump_json(v.accessible_topology), v.source_type,
             v.source_id, v.request_fingerprint, v.created_at,
         )
         if inserted:
@@ -188,7 +175,7 @@ class Store(Database):
 
     def set_mutable_parameters(self, volume_id: str, params: dict[str, str]) -> None:
         self._exec(
-            "UPDATE volumes SET mutable_parameters=? WHERE volume_id=?", _dump(params), volume_id
+            "UPDATE volumes SET mutable_parameters=? WHERE volume_id=?", dump_json(params), volume_id
         )
 
     def list_volumes(self, after_seq: int, limit: int) -> list[Volume]:
@@ -241,7 +228,7 @@ class Store(Database):
             "INSERT INTO snapshots (snapshot_id, name, source_volume_id, size_bytes, access_type,"
             " created_at, group_snapshot_id, parameters) VALUES (?,?,?,?,?,?,?,?)",
             s.snapshot_id, s.name, s.source_volume_id, s.size_bytes, s.access_type,
-            s.created_at, s.group_snapshot_id, _dump(s.parameters),
+            s.created_at, s.group_snapshot_id, dump_json(s.parameters),
         )
 
     def delete_snapshot(self, snapshot_id: str) -> bool:
@@ -293,137 +280,11 @@ class Store(Database):
         self._exec(
             "INSERT INTO group_snapshots (group_snapshot_id, name, source_volume_ids, parameters,"
             " created_at, snapshot_ids) VALUES (?,?,?,?,?,?)",
-            g.group_snapshot_id, g.name, _dump(list(g.source_volume_ids)), _dump(g.parameters),
-            g.created_at, _dump(list(g.snapshot_ids)),
+            g.group_snapshot_id, g.name, dump_json(list(g.source_volume_ids)), dump_json(g.parameters),
+            g.created_at, dump_json(list(g.snapshot_ids)),
         )
 
     def delete_group_snapshot(self, group_id: str) -> bool:
         return bool(
             self._exec("DELETE FROM group_snapshots WHERE group_snapshot_id=?", group_id)
-        )
-
-    # nodes -----------------------------------------------------------------
-
-    def upsert_node(self, n: Node) -> None:
-        self._exec(
-            "INSERT INTO nodes (node_id, topology, max_volumes) VALUES (?,?,?) "
-            "ON CONFLICT(node_id) DO UPDATE SET topology=excluded.topology,"
-            " max_volumes=excluded.max_volumes",
-            n.node_id, _dump(n.topology), n.max_volumes,
-        )
-
-    def get_node(self, node_id: str) -> Node | None:
-        row = self._one("SELECT * FROM nodes WHERE node_id=?", node_id)
-        if row is None:
-            return None
-        return Node(row["node_id"], json.loads(row["topology"]), row["max_volumes"])
-
-    def list_nodes(self) -> list[Node]:
-        rows = self._all("SELECT * FROM nodes ORDER BY node_id")
-        return [Node(r["node_id"], json.loads(r["topology"]), r["max_volumes"]) for r in rows]
-
-    # attachments (ControllerPublish) ----------------------------------------
-
-    @staticmethod
-    def _attachment(row: sqlite3.Row) -> Attachment:
-        return Attachment(
-            row["volume_id"], row["node_id"], bool(row["readonly"]), _cap(row["capability"])
-        )
-
-    def get_attachment(self, volume_id: str, node_id: str) -> Attachment | None:
-        row = self._one(
-            "SELECT * FROM attachments WHERE volume_id=? AND node_id=?", volume_id, node_id
-        )
-        return self._attachment(row) if row else None
-
-    def attachments_of_volume(self, volume_id: str) -> list[Attachment]:
-        rows = self._all("SELECT * FROM attachments WHERE volume_id=?", volume_id)
-        return [self._attachment(r) for r in rows]
-
-    def count_attachments_on_node(self, node_id: str) -> int:
-        row = self._one("SELECT COUNT(*) AS n FROM attachments WHERE node_id=?", node_id)
-        return int(row["n"]) if row else 0
-
-    def insert_attachment(self, a: Attachment) -> None:
-        self._exec(
-            "INSERT INTO attachments (volume_id, node_id, readonly, capability) VALUES (?,?,?,?)",
-            a.volume_id, a.node_id, int(a.readonly), _dump(a.capability.to_json()),
-        )
-
-    def delete_attachment(self, volume_id: str, node_id: str) -> bool:
-        return bool(
-            self._exec(
-                "DELETE FROM attachments WHERE volume_id=? AND node_id=?", volume_id, node_id
-            )
-        )
-
-    # stages and publishes (node side) ---------------------------------------
-
-    def get_stage(self, volume_id: str, node_id: str) -> Stage | None:
-        row = self._one("SELECT * FROM stages WHERE volume_id=? AND node_id=?", volume_id, node_id)
-        if row is None:
-            return None
-        return Stage(row["volume_id"], row["node_id"], row["staging_path"],
-                     _cap(row["capability"]))
-
-    def stages_of_volume(self, volume_id: str) -> list[Stage]:
-        rows = self._all("SELECT * FROM stages WHERE volume_id=?", volume_id)
-        return [Stage(r["volume_id"], r["node_id"], r["staging_path"], _cap(r["capability"]))
-                for r in rows]
-
-    def insert_stage(self, s: Stage) -> None:
-        self._exec(
-            "INSERT INTO stages (volume_id, node_id, staging_path, capability) VALUES (?,?,?,?)",
-            s.volume_id, s.node_id, s.staging_path, _dump(s.capability.to_json()),
-        )
-
-    def delete_stage(self, volume_id: str, node_id: str) -> bool:
-        return bool(
-            self._exec("DELETE FROM stages WHERE volume_id=? AND node_id=?", volume_id, node_id)
-        )
-
-    @staticmethod
-    def _publish(row: sqlite3.Row) -> Publish:
-        return Publish(
-            volume_id=row["volume_id"],
-            node_id=row["node_id"],
-            target_path=row["target_path"],
-            staging_path=row["staging_path"],
-            readonly=bool(row["readonly"]),
-            capability=_cap(row["capability"]),
-            method=row["method"],
-        )
-
-    def get_publish(self, node_id: str, target_path: str) -> Publish | None:
-        row = self._one(
-            "SELECT * FROM publishes WHERE node_id=? AND target_path=?", node_id, target_path
-        )
-        return self._publish(row) if row else None
-
-    def publishes_of_volume(self, volume_id: str, node_id: str | None = None) -> list[Publish]:
-        if node_id is None:
-            rows = self._all("SELECT * FROM publishes WHERE volume_id=?", volume_id)
-        else:
-            rows = self._all(
-                "SELECT * FROM publishes WHERE volume_id=? AND node_id=?", volume_id, node_id
-            )
-        return [self._publish(r) for r in rows]
-
-    def publishes_on_node(self, node_id: str) -> list[Publish]:
-        return [self._publish(r) for r in
-                self._all("SELECT * FROM publishes WHERE node_id=?", node_id)]
-
-    def insert_publish(self, p: Publish) -> None:
-        self._exec(
-            "INSERT INTO publishes (node_id, target_path, volume_id, staging_path, readonly,"
-            " capability, method) VALUES (?,?,?,?,?,?,?)",
-            p.node_id, p.target_path, p.volume_id, p.staging_path, int(p.readonly),
-            _dump(p.capability.to_json()), p.method,
-        )
-
-    def delete_publish(self, node_id: str, target_path: str) -> bool:
-        return bool(
-            self._exec(
-                "DELETE FROM publishes WHERE node_id=? AND target_path=?", node_id, target_path
-            )
         )
