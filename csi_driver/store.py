@@ -175,7 +175,8 @@ class Store(BindingTables):
 
     def set_mutable_parameters(self, volume_id: str, params: dict[str, str]) -> None:
         self._exec(
-            "UPDATE volumes SET mutable_parameters=? WHERE volume_id=?", dump_json(params), volume_id
+            "UPDATE volumes SET mutable_parameters=? WHERE volume_id=?",
+            dump_json(params), volume_id,
         )
 
     def list_volumes(self, after_seq: int, limit: int) -> list[Volume]:
@@ -280,8 +281,8 @@ class Store(BindingTables):
         self._exec(
             "INSERT INTO group_snapshots (group_snapshot_id, name, source_volume_ids, parameters,"
             " created_at, snapshot_ids) VALUES (?,?,?,?,?,?)",
-            g.group_snapshot_id, g.name, dump_json(list(g.source_volume_ids)), dump_json(g.parameters),
-            g.created_at, dump_json(list(g.snapshot_ids)),
+            g.group_snapshot_id, g.name, dump_json(list(g.source_volume_ids)),
+            dump_json(g.parameters), g.created_at, dump_json(list(g.snapshot_ids)),
         )
 
     def delete_group_snapshot(self, group_id: str) -> bool:
