@@ -39,7 +39,7 @@ class Activity:
     threaded commits (the loop serves others during the fsync) as soon as other
     RPCs are seen arriving during one."""
 
-    SAMPLE_EVERY = 0.02  # seconds between sampled threaded commits while inline
+    SAMPLE_EVERY = 0.1  # seconds between sampled threaded commits while inline
     QUIET_TO_INLINE = 8  # threaded commits without overlap before going back inline
 
     def __init__(self) -> None:
