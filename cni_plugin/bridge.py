@@ -74,19 +74,26 @@ def cmd_add(args: CmdArgs) -> Result:
     try:
         # The veth exists before IPAM runs, as with a kernel (a DEL after a kill mid-ADD
         # finds it); the emulated dataplane writes this block in one transaction.
-        with dp.batch():
-            host, container = dp.add_veth(args.netns, args.ifname, conf.mtu, conf.mac,
-                                          conf.bridge, conf.hairpin_mode, conf.vlan,
-                                          conf.preserve_default_vlan)
-            undo.append(lambda: _quietly(dp.delete_link, args.netns, args.ifname))
-            result = Result(interfaces=[
-                Interface(name=bridge.name, mac=bridge.mac),
-                Interface(name=host.name, mac=host.mac),
-                Interface(name=container.name, mac=container.mac, sandbox=args.netns)])
-            if conf.macspoofchk:
-                ref_id = spoofcheck_id(args)
-                undo.append(lambda: _quietly(dp.teardown_macspoofchk, ref_id))
-                dp.setup_macspoofchk(host.name, container.mac, ref_id)
+        veth_steps = dp.batch()
+        try:
+            with veth_steps:
+                host, container = dp.add_veth(args.netns, args.ifname, conf.mtu, conf.mac,
+                                              conf.bridge, conf.hairpin_mode, conf.vlan,
+                                              conf.preserve_default_vlan)
+                undo.append(lambda: _quietly(dp.delete_link, args.netns, args.ifname))
+                result = Result(interfaces=[
+                    Interface(name=bridge.name, mac=bridge.mac),
+                    Interface(name=host.name, mac=host.mac),
+                    Interface(name=container.name, mac=container.mac, sandbox=args.netns)])
+                if conf.macspoofchk:
+                    ref_id = spoofcheck_id(args)
+                    undo.append(lambda: _quietly(dp.teardown_macspoofchk, ref_id))
+                    dp.setup_macspoofchk(host.name, container.mac, ref_id)
+        except BaseException:
+            if veth_steps.all_or_nothing:
+                # Nothing was written; a link of that name, if any, is another ADD's.
+                undo.clear()
+            raise
         if conf.is_layer3:
             _add_layer3(args, conf, dp, result, undo)
         else:

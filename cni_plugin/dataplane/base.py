@@ -83,6 +83,9 @@ class StepGroup:
     to one command. By default each change is applied when asked (a kernel has nothing to
     group); the emulated dataplane writes them all in one transaction at the end."""
 
+    # True when a block that raises has written none of its changes (nothing to undo).
+    all_or_nothing = False
+
     def __enter__(self) -> None:
         return None
 

@@ -63,6 +63,8 @@ def _link(d: dict[str, Any]) -> Link:
 class _Batch(StepGroup):
     """The steps of one command: tried on a snapshot as asked for, written together."""
 
+    all_or_nothing = True
+
     def __init__(self, dataplane: EmulatedDataplane) -> None:
         self.dataplane = dataplane
         self.view: dict[str, Any] = {}

@@ -123,3 +123,28 @@ def test_bridge_add_with_gateway_and_masquerade_writes_the_state_twice(
     eth1 = dp.get_link(sandbox, "eth1")
     assert eth1 is not None and eth1.up and eth1.addrs == ["10.22.0.5/24"]
     assert "CNI-" in next(iter(dp.state.snapshot()["masquerade"]))
+
+
+def test_bridge_add_losing_a_race_for_the_ifname_leaves_the_winners_link(
+        recording_ipam: RecordingIPAM, dataplane_dir: str, sandbox: str, cni_bin: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    conf: dict[str, Any] = {"cniVersion": "1.1.0", "name": "batnet", "type": "emu-bridge",
+                            "bridge": "batbr0", "macspoofchk": True,
+                            "dataplaneDir": dataplane_dir, "ipam": recording_ipam.ipam_conf()}
+    real_spoofchk = EmulatedDataplane.setup_macspoofchk
+
+    def another_add_meanwhile(self: EmulatedDataplane, iface: str, mac: str, ref: str) -> None:
+        # between this ADD's snapshot and its write, another command takes eth0
+        EmulatedDataplane(dataplane_dir).add_veth(sandbox, "eth0", 0, "02:00:00:00:00:09",
+                                                  "batbr0", False, 0)
+        real_spoofchk(self, iface, mac, ref)
+
+    monkeypatch.setattr(EmulatedDataplane, "setup_macspoofchk", another_add_meanwhile)
+    env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c0", "CNI_NETNS": sandbox,
+           "CNI_IFNAME": "eth0", "CNI_PATH": cni_bin}
+    out = run_in_process(HANDLERS, env, conf, known_args=KNOWN_ARGS)
+    assert out.status == 1
+    assert out.json()["msg"] == "container veth name provided (eth0) already exists"
+    eth0 = EmulatedDataplane(dataplane_dir).get_link(sandbox, "eth0")
+    assert eth0 is not None and eth0.mac == "02:00:00:00:00:09"
+    assert recording_ipam.commands() == []
