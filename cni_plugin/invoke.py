@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import _signal
 import errno
-import os
 import select
 import sys
 import time
 
+from cni_plugin import lightos
 from cni_plugin.errors import CNIError, internal
 from cni_plugin.gojson import go_quote, loads
 from cni_plugin.skel import CmdArgs, config_version
@@ -30,13 +30,13 @@ TEXT_FILE_BUSY_RETRIES = 5
 def find_in_path(plugin: str, paths: list[str]) -> str:
     if plugin == "":
         raise internal("no plugin name provided")
-    if os.sep in plugin:
+    if "/" in plugin:
         raise internal(f"invalid plugin name: {plugin}")
     if not paths:
         raise internal("no paths provided")
     for directory in paths:
-        candidate = os.path.join(directory, plugin)
-        if os.path.isfile(candidate):
+        candidate = lightos.join(directory, plugin)
+        if lightos.isfile(candidate):
             return candidate
     raise internal(f"failed to find plugin \"{plugin}\" in path [{' '.join(paths)}]")
 
@@ -44,10 +44,10 @@ def find_in_path(plugin: str, paths: list[str]) -> str:
 def delegate_env(cmd: CmdArgs, command: str,
                  base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment for the child, with the CNI_* values of this call and CNI_COMMAND set."""
-    env = dict(os.environ if base is None else base)
+    env = lightos.environ_copy() if base is None else dict(base)
     env.update({"CNI_CONTAINERID": cmd.container_id, "CNI_NETNS": cmd.netns,
                 "CNI_IFNAME": cmd.ifname, "CNI_ARGS": cmd.args_raw,
-                "CNI_PATH": os.pathsep.join(cmd.path), "CNI_COMMAND": command})
+                "CNI_PATH": ":".join(cmd.path), "CNI_COMMAND": command})
     if cmd.netns_override:
         env["CNI_NETNS_OVERRIDE"] = cmd.netns_override
     return env
@@ -77,50 +77,50 @@ def _run(path: str, stdin_data: bytes, env: Mapping[str, str]) -> tuple[int, byt
     posix_spawn and select rather than subprocess, whose import alone costs
     more than a whole IPAM call.
     """
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    in_r, in_w = lightos.pipe()
+    out_r, out_w = lightos.pipe()
+    err_r, err_w = lightos.pipe()
     try:
-        pid = os.posix_spawn(path, [path], dict(env), file_actions=[
-            (os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
-            (os.POSIX_SPAWN_DUP2, err_w, 2)],
+        pid = lightos.posix_spawn(path, [path], dict(env), file_actions=[
+            (lightos.POSIX_SPAWN_DUP2, in_r, 0), (lightos.POSIX_SPAWN_DUP2, out_w, 1),
+            (lightos.POSIX_SPAWN_DUP2, err_w, 2)],
             # Python ignores these; the child gets the default back, as subprocess does.
             setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
     except OSError:
         for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
-            os.close(fd)
+            lightos.close(fd)
         raise
     for fd in (in_r, out_w, err_w):
-        os.close(fd)
+        lightos.close(fd)
     pending = memoryview(stdin_data)
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
     readers = [out_r, err_r]
     writers = [in_w] if pending else []
     if not pending:
-        os.close(in_w)
+        lightos.close(in_w)
     try:
         while readers or writers:
             readable, writable, _ = select.select(readers, writers, [])
             if writable:
                 try:
-                    pending = pending[os.write(in_w, pending[:65536]):]
+                    pending = pending[lightos.write(in_w, pending[:65536]):]
                 except BrokenPipeError:
                     pending = pending[:0]
                 if not pending:
-                    os.close(in_w)
+                    lightos.close(in_w)
                     writers = []
             for fd in readable:
-                data = os.read(fd, 65536)
+                data = lightos.read(fd, 65536)
                 if data:
                     chunks[fd].append(data)
                 else:
                     readers.remove(fd)
-                    os.close(fd)
+                    lightos.close(fd)
     finally:
         for fd in (*readers, *writers):
-            os.close(fd)
-        _, status = os.waitpid(pid, 0)
-    return (os.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
+            lightos.close(fd)
+        _, status = lightos.waitpid(pid, 0)
+    return (lightos.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
             b"".join(chunks[err_r]))
 
 

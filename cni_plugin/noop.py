@@ -17,10 +17,10 @@ Each call is appended to `"calls"`: command, the CNI_* environment and stdin.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
+from cni_plugin import lightos
 from cni_plugin.config import decode_object, load_netconf
 from cni_plugin.dataplane.statefile import StateFile
 from cni_plugin.errors import ERR_INTERNAL, CNIError
@@ -50,11 +50,11 @@ def debug_file(args: CmdArgs) -> str:
 
 def _record(path: str, args: CmdArgs) -> dict[str, Any]:
     """Append this call to the debug file; the instructions that apply to this command."""
-    store = StateFile(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    store = StateFile(lightos.dirname(lightos.abspath(path)), lightos.basename(path))
     store.lock_path = path + ".lock"
     env = {"CNI_COMMAND": args.command, "CNI_CONTAINERID": args.container_id,
            "CNI_NETNS": args.netns, "CNI_IFNAME": args.ifname, "CNI_ARGS": args.args_raw,
-           "CNI_PATH": os.pathsep.join(args.path), "CNI_NETNS_OVERRIDE": args.netns_override}
+           "CNI_PATH": ":".join(args.path), "CNI_NETNS_OVERRIDE": args.netns_override}
     with store.transaction() as debug:
         debug.setdefault("calls", []).append({
             "command": args.command, "env": env,
@@ -74,7 +74,7 @@ def _obey(args: CmdArgs) -> dict[str, Any]:
         sys.stderr.flush()
     if plan.get("exitWithCode") is not None:
         sys.stdout.flush()
-        os._exit(int(plan["exitWithCode"]))
+        lightos._exit(int(plan["exitWithCode"]))
     if plan.get("reportError"):
         raise CNIError(int(plan.get("reportErrorCode", ERR_INTERNAL)), str(plan["reportError"]),
                        str(plan.get("reportErrorDetails", "")))
@@ -118,7 +118,7 @@ def supported_versions(getenv: Callable[[str], str | None]) -> tuple[str, ...]:
 
 def main() -> None:
     sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS,
-                         supported=supported_versions(os.environ.get)))
+                         supported=supported_versions(lightos.getenv)))
 
 
 if __name__ == "__main__":

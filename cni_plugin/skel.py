@@ -7,9 +7,9 @@ that prints an error (JSON on stdout) and picks the exit status.
 
 from __future__ import annotations
 
-import os
 import sys
 
+from cni_plugin import lightos
 from cni_plugin.config import decode_object
 from cni_plugin.errors import (
     ERR_DECODING_FAILURE,
@@ -294,7 +294,7 @@ def _unexpected(e: Exception, about: str) -> CNIError:
     import traceback  # only on this path: it is not cheap to import
 
     frames = traceback.extract_tb(e.__traceback__)
-    where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" \
+    where = f"{lightos.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" \
         if frames else ""
     return CNIError(ERR_INTERNAL, f"unexpected error in {about or 'plugin'}: "
                     f"{type(e).__name__}: {e}", where)
@@ -303,7 +303,7 @@ def _unexpected(e: Exception, about: str) -> CNIError:
 def plugin_main(handlers: Handlers, *, about: str,
                 supported: tuple[str, ...] = ALL_VERSIONS,
                 known_args: frozenset[str] | None = None,
-                getenv: Getenv = os.environ.get,
+                getenv: Getenv = lightos.getenv,
                 stdin: IO[bytes] | None = None,
                 stdout: IO[str] | None = None,
                 stderr: IO[str] | None = None) -> int:

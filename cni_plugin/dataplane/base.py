@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 
-from cni_plugin import ipnet
+from cni_plugin import ipnet, lightos
 from cni_plugin.errors import CNIError, internal
 from cni_plugin.types import IPConfig, Record, Route
 
@@ -69,13 +68,13 @@ class LinkExists(CNIError):
 
 def random_mac() -> str:
     """A random locally administered unicast MAC, as the kernel gives a new veth."""
-    octets = bytearray(os.urandom(6))
+    octets = bytearray(lightos.urandom(6))
     octets[0] = (octets[0] & 0xFE) | 0x02
     return ":".join(f"{b:02x}" for b in octets)
 
 
 def random_veth_name() -> str:
-    return "veth" + os.urandom(4).hex()
+    return "veth" + lightos.urandom(4).hex()
 
 
 class StepGroup:

@@ -16,9 +16,7 @@ written nothing of it; an ADD answered success has written everything.
 
 from __future__ import annotations
 
-import os
-
-from cni_plugin import ipnet
+from cni_plugin import ipnet, lightos
 from cni_plugin.dataplane.base import (
     Dataplane,
     Link,
@@ -48,7 +46,7 @@ LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
 
 
 def _key(netns: str | None) -> str:
-    return HOST if netns is None else os.path.abspath(netns)
+    return HOST if netns is None else lightos.abspath(netns)
 
 
 def _ns(state: dict[str, Any], netns: str | None) -> dict[str, Any]:
@@ -107,7 +105,7 @@ class EmulatedDataplane(Dataplane):
 
     # --- queries -----------------------------------------------------------------------
     def require_netns(self, netns: str) -> None:
-        if not os.path.exists(netns):
+        if not lightos.exists(netns):
             raise NetnsNotFound(netns)
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
@@ -155,7 +153,7 @@ class EmulatedDataplane(Dataplane):
         return out
 
     def collect_garbage(self) -> None:
-        gone = [ns for ns in self.namespaces() if ns != HOST and not os.path.exists(ns)]
+        gone = [ns for ns in self.namespaces() if ns != HOST and not lightos.exists(ns)]
         for netns in gone:
             self._forget_netns(netns)
 
@@ -301,7 +299,7 @@ class EmulatedDataplane(Dataplane):
         self._change(step)
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
-        if not os.path.exists(netns):
+        if not lightos.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
@@ -336,7 +334,7 @@ class EmulatedDataplane(Dataplane):
                     host.pop(link["peer_name"], None)
 
     def loopback_down(self, netns: str) -> None:
-        if not os.path.exists(netns):
+        if not lightos.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:

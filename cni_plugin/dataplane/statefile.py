@@ -8,8 +8,8 @@ or the new state, never a torn one.
 from __future__ import annotations
 
 import fcntl
-import os
 
+from cni_plugin import lightos
 from cni_plugin.errors import ERR_IO_FAILURE, CNIError
 from cni_plugin.gojson import dumps_compact, loads
 
@@ -20,20 +20,20 @@ if TYPE_CHECKING:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path) or "."
-    tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    directory = lightos.dirname(path) or "."
+    tmp = f"{path}.tmp.{lightos.getpid()}"
+    fd = lightos.open_fd(tmp, lightos.O_WRONLY | lightos.O_CREAT | lightos.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
+        lightos.write(fd, data)
+        lightos.fsync(fd)
     finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        lightos.close(fd)
+    lightos.replace(tmp, path)
+    dir_fd = lightos.open_fd(directory, lightos.O_RDONLY | lightos.O_DIRECTORY)
     try:
-        os.fsync(dir_fd)
+        lightos.fsync(dir_fd)
     finally:
-        os.close(dir_fd)
+        lightos.close(dir_fd)
 
 
 class _Lock:
@@ -46,15 +46,15 @@ class _Lock:
 
     def __enter__(self) -> None:
         try:
-            os.makedirs(self.state.directory, mode=0o755, exist_ok=True)
-            self.fd = os.open(self.state.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            lightos.makedirs(self.state.directory, mode=0o755, exist_ok=True)
+            self.fd = lightos.open_fd(self.state.lock_path, lightos.O_RDWR | lightos.O_CREAT, 0o600)
         except OSError as e:
             raise CNIError(ERR_IO_FAILURE,
                            f"cannot open dataplane state in {self.state.directory}: {e}") from e
         fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
 
     def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)  # closing drops the lock
+        lightos.close(self.fd)  # closing drops the lock
 
 
 class _Transaction:
@@ -88,8 +88,8 @@ class _Transaction:
 class StateFile:
     def __init__(self, directory: str, name: str = "state.json") -> None:
         self.directory = directory
-        self.path = os.path.join(directory, name)
-        self.lock_path = os.path.join(directory, "lock")
+        self.path = lightos.join(directory, name)
+        self.lock_path = lightos.join(directory, "lock")
 
     def read_unlocked(self) -> dict[str, Any]:
         try:

@@ -17,8 +17,8 @@ the next locked operation removes. The directory is fsynced after each change.
 from __future__ import annotations
 
 import fcntl
-import os
 
+from cni_plugin import lightos
 from cni_plugin.ipam.store import Lease, matching_leases
 
 DEFAULT_DATA_DIR = "/var/lib/cni/networks"
@@ -42,7 +42,7 @@ def network_dir(data_dir: str, network: str) -> str:
     # The network name is a path component; refuse anything that leaves dataDir.
     if not network or "/" in network or "\x00" in network or network in (".", ".."):
         raise StoreError(f"invalid network name {network!r}")
-    return os.path.join(data_dir or DEFAULT_DATA_DIR, network)
+    return lightos.join(data_dir or DEFAULT_DATA_DIR, network)
 
 
 def parse_lease_content(data: bytes) -> tuple[str, str | None]:
@@ -55,25 +55,27 @@ class DiskStore:
     def __init__(self, network: str, data_dir: str) -> None:
         self.dir = network_dir(data_dir, network)
         try:
-            os.makedirs(self.dir, 0o755, exist_ok=True)
+            lightos.makedirs(self.dir, 0o755, exist_ok=True)
         except OSError as exc:
             raise StoreError(os_error_text("mkdir", self.dir, exc)) from exc
-        lock_path = os.path.join(self.dir, LOCK_NAME)
+        lock_path = lightos.join(self.dir, LOCK_NAME)
         try:
-            self._lock_fd = os.open(lock_path, os.O_CREAT | os.O_RDONLY | os.O_CLOEXEC, 0o750)
+            self._lock_fd = lightos.open_fd(
+                lock_path, lightos.O_CREAT | lightos.O_RDONLY | lightos.O_CLOEXEC, 0o750)
         except OSError as exc:
             raise StoreError(os_error_text("open", lock_path, exc)) from exc
         try:
-            self._dir_fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self._dir_fd = lightos.open_fd(
+                self.dir, lightos.O_RDONLY | lightos.O_DIRECTORY | lightos.O_CLOEXEC)
         except OSError as exc:
-            os.close(self._lock_fd)
+            lightos.close(self._lock_fd)
             raise StoreError(os_error_text("open", self.dir, exc)) from exc
 
     def lock(self) -> None:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         # Temporary files are only made under the lock: any present now was
         # left by a killed plugin.
-        for name in os.listdir(self.dir):
+        for name in lightos.listdir(self.dir):
             if name.startswith(TEMP_PREFIX):
                 self._unlink_quietly(name)
 
@@ -81,8 +83,8 @@ class DiskStore:
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        os.close(self._dir_fd)
-        os.close(self._lock_fd)  # also drops the flock
+        lightos.close(self._dir_fd)
+        lightos.close(self._lock_fd)  # also drops the flock
 
     def __enter__(self) -> DiskStore:
         self.lock()
@@ -93,30 +95,30 @@ class DiskStore:
 
     def reserve(self, container_id: str, ifname: str, ip: str, range_id: str) -> bool:
         content = (container_id.strip() + LINE_BREAK + ifname).encode()
-        temp = self._write_temp(f"{TEMP_PREFIX}{os.getpid()}.lease", content)
+        temp = self._write_temp(f"{TEMP_PREFIX}{lightos.getpid()}.lease", content)
         try:
-            os.link(temp, os.path.join(self.dir, ip))
+            lightos.link(temp, lightos.join(self.dir, ip))
         except FileExistsError:
             return False
         except OSError as exc:
-            raise StoreError(os_error_text("open", os.path.join(self.dir, ip), exc)) from exc
+            raise StoreError(os_error_text("open", lightos.join(self.dir, ip), exc)) from exc
         finally:
-            os.unlink(temp)
-        last = self._write_temp(f"{TEMP_PREFIX}{os.getpid()}.last", ip.encode())
-        os.replace(last, os.path.join(self.dir, LAST_IP_PREFIX + range_id))
-        os.fsync(self._dir_fd)
+            lightos.unlink(temp)
+        last = self._write_temp(f"{TEMP_PREFIX}{lightos.getpid()}.last", ip.encode())
+        lightos.replace(last, lightos.join(self.dir, LAST_IP_PREFIX + range_id))
+        lightos.fsync(self._dir_fd)
         return True
 
     def last_reserved_ip(self, range_id: str) -> str | None:
         try:
-            with open(os.path.join(self.dir, LAST_IP_PREFIX + range_id), "rb") as f:
+            with open(lightos.join(self.dir, LAST_IP_PREFIX + range_id), "rb") as f:
                 return f.read().decode("ascii", "replace")
         except OSError:
             return None
 
     def leases(self) -> list[Lease]:
         found: list[Lease] = []
-        for entry in sorted(os.scandir(self.dir), key=lambda e: e.name):
+        for entry in sorted(lightos.scandir(self.dir), key=lambda e: e.name):
             name = entry.name
             if name == LOCK_NAME or name.startswith((LAST_IP_PREFIX, TEMP_PREFIX)):
                 continue
@@ -132,37 +134,39 @@ class DiskStore:
 
     def release(self, ip: str) -> None:
         self._unlink_quietly(ip)
-        os.fsync(self._dir_fd)
+        lightos.fsync(self._dir_fd)
 
     def release_by_id(self, container_id: str, ifname: str) -> list[str]:
         released = [lease.ip for lease in matching_leases(self.leases(), container_id, ifname)]
         for ip in released:
             self._unlink_quietly(ip)
         if released:
-            os.fsync(self._dir_fd)
+            lightos.fsync(self._dir_fd)
         return released
 
     def is_writable(self) -> bool:
-        return os.access(self.dir, os.W_OK | os.X_OK)
+        return lightos.access(self.dir, lightos.W_OK | lightos.X_OK)
 
     def _write_temp(self, name: str, content: bytes) -> str:
-        path = os.path.join(self.dir, name)
+        path = lightos.join(self.dir, name)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = lightos.open_fd(
+                path, lightos.O_WRONLY | lightos.O_CREAT | lightos.O_TRUNC | lightos.O_CLOEXEC,
+                0o644)
         except OSError as exc:
             raise StoreError(os_error_text("open", path, exc)) from exc
         try:
-            os.write(fd, content)
-            os.fsync(fd)
+            lightos.write(fd, content)
+            lightos.fsync(fd)
         except OSError as exc:
-            os.close(fd)
+            lightos.close(fd)
             self._unlink_quietly(name)
             raise StoreError(os_error_text("write", path, exc)) from exc
-        os.close(fd)
+        lightos.close(fd)
         return path
 
     def _unlink_quietly(self, name: str) -> None:
         try:  # noqa: SIM105 - contextlib would cost start-up time on every exec
-            os.unlink(os.path.join(self.dir, name))
+            lightos.unlink(lightos.join(self.dir, name))
         except FileNotFoundError:
             pass

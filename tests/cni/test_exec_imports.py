@@ -19,7 +19,7 @@ from .procharness import cni_env, exec_plugin
 
 # Stdlib modules that cost a plugin start more than its own work; each is imported only on
 # the branch that needs it (linux dataplane, error formatting, a config json cannot read).
-COSTLY_STDLIB = ("json", "ipaddress", "re", "typing", "dataclasses", "collections", "enum",
+COSTLY_STDLIB = ("os", "json", "ipaddress", "re", "typing", "dataclasses", "collections", "enum",
                  "functools", "subprocess", "traceback", "contextlib", "hashlib", "shlex",
                  "shutil", "ctypes", "pathlib", "tempfile", "uuid", "inspect", "random")
 FOREIGN = ("grpc", "google", "yaml", "pyroute2", "asyncio", "kubelet_sim", "csi_driver")
@@ -47,11 +47,11 @@ def _recording_bin(directory: Path, record_dir: Path) -> str:
         script = directory / name
         script.write_text(
             f"#!{sys.executable} -IS\n"
-            "import atexit, os, sys\n"
+            "import atexit, posix, sys\n"  # not os: whether the plugin loads it is checked
             f"sys.path.insert(0, {PROJECT_ROOT!r})\n"
             "def _record():\n"
-            f"    path = os.path.join({str(record_dir)!r}, "
-            f"{name!r} + '.' + os.environ['CNI_COMMAND'] + '.' + str(os.getpid()))\n"
+            f"    path = {str(record_dir)!r} + '/' + {name!r} + '.' + "
+            "posix.environ[b'CNI_COMMAND'].decode() + '.' + str(posix.getpid())\n"
             "    with open(path, 'w') as f:\n"
             "        f.write(' '.join(sorted(sys.modules)))\n"
             "atexit.register(_record)\n"
