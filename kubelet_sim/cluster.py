@@ -123,9 +123,11 @@ class Cluster:
         self.api.create(builders.csi_driver(
             DRIVER_NAME, attach_required=cfg.attach_required, pod_info_on_mount=True,
             volume_lifecycle_modes=["Persistent", "Ephemeral"]))
+        # The controller creates the shared state (the "storage array") before any node
+        # plugin opens it: drivers starting at once can fail converting it to WAL.
+        await self.controller_plugin.wait_ready()
         for spec in cfg.nodes:
             self._add_node(spec, common)
-        await self.controller_plugin.wait_ready()
         for proc in self.node_plugins.values():
             await proc.wait_ready()
         controller_client = GrpcCsiClient(self.controller_plugin.endpoint, trace=self.trace,
