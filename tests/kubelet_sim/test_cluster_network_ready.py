@@ -83,3 +83,22 @@ async def test_writing_the_network_config_makes_the_node_ready_and_the_pods_run(
     assert sorted(p.status["podIP"] for p in pods.values()) == ["10.244.1.2", "10.244.1.3"]
     assert len(cluster.kubelets[NODE].runtime.list_pod_sandboxes()) == 2
     assert cni_calls(cluster, "ADD") == ["cni ADD emu-loopback", "cni ADD emu-bridge"] * 2
+
+
+async def test_a_new_network_config_is_seen_only_at_the_next_runtime_status_check() -> None:
+    # The kubelet asks the runtime for its status every period, not on every pass.
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(1), missing_cni_config=[NODE],
+                                    runtime_status_period=3600.0))
+    try:
+        await cluster.start()
+        statuses_before = len(cni_calls(cluster, "STATUS"))
+        cluster.write_cni_config(cluster.config.nodes[0])
+        await cluster.settle()
+        assert condition(cluster.api.get("Node", NODE).status, "Ready")["status"] == "False"
+        assert len(cni_calls(cluster, "STATUS")) == statuses_before
+        cluster.kubelets[NODE].runtime_status_period = 0.0
+        await cluster.settle()
+        assert condition(cluster.api.get("Node", NODE).status, "Ready")["status"] == "True"
+        assert len(cni_calls(cluster, "STATUS")) > statuses_before
+    finally:
+        await cluster.stop()

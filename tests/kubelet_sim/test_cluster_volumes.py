@@ -4,7 +4,9 @@ stage, the handle Kubernetes derives from the pod) and WaitForFirstConsumer prov
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -149,3 +151,38 @@ async def test_wait_for_first_consumer_provisions_in_the_selected_nodes_topology
     consumer = api.get("Pod", "consumer", "default")
     assert (consumer.spec["nodeName"], consumer.status["phase"]) == ("node-2", "Running")
     assert {e.node for e in cluster.trace if e.call.endswith("/NodeStageVolume")} == {"node-2"}
+
+
+# -- read-only claims --------------------------------------------------------------------------
+
+
+async def run_read_only_claim_pod(cluster: Cluster) -> Resource:
+    cluster.api.create(builders.storage_class("mini", DRIVER_NAME))
+    cluster.api.create(builders.persistent_volume_claim("data", storage="1Gi",
+                                                        storage_class="mini"))
+    cluster.api.create(builders.pod("reader", volumes=[
+        builders.pvc_volume("data", "data", read_only=True)]))
+    await cluster.settle()
+    pod = cluster.api.get("Pod", "reader", "default")
+    assert pod.status["phase"] == "Running"
+    return pod
+
+
+async def test_read_only_claim_in_the_pod_is_passed_to_node_publish_as_readonly(
+    one_node: Cluster,
+) -> None:
+    await run_read_only_claim_pod(one_node)
+    [publish] = requests(one_node, 0, "NodePublishVolume")
+    assert publish["readonly"] is True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+async def test_read_only_claim_cannot_be_written_through_the_pods_mount(
+    one_node: Cluster,
+) -> None:
+    pod = await run_read_only_claim_pod(one_node)
+    pv_name = one_node.api.get("PersistentVolumeClaim", "data", "default").spec["volumeName"]
+    target = one_node.kubelets["node-1"].paths.pod_mount_path(pod.metadata.uid, pv_name)
+    with pytest.raises(OSError) as failed:
+        (target / "file").write_text("no")
+    assert failed.value.errno == errno.EROFS
