@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,14 +46,24 @@ class DriverProcess:
                 cwd=str(PROJECT_ROOT),
             )
 
+    def _accepts(self) -> bool:
+        """True when something listens on the socket (a stale file left by a killed
+        driver refuses the connection)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(self.socket))
+            except OSError:
+                return False
+        return True
+
     async def wait_ready(self, timeout: float = 20.0) -> None:
-        """Until the socket exists (the driver binds it only when it serves)."""
+        """Until the driver accepts connections on its socket."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise DriverStartError(
                     f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
-            if self.socket.exists():
+            if self.socket.exists() and self._accepts():
                 return
             await asyncio.sleep(0.02)
         raise DriverStartError(f"{self.name} did not serve {self.socket} within {timeout}s")

@@ -137,11 +137,6 @@ def accepts_connections(path: Path) -> bool:
     return True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kubelet_sim/processes.py (not ours): DriverProcess.wait_ready returns once the socket "
-    "path exists, and after kill -9 the dead driver's socket file is still there, so "
-    "restart() returns before the new process serves; the tests above wait for the "
-    "re-created registration socket instead"))
 async def test_restart_after_kill_returns_only_once_the_new_process_serves(
     cluster: Cluster,
 ) -> None:
