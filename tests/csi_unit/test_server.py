@@ -37,7 +37,8 @@ class Running:
         self.controller = csi_pb2_grpc.ControllerStub(self.channel)
         self.node = csi_pb2_grpc.NodeStub(self.channel)
 
-    def log_lines(self) -> list[dict]:
+    async def log_lines(self) -> list[dict]:
+        await asyncio.sleep(0)  # lines are written just after each response
         return [json.loads(line) for line in self.log.getvalue().splitlines()]
 
 
@@ -106,8 +107,9 @@ async def test_log_line_per_rpc_redacts_secrets(running):
     await running.controller.CreateVolume(csi_pb2.CreateVolumeRequest(
         name="v", volume_capabilities=[MOUNT_CAP], secrets={"password": "hunter2"}
     ))
+    lines = await running.log_lines()
     assert "hunter2" not in running.log.getvalue()
-    line = running.log_lines()[-1]
+    line = lines[-1]
     assert line["method"] == "/csi.v1.Controller/CreateVolume"
     assert line["code"] == "OK"
     assert line["request"]["secrets"] == {"password": "***stripped***"}
