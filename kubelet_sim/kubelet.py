@@ -166,7 +166,10 @@ class Kubelet:
             else:
                 node.metadata.annotations[NODE_ID_ANNOTATION] = value
             self.api.update(node)
-        retry_on_conflict(write)
+        try:
+            retry_on_conflict(write)
+        except Conflict as err:  # the driver is gone either way; a new registration rewrites
+            log.warning("cleanup after deregistering %s failed: %s", driver, err)
 
     def client_for(self, driver: str) -> CsiClient:
         return self.watcher.client_for(driver)
