@@ -272,8 +272,10 @@ class Kubelet:
                     pod, "ContainerCreating",
                     f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
         if not self.network_ready:
+            cond = self._network_condition or NetworkCondition(ready=False)
             return self._wait(pod, "ContainerCreating",
-                              "network is not ready: container runtime network not ready")
+                              "network is not ready: container runtime network not ready: "
+                              f"NetworkReady=false reason:{cond.reason} message:{cond.message}")
         if not record.sandbox_id:
             try:
                 sandbox = await asyncio.to_thread(self.runtime.run_pod_sandbox, sandbox_config(pod))

@@ -56,6 +56,7 @@ async def test_pods_wait_without_a_sandbox_while_the_network_is_not_ready(
     waiting = condition(bound.status, "Ready")
     assert waiting["status"] == "False"
     assert "network is not ready" in waiting["message"]
+    assert "NetworkReady=false reason:NetworkPluginNotReady" in waiting["message"]
     unbound = cluster.api.get("Pod", "unbound", "default")
     assert "nodeName" not in unbound.spec
     scheduled = condition(unbound.status, "PodScheduled")
