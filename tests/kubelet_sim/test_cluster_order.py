@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from kubelet_sim import builders
-from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig
+from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
 from kubelet_sim.errors import NotFound
 from kubelet_sim.model import JSON, Resource
 from kubelet_sim.trace import TraceEvent
@@ -211,3 +211,34 @@ async def test_two_pods_sharing_a_rwo_claim_on_one_node_unstage_only_after_the_s
     [unstage] = csi_requests(cluster, "NodeUnstageVolume")
     assert unstage["volume_id"] == handle
     assert not second_target.exists()
+
+
+async def test_on_two_nodes_each_pods_volume_is_attached_to_and_mounted_by_its_own_node() -> None:
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(2)))
+    try:
+        await cluster.start()
+        # Volumes have node topology: provisioned where the scheduler puts the pod.
+        cluster.api.create(builders.storage_class(STORAGE_CLASS, DRIVER_NAME,
+                                                  volume_binding_mode="WaitForFirstConsumer"))
+        for node, name in (("node-1", "a"), ("node-2", "b")):
+            cluster.api.create(builders.persistent_volume_claim(
+                f"data-{name}", storage="1Gi", storage_class=STORAGE_CLASS))
+            pod = builders.pod(f"app-{name}", volumes=[builders.pvc_volume("data", f"data-{name}")])
+            pod.spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+            cluster.api.create(pod)
+        await cluster.settle()
+        for node, name in (("node-1", "a"), ("node-2", "b")):
+            pod = cluster.api.get("Pod", f"app-{name}", "default")
+            assert (pod.spec["nodeName"], pod.status["phase"]) == (node, "Running")
+            pv_name, handle = volume_of(cluster, f"data-{name}")
+            [publish] = [e.request for e in cluster.trace
+                         if e.call.endswith("/ControllerPublishVolume")
+                         and e.request["volume_id"] == handle]
+            assert publish["node_id"] == node
+            node_calls = {e.node for e in cluster.trace if e.call.startswith("csi.Node/Node")
+                          and e.call.endswith(("StageVolume", "PublishVolume"))
+                          and e.request.get("volume_id") == handle}
+            assert node_calls == {node}
+            assert cluster.kubelets[node].paths.pod_mount_path(pod.metadata.uid, pv_name).is_dir()
+    finally:
+        await cluster.stop()
