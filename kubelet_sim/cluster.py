@@ -226,9 +226,11 @@ class Cluster:
             # Keys whose backoff has expired were retried this round (or are stale).
             pending = [(c, key) for c in self.manager.controllers for key in c.errors
                        if not c.backoff.ready(key)]
-            if not pending or waited >= retry_wait:
+            watchers = [k.watcher for k in self.kubelets.values() if k.watcher.retries_pending]
+            if not (pending or watchers) or waited >= retry_wait:
                 return round_no
-            while waited < retry_wait and not any(c.backoff.ready(k) for c, k in pending):
+            while waited < retry_wait and not (any(c.backoff.ready(k) for c, k in pending)
+                                               or any(w.retry_due() for w in watchers)):
                 await asyncio.sleep(_RETRY_POLL_SECONDS)
                 waited += _RETRY_POLL_SECONDS
         return max_rounds

@@ -138,7 +138,9 @@ class PluginWatcher:
     clock: Clock = field(default_factory=RealClock)
     poll_interval: float = 0.1
     drivers: dict[str, RegisteredDriver] = field(default_factory=dict)
+    retry_interval: float = 1.0
     _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)  # socket -> (inode, mtime)
+    _failed_at: dict[Path, float] = field(default_factory=dict)  # socket -> last failure
 
     # -- what the volume manager uses ----------------------------------------------------
 
@@ -172,8 +174,28 @@ class PluginWatcher:
             if present.get(socket) != identity:
                 await self._deregister(socket)
         for socket, identity in present.items():
-            if socket not in self._seen and await self._register(socket):
+            if socket in self._seen or not self._retry_due(socket):
+                continue
+            outcome = await self._register(socket)
+            if outcome is True:
                 self._seen[socket] = identity
+                self._failed_at.pop(socket, None)
+            elif outcome is False:  # refused: asked again after retry_interval
+                self._failed_at[socket] = self.clock.monotonic()
+
+    @property
+    def retries_pending(self) -> bool:
+        """True while a refused plugin waits for its next registration attempt."""
+        return bool(self._failed_at)
+
+    def retry_due(self) -> bool:
+        return any(self._retry_due(socket) for socket in self._failed_at)
+
+    def _retry_due(self, socket: Path) -> bool:
+        """A failed registration is retried, as the kubelet's plugin manager reconciles its
+        desired state every second until the plugin is registered."""
+        failed = self._failed_at.get(socket)
+        return failed is None or self.clock.monotonic() - failed >= self.retry_interval
 
     @classmethod
     def _walk(cls, directory: Path) -> list[Path]:
@@ -195,9 +217,10 @@ class PluginWatcher:
 
     # -- registration --------------------------------------------------------------------------
 
-    async def _register(self, socket: Path) -> bool:
+    async def _register(self, socket: Path) -> bool | None:
         """GetInfo → validate → NodeGetInfo → callback → NotifyRegistrationStatus.
-        False when the plugin could not be asked at all (retried on the next scan)."""
+        True when registered; None when the plugin could not be asked (asked again on the
+        next scan); False when it was refused (asked again after `retry_interval`)."""
         async with grpc.aio.insecure_channel(f"unix://{socket}") as channel:
             stub = pluginregistration_pb2_grpc.RegistrationStub(channel)
             try:
@@ -206,7 +229,7 @@ class PluginWatcher:
                     stub.GetInfo(pluginregistration_pb2.InfoRequest(),
                                  timeout=GET_INFO_TIMEOUT_SECONDS))
             except grpc.aio.AioRpcError:
-                return False
+                return None
             error = ""
             try:
                 await self._register_plugin(info, socket)
@@ -220,7 +243,7 @@ class PluginWatcher:
                     "NotifyRegistrationStatus",
                     {"plugin_registered": not error, "error": error},
                     stub.NotifyRegistrationStatus(status, timeout=GET_INFO_TIMEOUT_SECONDS))
-            return True
+            return not error
 
     async def _register_plugin(self, info: pluginregistration_pb2.PluginInfo,
                                socket: Path) -> None:

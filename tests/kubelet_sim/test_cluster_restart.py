@@ -169,10 +169,6 @@ async def test_deregistration_cleanup_meeting_conflicts_does_not_stop_the_new_re
     assert cluster.api.get("Pod", "web", "default").status["phase"] == "Running"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kubelet_sim/plugin_watcher.py (not ours): a socket whose registration failed is "
-    "remembered as seen and never registered again; the kubelet's plugin manager retries "
-    "until the registration succeeds"))
 async def test_registration_that_failed_is_retried_on_a_later_scan(cluster: Cluster) -> None:
     # 5 for the deregistration cleanup, 5 fail the registration, 2 meet the retry.
     await restart_with_node_conflicts(cluster, 12)
