@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kubelet_sim.demo import SCENARIOS, DemoOptions, main_demo
 
@@ -33,6 +34,37 @@ def build_parser() -> argparse.ArgumentParser:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataplane", choices=("emulated", "linux"), default="emulated",
                    help="linux (root only): real network namespaces, bridges and veth pairs")
+    p.add_argument("--csi-controller-endpoint", metavar="EP",
+                   help="use this running CSI controller plugin instead of launching ours")
+    p.add_argument("--csi-node-endpoint", metavar="NODE=EP", action="append", default=[],
+                   help="use this running CSI node plugin for NODE (repeatable); the "
+                   "simulator registers it with that node's kubelet")
+    p.add_argument("--cni-bin-dir", type=Path, metavar="DIR",
+                   help="exec CNI plugins from DIR instead of laying ours out")
+    p.add_argument("--reference-cni", action="store_true",
+                   help="use plugin types bridge/host-local/loopback (e.g. the reference "
+                   "plugins; --cni-bin-dir defaults to /usr/lib/cni)")
+
+
+def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
+    """ClusterConfig fields from the common flags."""
+    options: dict[str, Any] = {}
+    if args.csi_controller_endpoint:
+        options["csi_controller_endpoint"] = args.csi_controller_endpoint
+    nodes: dict[str, str] = {}
+    for item in args.csi_node_endpoint:
+        node, sep, endpoint = item.partition("=")
+        if not sep or not node or not endpoint:
+            raise SystemExit(f"kubelet_sim: --csi-node-endpoint wants NODE=EP, not {item!r}")
+        nodes[node] = endpoint
+    if nodes:
+        options["csi_node_endpoints"] = nodes
+    if args.reference_cni:
+        options.update(bridge_type="bridge", ipam_type="host-local", loopback_type="loopback",
+                       cni_bin_dir=args.cni_bin_dir or Path("/usr/lib/cni"))
+    elif args.cni_bin_dir:
+        options["cni_bin_dir"] = args.cni_bin_dir
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,12 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if bad:
             print(f"kubelet_sim: no scenario {bad[0]} (1-{len(SCENARIOS)})", file=sys.stderr)
             return 2
-        return main_demo(DemoOptions(dataplane=args.dataplane, show_trace=not args.no_trace),
+        return main_demo(DemoOptions(dataplane=args.dataplane, show_trace=not args.no_trace,
+                                     cluster=cluster_options(args)),
                          args.scenario or None)
     from kubelet_sim.apply import apply_files
 
     return asyncio.run(apply_files(args.files, nodes=args.nodes, dataplane=args.dataplane,
-                                   trace_file=args.trace_file))
+                                   trace_file=args.trace_file,
+                                   cluster_options=cluster_options(args)))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.demo import _format_event
@@ -38,14 +38,16 @@ def _status_lines(cluster: Cluster) -> list[str]:
 
 
 async def apply_files(files: list[Path], *, nodes: int = 1, dataplane: str = "emulated",
-                      trace_file: Path | None = None, out: TextIO | None = None) -> int:
+                      trace_file: Path | None = None, out: TextIO | None = None,
+                      cluster_options: dict[str, Any] | None = None) -> int:
     try:
         objects = [obj for path in files for obj in load_file(path)]
     except (ManifestError, OSError) as err:
         print(f"kubelet_sim apply: {err}", file=out or sys.stderr)
         return 1
     trace = Trace.to_file(trace_file) if trace_file else Trace()
-    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=dataplane), trace)
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=dataplane,
+                                    **(cluster_options or {})), trace)
     try:
         await cluster.start()
         for obj in objects:

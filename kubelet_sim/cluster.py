@@ -17,11 +17,12 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cni_plugin.install import install as install_cni_plugins
+from csi_driver.registration import RegistrationServer, serve_registration
 from kubelet_sim import builders
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.cni_conf import loopback_network
@@ -68,6 +69,12 @@ class ClusterConfig:
     attach_required: bool = True
     missing_cni_config: Sequence[str] = ()  # node names started without a network config
     runtime_status_period: float = 5.0  # how often each kubelet asks CNI STATUS (seconds)
+    # Attach to CSI drivers the user runs instead of launching ours: the controller
+    # plugin's endpoint, and per node the node plugin's endpoint, which an in-process
+    # node-driver-registrar announces to that node's kubelet. The driver's name is then
+    # whatever its GetPluginInfo answers.
+    csi_controller_endpoint: str | None = None
+    csi_node_endpoints: Mapping[str, str] = field(default_factory=dict)
 
 
 class Cluster:
@@ -81,6 +88,8 @@ class Cluster:
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
         self.manager: ControllerManager | None = None  # set in start()
+        self.driver_name = DRIVER_NAME
+        self._registrars: list[RegistrationServer] = []
         self._clients: list[GrpcCsiClient] = []
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -113,27 +122,37 @@ class Cluster:
         common = ["--driver-name", DRIVER_NAME, "--state-dir", str(self.csi_state_dir),
                   *(["--attach-required"] if cfg.attach_required else ["--no-attach-required"]),
                   *cfg.driver_args]
-        self.controller_plugin = DriverProcess(
-            name="csi-controller-plugin",
-            socket=self.work_dir / "controller" / "csi.sock",
-            args=["--mode", "controller", "--node-id", "controller", *common],
-            log_path=self.work_dir / "logs" / "csi-controller.log",
-        )
-        self.controller_plugin.start()
+        if cfg.csi_controller_endpoint:
+            endpoint = cfg.csi_controller_endpoint
+        else:
+            self.controller_plugin = DriverProcess(
+                name="csi-controller-plugin",
+                socket=self.work_dir / "controller" / "csi.sock",
+                args=["--mode", "controller", "--node-id", "controller", *common],
+                log_path=self.work_dir / "logs" / "csi-controller.log",
+            )
+            self.controller_plugin.start()
+            # The controller creates the shared state (the "storage array") before any node
+            # plugin opens it: drivers starting at once can fail converting it to WAL.
+            await self.controller_plugin.wait_ready()
+            endpoint = self.controller_plugin.endpoint
+        controller_client = GrpcCsiClient(endpoint, trace=self.trace,
+                                          node="control-plane", component="controller")
+        self._clients.append(controller_client)
+        self.driver_name = (await controller_client.get_plugin_info()).name
         self.api.create(builders.csi_driver(
-            DRIVER_NAME, attach_required=cfg.attach_required, pod_info_on_mount=True,
+            self.driver_name, attach_required=cfg.attach_required, pod_info_on_mount=True,
             volume_lifecycle_modes=["Persistent", "Ephemeral"]))
-        # The controller creates the shared state (the "storage array") before any node
-        # plugin opens it: drivers starting at once can fail converting it to WAL.
-        await self.controller_plugin.wait_ready()
         for spec in cfg.nodes:
             self._add_node(spec, common)
         for proc in self.node_plugins.values():
             await proc.wait_ready()
-        controller_client = GrpcCsiClient(self.controller_plugin.endpoint, trace=self.trace,
-                                          node="control-plane", component="controller")
-        self._clients.append(controller_client)
-        self.manager = build_controller_manager(self.api, controller_client, DRIVER_NAME)
+        for node, node_endpoint in cfg.csi_node_endpoints.items():
+            registry = self.node_dir(node) / "kubelet" / "plugins_registry"
+            self._registrars.append(await serve_registration(
+                registry / f"{self.driver_name}-reg.sock",
+                driver_name=self.driver_name, csi_endpoint=node_endpoint))
+        self.manager = build_controller_manager(self.api, controller_client, self.driver_name)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()
@@ -144,7 +163,17 @@ class Cluster:
             labels["topology.kubernetes.io/zone"] = spec.zone
         self.api.create(builders.node(spec.name, spec.pod_cidr, spec.internal_ip, labels=labels))
         root = self.node_dir(spec.name) / "kubelet"
-        plugin_dir = root / "plugins" / DRIVER_NAME
+        if spec.name not in self.config.csi_node_endpoints:
+            self._start_node_plugin(spec, root, common)
+        if spec.name not in self.config.missing_cni_config:
+            self.write_cni_config(spec)
+        if self.linux_nodes is not None:
+            self.linux_nodes.add_node(spec.name, spec.internal_ip)
+            self.linux_nodes.sync_routes(self.api)
+        self.kubelets[spec.name] = self._kubelet(spec, root)
+
+    def _start_node_plugin(self, spec: NodeSpec, root: Path, common: list[str]) -> None:
+        plugin_dir = root / "plugins" / self.driver_name
         args = ["--mode", "node", "--node-id", spec.name,
                 "--registration-dir", str(root / "plugins_registry"), *common]
         if spec.zone:
@@ -153,12 +182,6 @@ class Cluster:
                              args=args, log_path=self.work_dir / "logs" / f"csi-{spec.name}.log")
         proc.start()
         self.node_plugins[spec.name] = proc
-        if spec.name not in self.config.missing_cni_config:
-            self.write_cni_config(spec)
-        if self.linux_nodes is not None:
-            self.linux_nodes.add_node(spec.name, spec.internal_ip)
-            self.linux_nodes.sync_routes(self.api)
-        self.kubelets[spec.name] = self._kubelet(spec, root)
 
     def network_config(self, spec: NodeSpec) -> dict[str, object]:
         """The node's pod network: a bridge with host-local IPAM over its podCIDR."""
@@ -244,6 +267,8 @@ class Cluster:
         for kubelet in self.kubelets.values():
             for registered in list(kubelet.watcher.drivers.values()):
                 await registered.client.close()
+        for registrar in self._registrars:
+            await registrar.stop()
         for proc in self.node_plugins.values():
             proc.stop()
         if self.controller_plugin is not None:

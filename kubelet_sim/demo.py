@@ -12,10 +12,10 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from kubelet_sim import builders
-from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.linux_probe import probe_pod_to_pod
 from kubelet_sim.model import Resource
 from kubelet_sim.network import ClusterNetwork
@@ -46,6 +46,7 @@ class DemoOptions:
     dataplane: str = "emulated"
     show_trace: bool = True
     out: TextIO | None = None
+    cluster: dict[str, Any] = field(default_factory=dict)  # more ClusterConfig fields
 
 
 Scenario = Callable[[Cluster, Report], Awaitable[None]]
@@ -155,12 +156,12 @@ async def scenario_provisioning(cluster: Cluster, report: Report) -> None:
     handle = pv.spec["csi"]["volumeHandle"]
     report.check("PVC Bound to its PV", pvc.status.get("phase") == "Bound",
                  f"{pvc.status.get('phase')} → {pv_name}")
-    va = api.get("VolumeAttachment", attachment_name(handle, DRIVER_NAME, "node-1"))
+    va = api.get("VolumeAttachment", attachment_name(handle, cluster.driver_name, "node-1"))
     report.check("attached to node-1", bool(va.status.get("attached")),
                  f"{va.name} attached={va.status.get('attached')}")
     kubelet = cluster.kubelets["node-1"]
     pod = api.get("Pod", "writer", "default")
-    staging = kubelet.paths.device_mount_path(DRIVER_NAME, handle)
+    staging = kubelet.paths.device_mount_path(cluster.driver_name, handle)
     target = kubelet.paths.pod_mount_path(pod.metadata.uid, pv_name)
     report.check("staged at the global mount", os.path.exists(staging), _rel(cluster, staging))
     report.check("published at the pod's mount", os.path.exists(target), _rel(cluster, target))
@@ -255,9 +256,9 @@ SCENARIOS: list[tuple[str, int, Scenario]] = [
 
 
 def _storage_objects(cluster: Cluster) -> None:
-    cluster.api.create(builders.storage_class(STORAGE_CLASS, DRIVER_NAME,
+    cluster.api.create(builders.storage_class(STORAGE_CLASS, cluster.driver_name,
                                               allow_volume_expansion=True))
-    cluster.api.create(builders.volume_snapshot_class("mini-snapclass", DRIVER_NAME))
+    cluster.api.create(builders.volume_snapshot_class("mini-snapclass", cluster.driver_name))
 
 
 def _short(value: object) -> str:
@@ -277,7 +278,8 @@ def _format_event(e: TraceEvent) -> str:
 async def run_scenario(title: str, nodes: int, body: Scenario, opts: DemoOptions) -> Report:
     out = opts.out
     trace = Trace()
-    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=opts.dataplane), trace)
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=opts.dataplane,
+                                    **opts.cluster), trace)
     report = Report(title)
     try:
         await cluster.start()
