@@ -159,6 +159,8 @@ def run(seconds: float, preload_count: int, rounds: int,
         for existing in (0, preload_count):
             if existing:
                 preload(driver.endpoint, existing)
+                os.sync()  # the preload's writeback must not bill the measurement
+                time.sleep(1.0)
             for clients in (1, 8):
                 probes, pairs = [], []
                 for _ in range(rounds):
@@ -181,16 +183,19 @@ def print_table(rows: list[tuple[str, float, float]]) -> bool:
         ok &= hit
         print(f"{case:<26} {pairs:9.0f} {probes:9.0f} {ratio:12.2f}  "
               f"{'≥' if hit else '<'}{TARGET_RATIO:.2f} {'ok' if hit else 'MISSED'}")
-    by_clients: dict[str, list[float]] = {}
-    for case, pairs, _ in rows:
-        by_clients.setdefault(case.split(",")[0], []).append(pairs)
+    # The store-size check compares each phase's pairs/probe ratio, so load from
+    # elsewhere on the machine (which moves both rates) does not read as a drop.
+    by_clients: dict[str, list[tuple[float, float]]] = {}
+    for case, pairs, probes in rows:
+        by_clients.setdefault(case.split(",")[0], []).append((pairs, probes))
     for clients, values in by_clients.items():
-        if len(values) == 2 and values[0]:
-            change = values[1] / values[0]
-            flat = change >= 0.9
+        if len(values) == 2 and values[0][0] and values[0][1] and values[1][1]:
+            raw = values[1][0] / values[0][0]
+            normalized = (values[1][0] / values[1][1]) / (values[0][0] / values[0][1])
+            flat = normalized >= 0.9
             ok &= flat
-            print(f"{clients}: 10k-volume store runs at {change:.2f}x the empty store "
-                  f"({'no drop' if flat else 'DROP'})")
+            print(f"{clients}: with 10k volumes, pairs/s x{raw:.2f} raw, "
+                  f"x{normalized:.2f} relative to Probe ({'no drop' if flat else 'DROP'})")
     return ok
 
 
@@ -201,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="median of this many runs")
     parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     rows = run(args.seconds, args.preload, args.rounds, args.driver_args)
     ok = print_table(rows)
+    print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
+          f"({os.cpu_count()} CPUs; other work on the machine moves both rates)")
     return 0 if ok else 1
 
 
