@@ -26,16 +26,9 @@ from kubelet_sim.clock import Clock, RealClock
 from kubelet_sim.csi_client import CsiClient, CsiError
 from kubelet_sim.errors import Conflict, NotFound
 from kubelet_sim.model import JSON, Resource, format_time
+from kubelet_sim.node_registration import forget_registration, record_registration
 from kubelet_sim.paths import KubeletPaths
-from kubelet_sim.plugin_watcher import (
-    NODE_ID_ANNOTATION,
-    CsiNodeRegistration,
-    PluginWatcher,
-    csinode_drivers_with,
-    csinode_drivers_without,
-    node_id_annotation,
-    topology_labels,
-)
+from kubelet_sim.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.quantity import parse_storage
 from kubelet_sim.runtime import (
@@ -120,54 +113,11 @@ class Kubelet:
     # -- plugin registration ---------------------------------------------------------------
 
     async def _on_register(self, reg: CsiNodeRegistration) -> None:
-        def write() -> None:
-            try:
-                csinode = self.api.get("CSINode", self.node_name)
-            except NotFound:
-                node = self.api.get("Node", self.node_name)
-                self.api.create({
-                    "kind": "CSINode",
-                    "metadata": {
-                        "name": self.node_name,
-                        "ownerReferences": [{
-                            "apiVersion": "v1", "kind": "Node", "name": self.node_name,
-                            "uid": node.metadata.uid,
-                        }],
-                    },
-                    "spec": {"drivers": []},
-                })
-                csinode = self.api.get("CSINode", self.node_name)
-            csinode.spec["drivers"] = csinode_drivers_with(csinode.spec.get("drivers", []), reg)
-            self.api.update(csinode)
-        retry_on_conflict(write)
-
-        def annotate() -> None:
-            node = self.api.get("Node", self.node_name)
-            value = node_id_annotation(
-                node.metadata.annotations.get(NODE_ID_ANNOTATION), reg.driver, reg.node_id)
-            if value is not None:
-                node.metadata.annotations[NODE_ID_ANNOTATION] = value
-            node.metadata.labels.update(topology_labels(reg))
-            self.api.update(node)
-        retry_on_conflict(annotate)
+        record_registration(self.api, self.node_name, reg)
 
     async def _on_deregister(self, driver: str) -> None:
-        def write() -> None:
-            with contextlib.suppress(NotFound):
-                csinode = self.api.get("CSINode", self.node_name)
-                csinode.spec["drivers"] = csinode_drivers_without(
-                    csinode.spec.get("drivers", []), driver)
-                self.api.update(csinode)
-            node = self.api.get("Node", self.node_name)
-            value = node_id_annotation(
-                node.metadata.annotations.get(NODE_ID_ANNOTATION), driver, None)
-            if value is None:
-                node.metadata.annotations.pop(NODE_ID_ANNOTATION, None)
-            else:
-                node.metadata.annotations[NODE_ID_ANNOTATION] = value
-            self.api.update(node)
         try:
-            retry_on_conflict(write)
+            forget_registration(self.api, self.node_name, driver)
         except Conflict as err:  # the driver is gone either way; a new registration rewrites
             log.warning("cleanup after deregistering %s failed: %s", driver, err)
 
