@@ -23,6 +23,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -37,7 +38,7 @@ def _connect(path: str) -> sqlite3.Connection:
     # Small pages: a commit writes (and fsyncs) ~5 pages, so 1 KiB pages keep the
     # per-RPC fsync cheap.  Only takes effect when the database file is created.
     conn.execute("PRAGMA page_size=1024")
-    conn.execute("PRAGMA journal_mode=WAL")
+    _enter_wal(conn)
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA busy_timeout=30000")
     # Every RPC writes, so a reader's page cache is reset at almost every read; memory-
@@ -45,6 +46,20 @@ def _connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA mmap_size=268435456")
     conn.execute("PRAGMA cache_size=-32768")
     return conn
+
+
+def _enter_wal(conn: sqlite3.Connection, attempts: int = 100) -> None:
+    """Switch to WAL. Several driver processes opening a new state dir at once race for
+    the conversion, and SQLite answers "database is locked" to the losers without
+    calling the busy handler: retry until the winner is done."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02)
 
 
 def _run_hooks(hooks: list[Callable[[], None]]) -> None:
