@@ -25,9 +25,9 @@ from csi_protos import csi_pb2
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
+    CachedControllerCapabilities,
     CtrlRpc,
     add_finalizer,
-    controller_capabilities,
     drop_finalizer,
     get_or_none,
     node_id_for,
@@ -64,12 +64,10 @@ class ExternalAttacher(Controller):
         self.driver = driver
         self.finalizer = attacher_finalizer(driver)
         self.secrets = secrets or SecretStore()
-        self._rpcs: frozenset[int] | None = None
+        self._capabilities = CachedControllerCapabilities(self.csi)
 
     async def _controller_rpcs(self) -> frozenset[int]:
-        if self._rpcs is None:
-            self._rpcs = controller_capabilities(await self.csi.controller_get_capabilities())
-        return self._rpcs
+        return await self._capabilities.get()
 
     async def reconcile(self) -> bool:
         changed = False

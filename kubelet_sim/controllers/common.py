@@ -10,6 +10,7 @@ from fractions import Fraction
 from csi_protos import csi_pb2
 from kubelet_sim.apiserver import APIServer, retry_on_conflict
 from kubelet_sim.clock import RealClock
+from kubelet_sim.csi_client import CsiClient
 from kubelet_sim.errors import NotFound
 from kubelet_sim.model import JSON, Resource
 from kubelet_sim.quantity import Quantity, parse_storage
@@ -211,6 +212,19 @@ def controller_capabilities(
     response: csi_pb2.ControllerGetCapabilitiesResponse,
 ) -> frozenset[int]:
     return frozenset(c.rpc.type for c in response.capabilities if c.HasField("rpc"))
+
+
+class CachedControllerCapabilities:
+    """ControllerGetCapabilities asked once per sidecar, as the sidecars do at start."""
+
+    def __init__(self, csi: CsiClient) -> None:
+        self._csi = csi
+        self._rpcs: frozenset[int] | None = None
+
+    async def get(self) -> frozenset[int]:
+        if self._rpcs is None:
+            self._rpcs = controller_capabilities(await self._csi.controller_get_capabilities())
+        return self._rpcs
 
 
 CtrlRpc = csi_pb2.ControllerServiceCapability.RPC

@@ -30,10 +30,10 @@ from kubelet_sim.clock import RealClock
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
+    CachedControllerCapabilities,
     CtrlRpc,
     Mutation,
     bytes_quantity,
-    controller_capabilities,
     get_or_none,
     pv_volume_capability,
     pvc_request_bytes,
@@ -105,12 +105,10 @@ class ExternalResizer(Controller):
         self.csi = csi.with_component(COMPONENT, timeout=10.0)
         self.driver = driver
         self.secrets = secrets or SecretStore()
-        self._rpcs: frozenset[int] | None = None
+        self._capabilities = CachedControllerCapabilities(self.csi)
 
     async def _controller_rpcs(self) -> frozenset[int]:
-        if self._rpcs is None:
-            self._rpcs = controller_capabilities(await self.csi.controller_get_capabilities())
-        return self._rpcs
+        return await self._capabilities.get()
 
     async def reconcile(self) -> bool:
         changed = False
