@@ -41,6 +41,18 @@ def write_status(api: APIServer, kind: str, name: str, namespace: str,
     return _write(api, kind, name, namespace, mutate, status=True)
 
 
+def status_replacing_error(status: JSON) -> Mutation:
+    """A status mutation that merges ``status`` in and drops a stale ``error`` (the
+    snapshot controllers clear the error once a call succeeds)."""
+    def mutate(obj: Resource) -> bool:
+        merged = {**{k: v for k, v in obj.status.items() if k != "error"}, **status}
+        if merged == obj.status:
+            return False
+        obj.status = merged
+        return True
+    return mutate
+
+
 def write_object(api: APIServer, kind: str, name: str, namespace: str,
                  mutate: Mutation) -> Resource | None:
     """As :func:`write_status` for metadata/spec (``update``)."""

@@ -31,6 +31,7 @@ from kubelet_sim.controllers.common import (
     get_or_none,
     remove_finalizer,
     set_annotation,
+    status_replacing_error,
     write_object,
     write_status,
 )
@@ -173,16 +174,8 @@ class SnapshotController(Controller):
             status["creationTime"] = format_time(datetime.fromtimestamp(seconds, UTC))
         if content.status.get("error"):
             status["error"] = dict(content.status["error"])
-
-        def mutate(obj: Resource) -> bool:
-            merged = {**{k: v for k, v in obj.status.items() if k != "error"}, **status}
-            if merged == obj.status:
-                return False
-            obj.status = merged
-            return True
-
         return write_status(self.api, "VolumeSnapshot", vs.name, vs.namespace,
-                            mutate) is not None
+                            status_replacing_error(status)) is not None
 
     # -- deletion ---------------------------------------------------------------------------
 

@@ -20,7 +20,12 @@ from typing import Any
 from csi_protos import csi_pb2
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.controllers.base import Controller
-from kubelet_sim.controllers.common import drop_finalizer, get_or_none, write_status
+from kubelet_sim.controllers.common import (
+    drop_finalizer,
+    get_or_none,
+    status_replacing_error,
+    write_status,
+)
 from kubelet_sim.controllers.secrets import PREFIX, ParameterError, SecretStore
 from kubelet_sim.controllers.snapshot_controller import (
     ANN_DELETION_SECRET_NAME,
@@ -96,16 +101,8 @@ class CsiSnapshotter(Controller):
             "creationTime": snapshot.creation_time.seconds * 1_000_000_000
             + snapshot.creation_time.nanos,
         }
-
-        def mutate(obj: Resource) -> bool:
-            merged = {**{k: v for k, v in obj.status.items() if k != "error"}, **status}
-            if merged == obj.status:
-                return False
-            obj.status = merged
-            return True
-
         return write_status(self.api, "VolumeSnapshotContent", content.name, "",
-                            mutate) is not None
+                            status_replacing_error(status)) is not None
 
     async def _create(self, content: Resource, volume_handle: str) -> csi_pb2.Snapshot:
         ref = content.spec.get("volumeSnapshotRef") or {}
