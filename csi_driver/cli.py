@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from csi_driver import __version__
 from csi_driver.config import (
     DEFAULT_DRIVER_NAME,
+    DURABILITY_MODES,
     EXPANSION_MODES,
     MODES,
     MOUNT_METHODS,
@@ -81,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-volume-size", type=_size, default=1 << 40)
     p.add_argument("--secret", type=_pair, action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--mount-method", choices=MOUNT_METHODS, default="auto")
+    p.add_argument("--durability", choices=DURABILITY_MODES, default="process",
+                   help="process: every answered mutation survives kill -9 of the driver "
+                   "(default); host: it also survives a host crash or power loss, each "
+                   "commit waiting for the disk (slower)")
     p.add_argument("--registration-dir", default="",
                    help="node/all mode: also serve the kubelet plugin-registration API on "
                    "DIR/<driver-name>-reg.sock (as node-driver-registrar does), e.g. "
@@ -119,6 +124,7 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         max_volume_size=a.max_volume_size,
         secrets=tuple(a.secret),
         mount_method=a.mount_method,
+        durability=a.durability,
         registration_dir=os.path.abspath(a.registration_dir) if a.registration_dir else "",
     )
     try:

@@ -16,6 +16,10 @@ _UNITS = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "
 MODES = ("all", "controller", "node")
 EXPANSION_MODES = ("online", "offline", "none")
 MOUNT_METHODS = ("auto", "bind", "symlink")
+# process: an answered mutation survives kill -9 of any driver process (the commit is in
+# the kernel before the answer); host: it also survives a host crash or power loss (each
+# commit and each new volume's directory entry wait for the disk).
+DURABILITY_MODES = ("process", "host")
 
 
 def parse_size(text: str) -> int:
@@ -58,6 +62,7 @@ class Config:
     max_volume_size: int = 1 << 40
     secrets: tuple[tuple[str, str], ...] = ()
     mount_method: str = "auto"
+    durability: str = "process"
     # node-driver-registrar role: serve pluginregistration on <dir>/<driver>-reg.sock
     registration_dir: str = ""
 
@@ -103,6 +108,8 @@ class Config:
             raise InvalidArgument(f"expansion must be one of {', '.join(EXPANSION_MODES)}")
         if self.mount_method not in MOUNT_METHODS:
             raise InvalidArgument(f"mount method must be one of {', '.join(MOUNT_METHODS)}")
+        if self.durability not in DURABILITY_MODES:
+            raise InvalidArgument(f"durability must be one of {', '.join(DURABILITY_MODES)}")
         if self.max_volumes_per_node < 0:
             raise InvalidArgument("max volumes per node must be ≥ 0")
         if not self.capacity:

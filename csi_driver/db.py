@@ -1,17 +1,26 @@
-"""The SQLite connection layer under ``store``: WAL, synchronous=FULL, and group commit.
+"""The SQLite connection layer under ``store``: WAL, one of two durability levels, and
+group commit.
 
-Two ways to make a transaction durable:
+Durability (``wait_for_disk``):
 
-- immediate (the default): ``transaction()`` is BEGIN IMMEDIATE … COMMIT, and
-  COMMIT fsyncs the WAL before it returns.  Used by tests, start-up work and
-  code running in worker threads.
-- group commit (``enable_group_commit()``, event-loop thread only): bodies run
-  inside one open batch transaction, each under its own SAVEPOINT so a failing
-  body rolls back alone; ``settle()`` commits the batch from a worker thread and
-  every RPC whose body joined it answers only after that COMMIT (and its fsync)
-  returned.  Concurrent RPCs thus share one fsync, and the event loop keeps
-  serving while the disk syncs.  Durability is unchanged: nothing is answered
-  OK before it is on disk.
+- False (``--durability process``, the default): synchronous=NORMAL.  COMMIT has
+  written the WAL frames into the kernel before it returns, so an answered
+  mutation survives kill -9 of any driver process; a host crash or power loss
+  may roll back the last commits, never corrupt the store.
+- True (``--durability host``): synchronous=FULL.  COMMIT also fsyncs the WAL.
+
+Two ways to commit:
+
+- immediate (the default): ``transaction()`` is BEGIN IMMEDIATE … COMMIT, done on
+  return.  Used whenever commits cost no disk wait, and by tests, start-up work
+  and code running in worker threads.
+- group commit (``enable_group_commit()``, event-loop thread only; the server
+  uses it when each commit waits for the disk): bodies run inside one open
+  batch transaction, each under its own SAVEPOINT so a failing body rolls back
+  alone; ``settle()`` commits the batch from a worker thread and every RPC whose
+  body joined it answers only after that COMMIT (and its fsync) returned.
+  Concurrent RPCs thus share one fsync, and the event loop keeps serving while
+  the disk syncs.  Nothing is answered OK before it is durable.
 
 Reads outside a transaction use a second connection, so they see committed
 state only and never wait for a COMMIT in progress.
@@ -32,14 +41,14 @@ from csi_driver.errors import FailedPrecondition
 log = logging.getLogger(__name__)
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _connect(path: str, wait_for_disk: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    # Small pages: a commit writes (and fsyncs) ~5 pages, so 1 KiB pages keep the
-    # per-RPC fsync cheap.  Only takes effect when the database file is created.
+    # Small pages: a commit writes ~5 pages, so 1 KiB pages keep it (and its fsync,
+    # when there is one) cheap.  Only takes effect when the database file is created.
     conn.execute("PRAGMA page_size=1024")
     _enter_wal(conn)
-    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if wait_for_disk else 'NORMAL'}")
     conn.execute("PRAGMA busy_timeout=30000")
     # Every RPC writes, so a reader's page cache is reset at almost every read; memory-
     # mapped pages keep B-tree descents off the read() path as the store grows.
@@ -62,6 +71,12 @@ def _enter_wal(conn: sqlite3.Connection, attempts: int = 100) -> None:
             time.sleep(0.02)
 
 
+def _append_last(hooks: list[Callable[[], None]], hook: Callable[[], None]) -> None:
+    if hook in hooks:
+        hooks.remove(hook)
+    hooks.append(hook)
+
+
 def _run_hooks(hooks: list[Callable[[], None]]) -> None:
     for hook in hooks:
         try:
@@ -71,10 +86,11 @@ def _run_hooks(hooks: list[Callable[[], None]]) -> None:
 
 
 class Database:
-    def __init__(self, path: str, schema: str) -> None:
+    def __init__(self, path: str, schema: str, wait_for_disk: bool = False) -> None:
         self.path = path
-        self._conn = _connect(path)
-        self._read = _connect(path)
+        self.wait_for_disk = wait_for_disk
+        self._conn = _connect(path, wait_for_disk)
+        self._read = _connect(path, wait_for_disk)
         self._lock = threading.RLock()  # the write connection
         self._read_lock = threading.Lock()  # the read connection: never waits for a COMMIT
         self._depth = 0
@@ -135,9 +151,11 @@ class Database:
 
     def before_commit(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` just before the current transaction commits (dropped on rollback);
-        if it raises, the transaction (or the whole batch) fails."""
+        if it raises, the transaction (or the whole batch) fails.  A hook equal to one
+        already waiting (the same bound method) moves to the end instead: it runs
+        once, after the others, however many bodies of a batch asked for it."""
         assert self._depth, "before_commit() belongs inside transaction()"
-        self._body_pre.append(hook)
+        _append_last(self._body_pre, hook)
 
     def after_commit(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` once the current transaction is durable (dropped on rollback)."""
@@ -164,7 +182,8 @@ class Database:
         self._depth = 0
         self._conn.execute("RELEASE body")
         self._batch_hooks += self._body_hooks
-        self._batch_pre += self._body_pre
+        for hook in self._body_pre:
+            _append_last(self._batch_pre, hook)
         self._body_hooks = []
         self._body_pre = []
 
@@ -175,6 +194,10 @@ class Database:
 
     def enable_group_commit(self) -> None:
         self._group_commit = True
+
+    @property
+    def group_commit(self) -> bool:
+        return self._group_commit
 
     async def ready(self) -> None:
         """Wait until no COMMIT is running, so a body may use the write connection."""

@@ -1,10 +1,10 @@
 """What every servicer shares: config, capabilities, the guard and two domain sets.
 
-``fast`` runs on the event loop with group-committed writes (most RPCs are a few
-indexed statements and one shared fsync).  ``slow`` has its own connections with
-immediate commits and runs in a worker thread, for work that copies or walks
-volume data (snapshots, clones, restores, usage, block metadata) and must not
-stall the loop.
+``fast`` runs on the event loop (most RPCs are a few indexed statements); when each
+commit waits for the disk, its writes are group-committed so concurrent RPCs share
+one fsync.  ``slow`` has its own connections with immediate commits and runs in a
+worker thread, for work that copies or walks volume data (snapshots, clones,
+restores, usage, block metadata) and must not stall the loop.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ class Domain:
 
     @classmethod
     def open(cls, cfg: Config, mounter: Mounter, background_removal: bool = False) -> Domain:
-        store = Store(cfg.state_dir)
-        data = VolumeData(cfg.state_dir, background_removal)
+        wait_for_disk = cfg.durability == "host"
+        store = Store(cfg.state_dir, wait_for_disk)
+        data = VolumeData(cfg.state_dir, background_removal, wait_for_disk)
         return cls(
             store=store,
             data=data,
@@ -86,6 +87,8 @@ class Runtime:
     async def run(self, fn: Callable[..., T], *args: object) -> T:
         """Run a ``fast`` domain call on the loop; answer only once its writes are durable."""
         store = self.fast.store
+        if not store.group_commit:
+            return fn(*args)  # its transactions committed before it returned
         await store.ready()
         before = store.writes
         try:

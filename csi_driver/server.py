@@ -43,7 +43,8 @@ class DriverServer:
         finally:
             os.umask(old_umask)
         os.chmod(self.socket_path, self.runtime.cfg.socket_mode)
-        self.runtime.store.enable_group_commit()
+        if self.runtime.store.wait_for_disk:  # share each fsync among concurrent RPCs
+            self.runtime.store.enable_group_commit()
 
     async def stop(self, grace: float | None = 5.0) -> None:
         await self.server.stop(grace)

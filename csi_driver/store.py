@@ -1,4 +1,4 @@
-"""Durable shared state: one SQLite database (WAL, synchronous=FULL) per state dir.
+"""Durable shared state: one SQLite database (WAL) per state dir.
 
 Several driver processes (a controller and N nodes) open the same file; it is
 the "storage array".  Every lookup goes through a primary key or an index so
@@ -97,9 +97,11 @@ CREATE INDEX IF NOT EXISTS publishes_by_volume ON publishes (volume_id, node_id)
 class Store(BindingTables):
     """Typed access to the shared state database."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, wait_for_disk: bool = False) -> None:
+        """``wait_for_disk``: every commit fsyncs (``--durability host``); otherwise a
+        commit survives kill -9 of the process but not a host crash (see ``db``)."""
         os.makedirs(state_dir, exist_ok=True)
-        super().__init__(os.path.join(state_dir, "state.db"), SCHEMA)
+        super().__init__(os.path.join(state_dir, "state.db"), SCHEMA, wait_for_disk)
 
     # volumes ---------------------------------------------------------------
 

@@ -35,8 +35,8 @@ def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
         offset = end
 
 
-def copy_sparse_file(src: str, dst: str, size: int | None = None) -> None:
-    """Copy only the allocated extents, keep holes, fsync, then atomically rename."""
+def copy_sparse_file(src: str, dst: str, size: int | None = None, sync: bool = True) -> None:
+    """Copy only the allocated extents, keep holes, fsync (``sync``), then atomically rename."""
     tmp = dst + ".tmp"
     with open(src, "rb") as fin, open(tmp, "wb") as fout:
         src_size = os.fstat(fin.fileno()).st_size
@@ -52,8 +52,18 @@ def copy_sparse_file(src: str, dst: str, size: int | None = None) -> None:
                 remaining -= len(chunk)
         fout.truncate(max(src_size, size or 0))
         fout.flush()
-        os.fsync(fout.fileno())
+        if sync:
+            os.fsync(fout.fileno())
     os.replace(tmp, dst)
+
+
+def sync_dir(path: str) -> None:
+    """Make the entries of directory ``path`` (names created, renamed) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def tree_usage(path: str) -> Usage:
@@ -76,9 +86,14 @@ def tree_usage(path: str) -> Usage:
 class VolumeData:
     """Creates, copies, resizes and removes the data of volumes and snapshots."""
 
-    def __init__(self, state_dir: str, background_removal: bool = False) -> None:
+    def __init__(self, state_dir: str, background_removal: bool = False,
+                 wait_for_disk: bool = False) -> None:
         """``background_removal``: delete volume data on a worker thread, off the caller's
-        path (the server uses it; the record is already durably gone by then)."""
+        path (the server uses it; the record is already durably gone by then).
+        ``wait_for_disk``: a new volume's or snapshot's directory entry is fsynced before
+        its record commits (``--durability host``), so a host crash cannot leave a
+        record without its data."""
+        self.wait_for_disk = wait_for_disk
         self._reaper = ThreadPoolExecutor(1, "csi-reaper") if background_removal else None
         self.volumes_dir = os.path.join(state_dir, "volumes")
         self.snapshots_dir = os.path.join(state_dir, "snapshots")
@@ -96,24 +111,36 @@ class VolumeData:
     def exists(self, volume_id: str, access_type: str) -> bool:
         return os.path.exists(self.volume_path(volume_id, access_type))
 
-    def create_volume(self, volume_id: str, access_type: str, capacity_bytes: int) -> None:
+    def create_volume(self, volume_id: str, access_type: str, capacity_bytes: int,
+                      sync: bool = True) -> None:
+        """``sync=False``: the caller runs ``sync_volumes_dir`` itself (once for many)."""
         path = self.volume_path(volume_id, access_type)
         if access_type == "block":
             with open(path, "ab") as f:
                 f.truncate(max(capacity_bytes, os.fstat(f.fileno()).st_size))
         else:
             os.makedirs(path, exist_ok=True)
+        if sync:
+            self.sync_volumes_dir()
+
+    def sync_volumes_dir(self) -> None:
+        """With ``wait_for_disk``, make new volume entries durable (else nothing to do)."""
+        if self.wait_for_disk:
+            sync_dir(self.volumes_dir)
 
     def _copy(self, src: str, dst: str, access_type: str, capacity_bytes: int) -> None:
         if access_type == "block":
-            copy_sparse_file(src, dst, capacity_bytes)
+            copy_sparse_file(src, dst, capacity_bytes, sync=self.wait_for_disk)
+            if self.wait_for_disk:
+                sync_dir(os.path.dirname(dst))
             return
         tmp = dst + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(src, tmp, symlinks=True)
         shutil.rmtree(dst, ignore_errors=True)
         os.replace(tmp, dst)
-        os.sync()
+        if self.wait_for_disk:
+            os.sync()  # every copied file and directory, then the rename
 
     def clone_volume(self, src_id: str, dst_id: str, access_type: str, capacity: int) -> None:
         self._copy(

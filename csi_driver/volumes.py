@@ -145,16 +145,55 @@ class Volumes:
         self.check_mutable_parameters(args.mutable_parameters)
         args.capacity.check()
         fingerprint = args.fingerprint()
+        if args.source_type:
+            return self._create_copy(args, access_type, pool, fingerprint)
+        # Lookup, checks and insert in one transaction: under the write lock the name
+        # cannot be taken meanwhile, by this process or another.
+        with self.store.transaction():
+            existing = self.store.get_volume_by_name(args.name)
+            if existing is not None:
+                return self._existing(existing, args, fingerprint)
+            volume = self._new_volume(args, access_type, pool, fingerprint, 0)
+            self._check_space(pool, volume.capacity_bytes)
+            if not self.store.insert_volume(volume):
+                raise AssertionError("volume name taken under the write lock")
+            # Empty data is made just before the record commits (in the commit
+            # thread under group commit, off the event loop); one directory fsync,
+            # when asked for, covers every volume of the commit.
+            self.store.before_commit(lambda: self.data.create_volume(
+                volume.volume_id, volume.access_type, volume.capacity_bytes, sync=False))
+            self.store.before_commit(self.data.sync_volumes_dir)
+            return volume
+
+    def _create_copy(self, args: CreateVolumeArgs, access_type: str, pool: str,
+                     fingerprint: str) -> Volume:
+        """Clone or restore: the copy (long, outside any transaction) is complete before
+        the record exists; a name taken meanwhile wins and the copy is dropped."""
         existing = self.store.get_volume_by_name(args.name)
         if existing is not None:
             return self._existing(existing, args, fingerprint)
+        volume = self._new_volume(args, access_type, pool, fingerprint,
+                                  self._source_size(args, access_type))
+        self._copy_data(volume)
+        try:
+            with self.store.transaction():
+                self._check_space(pool, volume.capacity_bytes)
+                if self.store.insert_volume(volume):
+                    return volume
+        except BaseException:
+            self.data.delete_volume(volume.volume_id, access_type)
+            raise
+        self.data.delete_volume(volume.volume_id, access_type)
+        winner = self.store.get_volume_by_name(args.name)
+        assert winner is not None
+        return self._existing(winner, args, fingerprint)
 
-        source_size = self._source_size(args, access_type)
+    def _new_volume(self, args: CreateVolumeArgs, access_type: str, pool: str,
+                    fingerprint: str, source_size: int) -> Volume:
         size = self._size_for(args.capacity, source_size)
         topology = (choose_topology(args.requisite, args.preferred, self._topology_nodes())
                     if args.requisite or args.preferred else [])
-
-        volume = Volume(
+        return Volume(
             volume_id=str(uuid.uuid4()),
             name=args.name,
             capacity_bytes=size,
@@ -168,28 +207,6 @@ class Volumes:
             request_fingerprint=fingerprint,
             created_at=time.time(),
         )
-        copies = bool(volume.source_type)
-        if copies:  # the copy is complete before the record exists
-            self._materialize(volume)
-        try:
-            with self.store.transaction():
-                self._check_space(pool, size)
-                if self.store.insert_volume(volume):
-                    if not copies:
-                        # Empty data is made just before the record commits (in the
-                        # commit thread under group commit, off the event loop).
-                        self.store.before_commit(lambda: self._materialize(volume))
-                    return volume
-        except BaseException:
-            if copies:
-                self.data.delete_volume(volume.volume_id, access_type)
-            raise
-        # Another process created the same name meanwhile.
-        if copies:
-            self.data.delete_volume(volume.volume_id, access_type)
-        winner = self.store.get_volume_by_name(args.name)
-        assert winner is not None
-        return self._existing(winner, args, fingerprint)
 
     def _existing(self, volume: Volume, args: CreateVolumeArgs, fingerprint: str) -> Volume:
         if volume.request_fingerprint != fingerprint or (not args.capacity.admits(
@@ -221,13 +238,11 @@ class Volumes:
             return source.capacity_bytes
         return 0
 
-    def _materialize(self, v: Volume) -> None:
+    def _copy_data(self, v: Volume) -> None:
         if v.source_type == "snapshot":
             self.data.restore_snapshot(v.source_id, v.volume_id, v.access_type, v.capacity_bytes)
-        elif v.source_type == "volume":
-            self.data.clone_volume(v.source_id, v.volume_id, v.access_type, v.capacity_bytes)
         else:
-            self.data.create_volume(v.volume_id, v.access_type, v.capacity_bytes)
+            self.data.clone_volume(v.source_id, v.volume_id, v.access_type, v.capacity_bytes)
 
     # DeleteVolume ----------------------------------------------------------
 

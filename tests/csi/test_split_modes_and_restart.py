@@ -114,10 +114,11 @@ class TestControllerAndNodeProcesses:
 
 
 class TestKillNineAndRestart:
+    @pytest.mark.parametrize("durability", ["process", "host"])
     def test_created_published_staged_state_survives_kill_9(
-        self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
+        self, spawn_driver: SpawnDriver, make_sanity: MakeSanity, durability: str
     ) -> None:
-        proc = spawn_driver(node_id="n1")
+        proc = spawn_driver("--durability", durability, node_id="n1")
         ctx = make_sanity(proc)
         flow = NodeFlow(ctx)
         name = unique_string("durable")
@@ -182,10 +183,11 @@ class TestKillNineAndRestart:
         flow.node_publish(vol, pub)
         assert Path(ctx.target_path, "data").read_text() == "after reboot"
 
+    @pytest.mark.parametrize("durability", ["process", "host"])
     def test_kill_9_during_a_create_burst_loses_no_answered_volume(
-        self, spawn_driver: SpawnDriver
+        self, spawn_driver: SpawnDriver, durability: str
     ) -> None:
-        proc = spawn_driver(node_id="n1")
+        proc = spawn_driver("--durability", durability, node_id="n1")
         answered: dict[str, str] = {}
         attempted: set[str] = set()
         lock = threading.Lock()

@@ -54,8 +54,9 @@ def make_domain(state_dir: Path, **overrides: object) -> Domain:
     }
     settings.update(overrides)
     cfg = Config(**settings).validate()  # type: ignore[arg-type]
-    store = Store(cfg.state_dir)
-    data = VolumeData(cfg.state_dir)
+    wait_for_disk = cfg.durability == "host"
+    store = Store(cfg.state_dir, wait_for_disk)
+    data = VolumeData(cfg.state_dir, wait_for_disk=wait_for_disk)
     node = NodeVolumes(cfg, store, data, Mounter.choose(cfg.mount_method))
     node.register()
     return Domain(cfg, store, data, Volumes(cfg, store, data), Attachments(cfg, store),

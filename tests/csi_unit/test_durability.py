@@ -106,3 +106,70 @@ async def test_a_failing_before_commit_hook_fails_the_commit(tmp_path):
     with pytest.raises(OSError):
         await store.settle()
     assert Store(str(tmp_path)).get_node("n") is None
+
+
+# durability levels -----------------------------------------------------------
+
+
+def test_durability_defaults_to_process_and_host_is_a_flag():
+    from csi_driver.cli import parse_config
+
+    assert parse_config(["--endpoint", "/tmp/x.sock"]).durability == "process"
+    assert parse_config(["--endpoint", "/tmp/x.sock", "--durability", "host"]).durability == "host"
+    with pytest.raises(SystemExit) as exited:
+        parse_config(["--endpoint", "/tmp/x.sock", "--durability", "power"])
+    assert exited.value.code == 2
+
+
+@pytest.mark.parametrize(("wait_for_disk", "level"), [(False, 1), (True, 2)])
+def test_commits_fsync_only_when_asked_to_wait_for_the_disk(tmp_path, wait_for_disk, level):
+    """SQLite's levels: NORMAL (1) writes the WAL before COMMIT returns, durable against a
+    killed process; FULL (2) also fsyncs it, durable against a host crash."""
+    store = Store(str(tmp_path), wait_for_disk=wait_for_disk)
+    for conn in (store._conn, store._read):
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == level
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize("durability", ["process", "host"])
+def test_a_new_volume_directory_entry_is_synced_only_for_host_durability(
+    tmp_path, monkeypatch, durability
+):
+    import csi_driver.volume_data as volume_data
+
+    synced: list[str] = []
+    monkeypatch.setattr(volume_data, "sync_dir", synced.append)
+    d = make_domain(tmp_path, durability=durability)
+    v = d.volumes.create_volume(create_args("v"))
+    assert d.data.exists(v.volume_id, "mount")
+    assert synced == ([d.data.volumes_dir] if durability == "host" else [])
+
+
+async def test_an_equal_before_commit_hook_runs_once_after_the_others_in_a_batch(tmp_path):
+    store = Store(str(tmp_path))
+    store.enable_group_commit()
+    ran: list[str] = []
+
+    class Dir:
+        def sync(self) -> None:
+            ran.append("sync")
+
+    d = Dir()
+    for name in ("a", "b", "c"):
+        with store.transaction():
+            store.upsert_node(Node(name, {}, 0))
+            store.before_commit(lambda name=name: ran.append(f"mkdir {name}"))
+            store.before_commit(d.sync)
+    await store.settle()
+    assert ran == ["mkdir a", "mkdir b", "mkdir c", "sync"]
+
+
+def test_host_durability_syncs_the_volumes_directory_once_per_commit(tmp_path, monkeypatch):
+    import csi_driver.volume_data as volume_data
+
+    synced: list[str] = []
+    monkeypatch.setattr(volume_data, "sync_dir", synced.append)
+    d = make_domain(tmp_path, durability="host")
+    for name in ("v1", "v2"):
+        d.volumes.create_volume(create_args(name))
+    assert synced == [d.data.volumes_dir] * 2  # immediate commits: one each

@@ -250,3 +250,27 @@ async def test_a_second_operation_on_a_volume_in_flight_is_aborted(running, monk
     release.set()
     assert err.value.code() == grpc.StatusCode.ABORTED
     assert (await first).volume.content_source.volume.volume_id == source.volume.volume_id
+
+
+@pytest.mark.parametrize(("durability", "grouped"), [("process", False), ("host", True)])
+async def test_commits_are_grouped_only_when_each_waits_for_the_disk(base, durability, grouped):
+    """Host durability shares each fsync among concurrent RPCs; process durability commits
+    each RPC's transaction inline, before its answer, as nothing waits for the disk."""
+    r = await start(base, durability=durability)
+    try:
+        assert r.driver.runtime.store.group_commit is grouped
+        created = await asyncio.gather(*(
+            r.controller.CreateVolume(csi_pb2.CreateVolumeRequest(
+                name=f"v{i}", volume_capabilities=[MOUNT_CAP]))
+            for i in range(6)
+        ))
+        ids = {c.volume.volume_id for c in created}
+        # Another connection (another process's view) sees every answered volume.
+        from csi_driver.store import Store
+
+        other = Store(r.driver.runtime.cfg.state_dir)
+        assert {other.get_volume(i).volume_id for i in ids} == ids
+        other.close()
+    finally:
+        await r.channel.close()
+        await r.driver.stop(None)
