@@ -33,45 +33,47 @@ class Capabilities:
             raise Unimplemented(f"{name} is not offered by this plugin")
 
 
+def _offered(*entries: tuple[bool, str]) -> set[str]:
+    return {name for on, name in entries if on}
+
+
 def compute(cfg: Config) -> Capabilities:
-    """The one place that decides what this process advertises (and therefore serves)."""
-    services: set[str] = set()
+    """The one place that decides what this process advertises (and therefore serves).
+
+    Plugin capabilities describe the plugin "as a whole", every instance of one
+    version alike whichever RPCs it serves (spec, GetPluginCapabilities): a
+    ``--mode node`` process reports CONTROLLER_SERVICE too, because its plugin has
+    a controller (its own ``--mode controller`` process).  Service capabilities
+    (ControllerGetCapabilities, NodeGetCapabilities) belong to the process."""
+    services = {"CONTROLLER_SERVICE"} | _offered(
+        (cfg.group_snapshots, "GROUP_CONTROLLER_SERVICE"),
+        (cfg.snapshot_metadata, "SNAPSHOT_METADATA_SERVICE"),
+        (cfg.topology, "VOLUME_ACCESSIBILITY_CONSTRAINTS"),
+    )
     controller: set[str] = set()
     group: set[str] = set()
     if cfg.serves_controller:
-        services.add("CONTROLLER_SERVICE")
-        controller |= {
-            "CREATE_DELETE_VOLUME", "LIST_VOLUMES", "GET_CAPACITY", "CLONE_VOLUME",
-            "GET_VOLUME", "LIST_VOLUMES_PUBLISHED_NODES",
-        }
-        if cfg.attach_required:
-            controller |= {"PUBLISH_UNPUBLISH_VOLUME", "PUBLISH_READONLY"}
-        if cfg.snapshots:
-            controller |= {"CREATE_DELETE_SNAPSHOT", "LIST_SNAPSHOTS", "GET_SNAPSHOT"}
-        if cfg.expansion != "none":
-            controller.add("EXPAND_VOLUME")
-        if cfg.volume_condition:
-            controller.add("VOLUME_CONDITION")
-        if cfg.single_node_multi_writer:
-            controller.add("SINGLE_NODE_MULTI_WRITER")
-        if cfg.modify_volume:
-            controller.add("MODIFY_VOLUME")
-        if cfg.group_snapshots:
-            services.add("GROUP_CONTROLLER_SERVICE")
-            group.add("CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT")
-        if cfg.snapshot_metadata:
-            services.add("SNAPSHOT_METADATA_SERVICE")
-    if cfg.topology:
-        services.add("VOLUME_ACCESSIBILITY_CONSTRAINTS")
+        controller = _offered(
+            (True, "CREATE_DELETE_VOLUME"), (True, "LIST_VOLUMES"), (True, "GET_CAPACITY"),
+            (True, "CLONE_VOLUME"), (True, "GET_VOLUME"), (True, "LIST_VOLUMES_PUBLISHED_NODES"),
+            (cfg.attach_required, "PUBLISH_UNPUBLISH_VOLUME"),
+            (cfg.attach_required, "PUBLISH_READONLY"),
+            (cfg.snapshots, "CREATE_DELETE_SNAPSHOT"), (cfg.snapshots, "LIST_SNAPSHOTS"),
+            (cfg.snapshots, "GET_SNAPSHOT"),
+            (cfg.expansion != "none", "EXPAND_VOLUME"),
+            (cfg.volume_condition, "VOLUME_CONDITION"),
+            (cfg.single_node_multi_writer, "SINGLE_NODE_MULTI_WRITER"),
+            (cfg.modify_volume, "MODIFY_VOLUME"),
+        )
+        group = _offered((cfg.group_snapshots, "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"))
     node: set[str] = set()
     if cfg.serves_node:
-        node |= {"STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS"}
-        if cfg.node_expansion:
-            node.add("EXPAND_VOLUME")
-        if cfg.volume_condition:
-            node.add("VOLUME_CONDITION")
-        if cfg.single_node_multi_writer:
-            node.add("SINGLE_NODE_MULTI_WRITER")
+        node = _offered(
+            (True, "STAGE_UNSTAGE_VOLUME"), (True, "GET_VOLUME_STATS"),
+            (cfg.node_expansion, "EXPAND_VOLUME"),
+            (cfg.volume_condition, "VOLUME_CONDITION"),
+            (cfg.single_node_multi_writer, "SINGLE_NODE_MULTI_WRITER"),
+        )
     expansion = {"online": "ONLINE", "offline": "OFFLINE"}.get(cfg.expansion, "")
     return Capabilities(
         plugin_services=frozenset(services),

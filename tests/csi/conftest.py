@@ -5,7 +5,8 @@
 - `spawn_driver`: a factory for fresh drivers with their own flags / state dirs;
   every one is stopped and its mounts removed at the end of the test, even on failure.
 - `sanity` / `make_sanity`: csi-sanity's per-test context (mount dir, staging dir,
-  resources wrapper) for the session driver or for a fresh one.
+  resources wrapper) for the session driver or for a fresh one; `sanity` runs each
+  test twice, on the all-mode driver and on `split_drivers` (controller + node).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - before `make protos` ran
     pytest.skip("csi_protos not generated yet", allow_module_level=True)
 
-from tests.csi.driver_process import DriverProcess, short_tmpdir, unmount_under
+from tests.csi.driver_process import DriverProcess, Stubs, short_tmpdir, unmount_under
 from tests.csi.sanity_support import SanityContext
 
 _skip_unless_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
@@ -36,7 +37,7 @@ def needs_root(test: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SpawnDriver = Callable[..., DriverProcess]
-MakeSanity = Callable[[DriverProcess], SanityContext]
+MakeSanity = Callable[..., SanityContext]
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +91,11 @@ def make_sanity(spawn_driver: SpawnDriver) -> Iterator[MakeSanity]:
     # depends on spawn_driver so contexts are cleaned up while their drivers still run
     contexts: list[SanityContext] = []
 
-    def make(proc: DriverProcess) -> SanityContext:
-        ctx = SanityContext(short_tmpdir("csit"), proc.stubs)
+    def make(proc: DriverProcess, controller: DriverProcess | None = None) -> SanityContext:
+        """A context on ``proc``; with ``controller``, controller-side RPCs go there."""
+        stubs = proc.stubs if controller is None else Stubs(
+            proc.stubs.channel, controller.stubs.channel)
+        ctx = SanityContext(short_tmpdir("csit"), stubs)
         contexts.append(ctx)
         return ctx
 
@@ -102,9 +106,33 @@ def make_sanity(spawn_driver: SpawnDriver) -> Iterator[MakeSanity]:
     assert not errors, "resource cleanup failed: " + "; ".join(errors)
 
 
-@pytest.fixture
-def sanity(driver: DriverProcess, make_sanity: MakeSanity) -> SanityContext:
-    return make_sanity(driver)
+@pytest.fixture(scope="session")
+def split_drivers() -> Iterator[tuple[DriverProcess, DriverProcess]]:
+    """csi-sanity's ``--csi.controllerendpoint`` setup: a ``--mode controller`` process and
+    a ``--mode node`` process on one state dir (the "storage array")."""
+    extra = shlex.split(os.environ.get("CSI_SANITY_DRIVER_ARGS", ""))
+    state = short_tmpdir("csia")
+    controller = DriverProcess(node_id="sanity-controller", state_dir=state,
+                               args=["--mode", "controller", *extra])
+    node = DriverProcess(node_id="sanity-node", state_dir=state, args=["--mode", "node", *extra])
+    try:
+        controller.start()
+        node.start()
+        yield controller, node
+    finally:
+        node.cleanup()
+        controller.cleanup()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(params=["all", "split"])
+def sanity(request: pytest.FixtureRequest, make_sanity: MakeSanity) -> SanityContext:
+    """Each ported csi-sanity spec runs twice: against one ``--mode all`` process, and
+    with identity/node on a node process and controller RPCs on a controller process."""
+    if request.param == "all":
+        return make_sanity(request.getfixturevalue("driver"))
+    controller, node = request.getfixturevalue("split_drivers")
+    return make_sanity(node, controller)
 
 
 @pytest.fixture

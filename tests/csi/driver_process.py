@@ -34,9 +34,11 @@ def short_tmpdir(prefix: str = "csi") -> Path:
 
 @dataclass
 class Stubs:
-    """The five CSI service stubs over one channel."""
+    """The five CSI service stubs.  Like csi-sanity's ``--csi.controllerendpoint``, the
+    controller-side services may come from another process than identity and node."""
 
     channel: grpc.Channel
+    controller_channel: grpc.Channel | None = None
     identity: csi_pb2_grpc.IdentityStub = field(init=False)
     controller: csi_pb2_grpc.ControllerStub = field(init=False)
     group_controller: csi_pb2_grpc.GroupControllerStub = field(init=False)
@@ -44,10 +46,11 @@ class Stubs:
     node: csi_pb2_grpc.NodeStub = field(init=False)
 
     def __post_init__(self) -> None:
+        controller = self.controller_channel or self.channel
         self.identity = csi_pb2_grpc.IdentityStub(self.channel)
-        self.controller = csi_pb2_grpc.ControllerStub(self.channel)
-        self.group_controller = csi_pb2_grpc.GroupControllerStub(self.channel)
-        self.snapshot_metadata = csi_pb2_grpc.SnapshotMetadataStub(self.channel)
+        self.controller = csi_pb2_grpc.ControllerStub(controller)
+        self.group_controller = csi_pb2_grpc.GroupControllerStub(controller)
+        self.snapshot_metadata = csi_pb2_grpc.SnapshotMetadataStub(controller)
         self.node = csi_pb2_grpc.NodeStub(self.channel)
 
 

@@ -39,9 +39,12 @@ class TestControllerAndNodeProcesses:
     def test_each_process_serves_only_its_services(
         self, split: tuple[DriverProcess, DriverProcess]
     ) -> None:
+        """Plugin capabilities are the plugin's "as a whole": every instance reports the
+        same set whichever RPCs it serves (spec, GetPluginCapabilities); csi-sanity
+        reads them from the node endpoint to decide whether a controller exists."""
         controller, node = split
         assert PluginService.CONTROLLER_SERVICE in plugin_services(controller.stubs)
-        assert PluginService.CONTROLLER_SERVICE not in plugin_services(node.stubs)
+        assert plugin_services(node.stubs) == plugin_services(controller.stubs)
         expect_error_code(
             node.stubs.controller.CreateVolume,
             make_create_volume_req("x", GiB),
@@ -70,7 +73,7 @@ class TestControllerAndNodeProcesses:
             ctl.resources.make_controller_publish_req(vid, "worker-1")
         )
         # the node process stages and publishes what the controller attached to it
-        nctx = make_sanity(node)
+        nctx = make_sanity(node, controller)
         vol = ctl.stubs.controller.ControllerGetVolume(
             csi_pb2.ControllerGetVolumeRequest(volume_id=vid)
         )
