@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import RecordingIPAM
-from .netns_support import (
+from tests.netns_support import (
     delete_link,
     fresh_netns,
     host_link_exists,
@@ -20,6 +19,8 @@ from .netns_support import (
     needs_root,
     unique_name,
 )
+
+from .conftest import RecordingIPAM
 from .procharness import cni_env, exec_plugin
 
 pytestmark = [needs_root, pytest.mark.root]

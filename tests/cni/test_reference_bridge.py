@@ -21,22 +21,20 @@ from typing import Any
 
 import pytest
 
-from .netns_support import (
+from tests.netns_support import (
+    REFERENCE_DIR,
     delete_link,
     fresh_netns,
     host_link_exists,
     ip_json,
+    needs_reference,
     needs_root,
     unique_name,
 )
+
 from .procharness import Proc, cni_env, exec_plugin
 
-REFERENCE_DIR = "/usr/lib/cni"
-pytestmark = [
-    needs_root, pytest.mark.root, pytest.mark.reference,
-    pytest.mark.skipif(not os.path.exists(f"{REFERENCE_DIR}/bridge"),
-                       reason="reference CNI plugins not installed in /usr/lib/cni"),
-]
+pytestmark = [needs_root, needs_reference, pytest.mark.root, pytest.mark.reference]
 COMPARED_VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0")
 MAC = re.compile(r"\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b")
 VETH = re.compile(r"\bveth[0-9a-f]{8}\b")

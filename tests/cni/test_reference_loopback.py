@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from .netns_support import fresh_netns, ip_json, needs_root
+from tests.netns_support import REFERENCE_DIR, fresh_netns, ip_json, needs_reference, needs_root
+
 from .procharness import cni_env, exec_plugin
 
-REFERENCE = "/usr/lib/cni/loopback"
-pytestmark = [needs_root, pytest.mark.root, pytest.mark.reference,
-              pytest.mark.skipif(not os.path.exists(REFERENCE),
-                                 reason="reference CNI plugins not installed in /usr/lib/cni")]
+REFERENCE = f"{REFERENCE_DIR}/loopback"
+pytestmark = [needs_root, needs_reference, pytest.mark.root, pytest.mark.reference]
 
 
 def lo_view(netns: str) -> tuple[list[str], list[tuple[str, int]]]:

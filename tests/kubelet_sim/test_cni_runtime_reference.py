@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,41 +17,27 @@ from kubelet_sim.cni_exec import PluginError, RealExec
 from kubelet_sim.cni_results import pod_ips, to_current
 from kubelet_sim.cni_runtime import LibCNI, RuntimeConf, containerd_cni_args
 from kubelet_sim.trace import Trace
+from tests.netns_support import (
+    REFERENCE_DIR,
+    fresh_netns,
+    needs_reference,
+    needs_root,
+    random_subnet_prefix,
+    sh,
+)
 
-REFERENCE_DIR = "/usr/lib/cni"
-
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.reference,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
-    pytest.mark.skipif(
-        not os.path.exists(f"{REFERENCE_DIR}/bridge"), reason="reference CNI plugins not installed"
-    ),
-]
-
-
-def sh(*args: str, check: bool = True) -> str:
-    return subprocess.run(args, capture_output=True, text=True, check=check).stdout
+pytestmark = [needs_root, needs_reference, pytest.mark.root, pytest.mark.reference]
 
 
 @pytest.fixture
-def netns():
-    name = f"kst-{secrets.token_hex(4)}"
-    sh("ip", "netns", "add", name)
-    yield name
-    sh("ip", "netns", "delete", name, check=False)
-
-
-@pytest.fixture
-def bridge():
-    name = f"kbr{secrets.token_hex(4)}"
-    yield name
-    sh("ip", "link", "delete", name, check=False)
+def netns() -> Iterator[str]:
+    with fresh_netns() as path:
+        yield os.path.basename(path)  # these tests name it, as `ip -n` does
 
 
 @pytest.fixture
 def subnet() -> str:
-    return f"10.{secrets.choice(range(200, 250))}.{secrets.randbelow(250) + 1}.0/24"
+    return f"{random_subnet_prefix()}.0/24"
 
 
 def bridge_list(tmp_path: Path, bridge: str, subnet: str, version: str = "1.0.0", extra=()):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,33 +13,14 @@ from kubelet_sim.cni_pod_network import PodNetwork
 from kubelet_sim.cni_runtime import LibCNI
 from kubelet_sim.runtime import SANDBOX_READY, ContainerRuntime, PodSandboxConfig
 from kubelet_sim.trace import Trace
+from tests.netns_support import REFERENCE_DIR, needs_reference, needs_root, random_subnet_prefix, sh
 
-REFERENCE_DIR = "/usr/lib/cni"
-
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.reference,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
-    pytest.mark.skipif(
-        not os.path.exists(f"{REFERENCE_DIR}/bridge"), reason="reference CNI plugins not installed"
-    ),
-]
-
-
-def sh(*args: str, check: bool = True) -> str:
-    return subprocess.run(args, capture_output=True, text=True, check=check).stdout
-
-
-@pytest.fixture
-def bridge():
-    name = f"krt{secrets.token_hex(4)}"
-    yield name
-    sh("ip", "link", "delete", name, check=False)
+pytestmark = [needs_root, needs_reference, pytest.mark.root, pytest.mark.reference]
 
 
 @pytest.fixture
 def subnet_prefix() -> str:
-    return f"10.{secrets.choice(range(200, 250))}.{secrets.randbelow(250) + 1}"
+    return random_subnet_prefix()
 
 
 @pytest.fixture

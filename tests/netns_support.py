@@ -1,4 +1,5 @@
-"""Fresh network namespaces and bridge names for linux-dataplane tests (root only).
+"""Fresh network namespaces, link names and the reference plugins, for the tests that
+touch the kernel (root only): tests/cni and tests/kubelet_sim share these.
 
 Everything created here has a unique `emt<random>` name and is deleted afterwards.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import uuid
@@ -16,9 +18,24 @@ from typing import Any
 
 import pytest
 
+REFERENCE_DIR = "/usr/lib/cni"  # Debian's containernetworking-plugins
+
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("nsenter") is None,
     reason="needs root, iproute2 and nsenter")
+needs_reference = pytest.mark.skipif(
+    not os.path.exists(f"{REFERENCE_DIR}/bridge"),
+    reason=f"reference CNI plugins not installed in {REFERENCE_DIR}")
+
+
+def sh(*args: str, check: bool = True) -> str:
+    """Run a command, return its stdout."""
+    return subprocess.run(args, capture_output=True, text=True, check=check).stdout
+
+
+def random_subnet_prefix() -> str:
+    """The first three octets of a /24 no other test is likely to use at the same time."""
+    return f"10.{secrets.choice(range(200, 250))}.{secrets.randbelow(250) + 1}"
 
 
 def unique_name(prefix: str = "emt") -> str:
