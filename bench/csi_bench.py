@@ -153,12 +153,25 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2]
 
 
+def memory_kib(pid: int) -> tuple[int, int]:
+    """(resident, peak resident) KiB of a process, from /proc/<pid>/status."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0])
+    return fields["VmRSS"], fields["VmHWM"]
+
+
 def run(seconds: float, store_sizes: tuple[int, ...], rounds: int,
-        extra: list[str]) -> list[tuple[str, float, float]]:
+        extra: list[str]) -> tuple[list[tuple[str, float, float]], list[str]]:
     """Median over ``rounds`` of interleaved Probe and pair measurements, per store size,
-    so a noisy neighbour hurts both sides of each ratio alike."""
+    so a noisy neighbour hurts both sides of each ratio alike; and the driver's
+    resident memory after each phase."""
     driver = start_driver(extra)
     rows: list[tuple[str, float, float]] = []
+    memory = [f"{memory_kib(driver.proc.pid)[0] / 1024:.0f} MiB at start"]
     try:
         for existing in store_sizes:
             if existing:
@@ -172,9 +185,12 @@ def run(seconds: float, store_sizes: tuple[int, ...], rounds: int,
                     pairs.append(rate("pair", driver.endpoint, clients, seconds))
                 rows.append((f"{clients} client{'s' if clients > 1 else ''}, "
                              f"{existing} volumes", _median(pairs), _median(probes)))
+            rss, peak = memory_kib(driver.proc.pid)
+            memory.append(f"{rss / 1024:.0f} MiB after the {existing}-volume runs "
+                          f"(peak so far {peak / 1024:.0f} MiB)")
     finally:
         driver.stop()
-    return rows
+    return rows, memory
 
 
 def print_table(rows: list[tuple[str, float, float]], judged: bool = True) -> bool:
@@ -216,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    rows = run(args.seconds, (0, args.preload), args.rounds, args.driver_args)
+    rows, memory = run(args.seconds, (0, args.preload), args.rounds, args.driver_args)
     ok = print_table(rows)
+    print("driver resident memory: " + "; ".join(memory))
     if args.host:
         print("\nfor information, --durability host (every commit also waits for fdatasync):")
-        host_rows = run(args.seconds, (0,), args.rounds, [*args.driver_args, "--durability",
-                                                         "host"])
+        host_rows, _ = run(args.seconds, (0,), args.rounds,
+                           [*args.driver_args, "--durability", "host"])
         print_table(host_rows, judged=False)
     print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} CPUs; other work on the machine moves both rates)")
