@@ -10,7 +10,12 @@ for information, repeats the empty-store rows with ``--durability host``, where
 every commit also waits for fdatasync.
 
     .venv/bin/python -m bench csi [--seconds 3] [--preload 10000] [--rounds 3]
-                                  [--no-host] [-- extra driver flags]
+                                  [--no-host] [--peer NAME=COMMAND] [-- extra driver flags]
+
+``--peer`` runs the same phases against another driver, e.g. the reference
+csi-driver-host-path built elsewhere:
+``--peer 'hostpath=/path/hostpathplugin -endpoint {endpoint} -nodeid bench-node
+-statedir {state}'``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -132,16 +138,20 @@ class Driver:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_driver(extra: list[str]) -> Driver:
+OUR_DRIVER = (f"{PYTHON} -m csi_driver --endpoint {{endpoint}} --state-dir {{state}} "
+              "--node-id bench-node --capacity default=1024Ti --max-volume-size 1Ti")
+
+
+def start_driver(extra: list[str], template: str = OUR_DRIVER) -> Driver:
+    """Start a driver from a command ``template`` ({endpoint}: unix:// URL, {state}: an
+    empty directory) and wait until its socket answers."""
     workdir = tempfile.mkdtemp(prefix="csib", dir="/tmp")
     endpoint = f"unix://{workdir}/csi.sock"
+    command = [part.format(endpoint=endpoint, state=f"{workdir}/state")
+               for part in shlex.split(template)]
     log = open(os.path.join(workdir, "driver.log"), "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "csi_driver", "--endpoint", endpoint, "--state-dir",
-         f"{workdir}/state", "--node-id", "bench-node", "--capacity", "default=1024Ti",
-         "--max-volume-size", "1Ti", *extra],
-        cwd=REPO, stderr=log, stdout=subprocess.DEVNULL,
-    )
+    proc = subprocess.Popen([*command, *extra], cwd=REPO, stderr=log,
+                            stdout=subprocess.DEVNULL)
     channel = grpc.insecure_channel(endpoint)
     grpc.channel_ready_future(channel).result(timeout=30)
     channel.close()
@@ -164,12 +174,12 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
-def run(seconds: float, store_sizes: tuple[int, ...], rounds: int,
-        extra: list[str]) -> tuple[list[tuple[str, float, float]], list[str]]:
+def run(seconds: float, store_sizes: tuple[int, ...], rounds: int, extra: list[str],
+        template: str = OUR_DRIVER) -> tuple[list[tuple[str, float, float]], list[str]]:
     """Median over ``rounds`` of interleaved Probe and pair measurements, per store size,
     so a noisy neighbour hurts both sides of each ratio alike; and the driver's
     resident memory after each phase."""
-    driver = start_driver(extra)
+    driver = start_driver(extra, template)
     rows: list[tuple[str, float, float]] = []
     memory = [f"{memory_kib(driver.proc.pid)[0] / 1024:.0f} MiB at start"]
     try:
@@ -229,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="median of this many runs")
     parser.add_argument("--no-host", dest="host", action="store_false",
                         help="skip the --durability host table")
+    parser.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                        help="also measure another CSI driver started by COMMAND, where "
+                        "{endpoint} is the unix:// URL to serve and {state} an empty dir "
+                        "(e.g. the reference hostpathplugin); printed for comparison")
     parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
@@ -240,6 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         host_rows, _ = run(args.seconds, (0,), args.rounds,
                            [*args.driver_args, "--durability", "host"])
         print_table(host_rows, judged=False)
+    for peer in args.peer:
+        name, _, template = peer.partition("=")
+        print(f"\nfor comparison, peer {name}: {template}")
+        peer_rows, peer_memory = run(args.seconds, (0, args.preload), args.rounds, [], template)
+        print_table(peer_rows, judged=False)
+        print(f"{name} resident memory: " + "; ".join(peer_memory))
+        for (case, pairs, _), (_, peer_pairs, _) in zip(rows, peer_rows, strict=True):
+            print(f"{case:<26} csi-mini pairs/s = {pairs / peer_pairs:.2f} x {name}'s")
     print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} CPUs; other work on the machine moves both rates)")
     return 0 if ok else 1
