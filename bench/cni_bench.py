@@ -14,6 +14,10 @@ the CNI bin dir laid out by ``python -m cni_plugin.install``):
   env/stdin/stdout, the bridge's IPAM exec replaced by an in-process call),
   i.e. the work of a cycle without any start-up, modules already imported.
 
+Each exec'd row also gives the peak resident set of any process of one cycle
+(measured by GNU time, /usr/bin/time, so a plugin's delegated IPAM counts; "-"
+without it), beside the floor's.
+
 Ratios are given to the single floor and to the floor times the number of
 process starts in the cycle (what the cycle would cost if each start were free
 of everything but the interpreter). The per-start ratio is the one that
@@ -47,11 +51,13 @@ TARGET_PER_START = 2.0
 
 
 class Row:
-    def __init__(self, name: str, starts: int, median_ms: float | None, note: str = "") -> None:
+    def __init__(self, name: str, starts: int, median_ms: float | None, note: str = "",
+                 peak_kib: int = 0) -> None:
         self.name = name
         self.starts = starts
         self.median_ms = median_ms
         self.note = note
+        self.peak_kib = peak_kib  # largest resident set of any process of one cycle
 
 
 def venv_python() -> str:
@@ -81,11 +87,43 @@ def cni_env(command: str, container_id: str, bin_dir: Path, netns: str) -> dict[
             "CNI_IFNAME": "eth0", "CNI_PATH": f"{bin_dir}:/usr/lib/cni", "PATH": "/usr/bin:/bin"}
 
 
+GNU_TIME = "/usr/bin/time"  # Debian package "time"
+
+
+class PeakMemory:
+    """While ``on``, every exec runs under GNU time, which reaps it with wait4 and
+    reports the largest resident set of the process or anything it ran and waited
+    for (a plugin's delegated IPAM).  Reaping the child ourselves would not do: the
+    kernel counts the forking Python's memory into a child's peak until it execs."""
+
+    on = False
+    kib = 0
+
+    @staticmethod
+    def available() -> bool:
+        return os.access(GNU_TIME, os.X_OK)
+
+
+def run_process(argv: list[str], data: bytes = b"",
+                env: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """Run argv with data on stdin; (exit status, stdout + stderr)."""
+    if not PeakMemory.on:
+        done = subprocess.run(argv, input=data, env=env, capture_output=True, check=False)
+        return done.returncode, done.stdout + done.stderr
+    with tempfile.NamedTemporaryFile("r") as report:
+        done = subprocess.run([GNU_TIME, "-f", "%M", "-o", report.name, *argv], input=data,
+                              env=env, capture_output=True, check=False)
+        lines = [line for line in report.read().split() if line.isdigit()]
+    if lines:
+        PeakMemory.kib = max(PeakMemory.kib, int(lines[-1]))
+    return done.returncode, done.stdout + done.stderr
+
+
 def exec_plugin(plugin: str, command: str, conf: bytes, env: dict[str, str]) -> None:
-    proc = subprocess.run([plugin], input=conf, env=env, capture_output=True, check=False)
-    if proc.returncode != 0:
+    status, output = run_process([plugin], conf, env)
+    if status != 0:
         raise RuntimeError(f"{os.path.basename(plugin)} {command} failed: "
-                           f"{proc.stdout.decode().strip() or proc.stderr.decode().strip()}")
+                           f"{output.decode().strip()}")
 
 
 class Case:
@@ -97,13 +135,16 @@ class Case:
         self.cycle = cycle
         self.samples: list[float] = []
         self.note = ""
+        self.peak_kib = 0
 
 
 def interpreter_case(name: str, code: str) -> Case:
     cmd = [venv_python(), "-I", "-S", "-c", code]
 
     def cycle(_: int) -> None:
-        subprocess.run(cmd, check=True)
+        status, output = run_process(cmd)
+        if status != 0:
+            raise RuntimeError(f"{name} failed: {output.decode().strip()}")
 
     return Case(name, 1, cycle)
 
@@ -187,22 +228,36 @@ def measure(cases: list[Case], cycles: int) -> list[Row]:
             start = time.perf_counter()
             case.cycle(i)
             case.samples.append((time.perf_counter() - start) * 1000)
-    return [Row(c.name, c.starts, statistics.median(c.samples) if c.samples else None, c.note)
-            for c in cases]
+    # One more cycle of each exec'd case, untimed, under GNU time for peak memory.
+    PeakMemory.on = PeakMemory.available()
+    try:
+        for case in live:
+            if case.starts:
+                PeakMemory.kib = 0
+                case.cycle(cycles)
+                case.peak_kib = PeakMemory.kib
+    finally:
+        PeakMemory.on = False
+    return [Row(c.name, c.starts, statistics.median(c.samples) if c.samples else None, c.note,
+                c.peak_kib) for c in cases]
 
 
-def format_table(rows: list[Row], floor_ms: float) -> str:
-    header = f"{'cycle':<58} {'starts':>6} {'median ms':>10} {'x floor':>8} {'x floor*starts':>15}"
+def format_table(rows: list[Row], floor_ms: float, floor_kib: int) -> str:
+    header = (f"{'cycle':<58} {'starts':>6} {'median ms':>10} {'x floor':>8} "
+              f"{'x floor*starts':>15} {'peak RSS MiB':>13} {'x floor':>8}")
     lines = [header, "-" * len(header)]
     for row in rows:
         if row.median_ms is None:
-            lines.append(f"{row.name:<58} {row.starts:>6} {'-':>10} {'-':>8} {'-':>15}  "
-                         f"{row.note}")
+            lines.append(f"{row.name:<58} {row.starts:>6} {'-':>10} {'-':>8} {'-':>15} "
+                         f"{'-':>13} {'-':>8}  {row.note}")
             continue
         per_start = (f"{row.median_ms / (floor_ms * row.starts):>15.2f}" if row.starts
                      else f"{'-':>15}")
+        memory = (f"{row.peak_kib / 1024:>13.1f} {row.peak_kib / floor_kib:>8.2f}"
+                  if row.peak_kib and floor_kib else f"{'-':>13} {'-':>8}")
         lines.append(f"{row.name:<58} {row.starts:>6} {row.median_ms:>10.2f} "
-                     f"{row.median_ms / floor_ms:>8.2f} {per_start}  {row.note}".rstrip())
+                     f"{row.median_ms / floor_ms:>8.2f} {per_start} {memory}  "
+                     f"{row.note}".rstrip())
     return "\n".join(lines)
 
 
@@ -290,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         floor_ms = rows[0].median_ms
         assert floor_ms is not None
         print(f"CNI ADD+DEL cycles: median of {opts.cycles}; plugins installed by: {how}")
-        print(format_table(rows, floor_ms))
+        print(format_table(rows, floor_ms, rows[0].peak_kib))
         print("\n".join(verdicts(rows, floor_ms)))
     return 0
 
