@@ -252,13 +252,12 @@ class NodeVolumes:
                cap: VolumeCapability | None = None) -> int:
         """A filesystem volume is a directory that grows with the controller's size, so
         node expansion only confirms it; a request beyond that size is OUT_OF_RANGE.
-        A capability the volume cannot serve → INVALID_ARGUMENT; with OFFLINE-only
-        expansion a published volume → FAILED_PRECONDITION."""
+        A capability the volume cannot serve → INVALID_ARGUMENT.  OFFLINE expansion
+        restricts ControllerExpandVolume only: the spec has the volume staged or
+        published again before NodeExpandVolume, so a published volume is expected here."""
         volume = self._where(volume_id, volume_path)
         if cap is not None and cap.access_type != volume.access_type:
             raise InvalidArgument(f"volume is a {volume.access_type} volume, not {cap.access_type}")
-        if self.cfg.expansion == "offline" and self.store.publishes_of_volume(volume_id):
-            raise FailedPrecondition("volume is published; this plugin expands offline only")
         if required_bytes > volume.capacity_bytes:
             raise OutOfRange(
                 f"volume holds {volume.capacity_bytes} bytes; expand it on the controller first"

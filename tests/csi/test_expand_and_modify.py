@@ -88,13 +88,14 @@ class TestControllerExpandVolume:
     def test_offline_expansion_refuses_a_published_volume_and_grows_an_unpublished_one(
         self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
     ) -> None:
+        """The spec's OFFLINE flow: ControllerExpandVolume only while unpublished, then
+        stage and publish again, then NodeExpandVolume on the published volume."""
         proc = spawn_driver("--expansion", "offline", node_id="n1")
         ctx = make_sanity(proc)
         assert expansion_modes(ctx) == {Expansion.OFFLINE}
         res = ctx.resources
-        vid = res.must_create_volume(
-            make_create_volume_req(unique_string("off"), GiB)
-        ).volume.volume_id
+        vol = res.must_create_volume(make_create_volume_req(unique_string("off"), GiB))
+        vid = vol.volume.volume_id
         res.controller_publish(res.make_controller_publish_req(vid, "n1"))
         expect_error_code(
             ctx.stubs.controller.ControllerExpandVolume,
@@ -106,6 +107,15 @@ class TestControllerExpandVolume:
         )
         rsp = ctx.stubs.controller.ControllerExpandVolume(expand_req(vid, 2 * GiB))
         assert rsp.capacity_bytes == 2 * GiB
+        flow = NodeFlow(ctx)
+        pub = flow.controller_publish(vol, "n1")
+        flow.node_stage(vol, pub)
+        flow.node_publish(vol, pub)
+        grown = ctx.stubs.node.NodeExpandVolume(csi_pb2.NodeExpandVolumeRequest(
+            volume_id=vid, volume_path=ctx.target_path, staging_target_path=ctx.staging_path,
+            capacity_range=csi_pb2.CapacityRange(required_bytes=2 * GiB),
+        ))
+        assert grown.capacity_bytes == 2 * GiB
 
     def test_expansion_none_drops_the_capability_and_answers_unimplemented(
         self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
