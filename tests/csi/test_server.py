@@ -289,3 +289,32 @@ class TestRequiredSecrets:
         )
         expect_error_code(guarded.stubs.node.NodeStageVolume, req, grpc.StatusCode.INVALID_ARGUMENT)
         guarded.stubs.node.NodeGetCapabilities(csi_pb2.NodeGetCapabilitiesRequest())
+
+    def test_requests_the_e2e_mock_leaves_unguarded_need_no_secrets(
+        self, guarded: DriverProcess
+    ) -> None:
+        """Like kubernetes-csi/csi-test's mock: expand, modify and node expand carry
+        secrets only when a CO is configured to (csi-sanity has no node-expand secret),
+        so they are answered on their merits; GetSnapshot is guarded."""
+        expect_error_code(
+            guarded.stubs.controller.ControllerExpandVolume,
+            csi_pb2.ControllerExpandVolumeRequest(
+                volume_id="missing", capacity_range=csi_pb2.CapacityRange(required_bytes=GiB)),
+            grpc.StatusCode.NOT_FOUND,
+        )
+        expect_error_code(
+            guarded.stubs.controller.ControllerModifyVolume,
+            csi_pb2.ControllerModifyVolumeRequest(
+                volume_id="missing", mutable_parameters={"iops": "1"}),
+            grpc.StatusCode.NOT_FOUND,
+        )
+        expect_error_code(
+            guarded.stubs.node.NodeExpandVolume,
+            csi_pb2.NodeExpandVolumeRequest(volume_id="missing", volume_path="/tmp/missing"),
+            grpc.StatusCode.NOT_FOUND,
+        )
+        expect_error_code(
+            guarded.stubs.controller.GetSnapshot,
+            csi_pb2.GetSnapshotRequest(snapshot_id="missing"),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        )
