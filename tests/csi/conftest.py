@@ -1,7 +1,8 @@
 """Fixtures for the CSI contract tests.
 
 - `driver`: one driver for the whole session, all features on (csi-sanity's setup);
-  `CSI_SANITY_DRIVER_ARGS` adds flags to it.
+  `CSI_SANITY_DRIVER_ARGS` adds flags to it; `CSI_SANITY_ENDPOINT` (and optionally
+  `CSI_SANITY_CONTROLLER_ENDPOINT`) points the port at a driver started elsewhere.
 - `spawn_driver`: a factory for fresh drivers with their own flags / state dirs;
   every one is stopped and its mounts removed at the end of the test, even on failure.
 - `sanity` / `make_sanity`: csi-sanity's per-test context (mount dir, staging dir,
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 try:
@@ -39,9 +41,38 @@ def needs_root(test: Callable[..., Any]) -> Callable[..., Any]:
 SpawnDriver = Callable[..., DriverProcess]
 MakeSanity = Callable[..., SanityContext]
 
+# Point the csi-sanity port at any CSI driver already serving (as csi-sanity's
+# --csi.endpoint / --csi.controllerendpoint): only the `sanity` / `driver` tests run,
+# everything that starts drivers of its own with chosen flags is skipped.
+EXTERNAL_ENDPOINT = os.environ.get("CSI_SANITY_ENDPOINT", "")
+EXTERNAL_CONTROLLER_ENDPOINT = os.environ.get("CSI_SANITY_CONTROLLER_ENDPOINT", "")
+
+
+class ExternalDriver:
+    """A driver someone else started: stubs over its endpoint(s), nothing to manage."""
+
+    def __init__(self, endpoint: str, controller_endpoint: str = "") -> None:
+        self.endpoint = endpoint if "://" in endpoint else f"unix://{endpoint}"
+        controller = None
+        if controller_endpoint:
+            target = (controller_endpoint if "://" in controller_endpoint
+                      else f"unix://{controller_endpoint}")
+            controller = grpc.insecure_channel(target)
+        self.stubs = Stubs(grpc.insecure_channel(self.endpoint), controller)
+
+    def close(self) -> None:
+        self.stubs.channel.close()
+        if self.stubs.controller_channel is not None:
+            self.stubs.controller_channel.close()
+
 
 @pytest.fixture(scope="session")
 def driver() -> Iterator[DriverProcess]:
+    if EXTERNAL_ENDPOINT:
+        external = ExternalDriver(EXTERNAL_ENDPOINT, EXTERNAL_CONTROLLER_ENDPOINT)
+        yield external  # type: ignore[misc]  # duck-typed: .stubs and .endpoint
+        external.close()
+        return
     # CSI_SANITY_DRIVER_ARGS adds flags (e.g. "--no-snapshots") to run the csi-sanity port
     # against a reduced driver, the way csi-sanity is pointed at any configuration.
     extra = shlex.split(os.environ.get("CSI_SANITY_DRIVER_ARGS", ""))
@@ -56,6 +87,8 @@ def driver() -> Iterator[DriverProcess]:
 @pytest.fixture
 def spawn_driver(shared_state_dir: Path) -> Iterator[SpawnDriver]:
     # shared_state_dir is a dependency so it outlives every driver that may use it
+    if EXTERNAL_ENDPOINT:
+        pytest.skip("starts drivers of its own; CSI_SANITY_ENDPOINT names an external one")
     started: list[DriverProcess] = []
 
     def spawn(
@@ -87,8 +120,10 @@ def shared_state_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def make_sanity(spawn_driver: SpawnDriver) -> Iterator[MakeSanity]:
-    # depends on spawn_driver so contexts are cleaned up while their drivers still run
+def make_sanity(request: pytest.FixtureRequest) -> Iterator[MakeSanity]:
+    if not EXTERNAL_ENDPOINT:
+        # set up spawn_driver first, so contexts are cleaned up while its drivers still run
+        request.getfixturevalue("spawn_driver")
     contexts: list[SanityContext] = []
 
     def make(proc: DriverProcess, controller: DriverProcess | None = None) -> SanityContext:
@@ -131,6 +166,8 @@ def sanity(request: pytest.FixtureRequest, make_sanity: MakeSanity) -> SanityCon
     with identity/node on a node process and controller RPCs on a controller process."""
     if request.param == "all":
         return make_sanity(request.getfixturevalue("driver"))
+    if EXTERNAL_ENDPOINT:
+        pytest.skip("an external driver is tested in the setup its endpoints give")
     controller, node = request.getfixturevalue("split_drivers")
     return make_sanity(node, controller)
 
@@ -143,3 +180,14 @@ def two_nodes(
     node_a = spawn_driver(node_id="node-a", state_dir=shared_state_dir)
     node_b = spawn_driver("--mode", "node", node_id="node-b", state_dir=shared_state_dir)
     return node_a, node_b
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Against an external driver only the csi-sanity port applies: the other tests check
+    csi-mini's own flags, logs, files and rules."""
+    if not EXTERNAL_ENDPOINT:
+        return
+    ours = pytest.mark.skip(reason="tests csi-mini itself; CSI_SANITY_ENDPOINT is external")
+    for item in items:
+        if item.path.parent.name == "csi" and not item.path.name.startswith("test_sanity_"):
+            item.add_marker(ours)

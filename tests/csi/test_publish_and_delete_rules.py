@@ -25,6 +25,7 @@ from tests.csi.sanity_support import (
 )
 
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
+NOT_FOUND = grpc.StatusCode.NOT_FOUND
 
 
 def new_volume(ctx: SanityContext, mode: int = AccessMode.SINGLE_NODE_WRITER) -> str:
@@ -74,6 +75,20 @@ class TestDeleteVolumeRules:
         vid = new_volume(sanity)
         sanity.resources.delete_volume(vid)
         sanity.resources.delete_volume(vid)
+
+    def test_a_deleted_volume_and_a_deleted_snapshot_are_not_found(
+        self, sanity: SanityContext
+    ) -> None:
+        vid = new_volume(sanity)
+        snap = sanity.resources.must_create_snapshot(
+            make_create_snapshot_req(unique_string("s"), vid)
+        ).snapshot.snapshot_id
+        sanity.resources.delete_snapshot(snap)
+        expect_error_code(sanity.stubs.controller.GetSnapshot,
+                          csi_pb2.GetSnapshotRequest(snapshot_id=snap), NOT_FOUND)
+        sanity.resources.delete_volume(vid)
+        expect_error_code(sanity.stubs.controller.ControllerGetVolume,
+                          csi_pb2.ControllerGetVolumeRequest(volume_id=vid), NOT_FOUND)
 
 
 class TestControllerPublishRules:

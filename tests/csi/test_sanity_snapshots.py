@@ -196,11 +196,6 @@ class TestDeleteSnapshot:
             )
         )
         sanity.resources.delete_snapshot(snap.snapshot.snapshot_id)
-        expect_error_code(
-            sanity.stubs.controller.GetSnapshot,
-            csi_pb2.GetSnapshotRequest(snapshot_id=snap.snapshot.snapshot_id),
-            grpc.StatusCode.NOT_FOUND,
-        )
 
 
 class TestCreateSnapshot:

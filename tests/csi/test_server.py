@@ -72,6 +72,11 @@ class TestDiscovery:
         assert method.input_type.full_name == "csi.v1.CreateVolumeRequest"
         assert method.output_type.full_name == "csi.v1.CreateVolumeResponse"
 
+    def test_probe_sets_ready_explicitly(self, driver: DriverProcess) -> None:
+        """DESIGN.md: a serving driver answers Probe with ``ready`` set, and true."""
+        rsp = driver.stubs.identity.Probe(csi_pb2.ProbeRequest())
+        assert rsp.HasField("ready") and rsp.ready.value is True
+
     def test_health_service_reports_serving(self, driver: DriverProcess) -> None:
         stub = health_pb2_grpc.HealthStub(driver.stubs.channel)
         rsp = stub.Check(health_pb2.HealthCheckRequest(service=""))
