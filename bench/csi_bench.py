@@ -138,7 +138,7 @@ class Driver:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-OUR_DRIVER = (f"{PYTHON} -m csi_driver --endpoint {{endpoint}} --state-dir {{state}} "
+OUR_DRIVER = (f"{shlex.quote(PYTHON)} -m csi_driver --endpoint {{endpoint}} --state-dir {{state}} "
               "--node-id bench-node --capacity default=1024Ti --max-volume-size 1Ti")
 
 
