@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +31,7 @@ async def _run(cfg: Config) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.umask(0o077)  # before anything is created: state, data and sockets are private
     cfg = parse_config(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -111,6 +111,7 @@ class BindingTables(Database):
             readonly=bool(row["readonly"]),
             capability=_cap(row["capability"]),
             method=row["method"],
+            created_target=bool(row["created_target"]),
         )
 
     def get_publish(self, node_id: str, target_path: str) -> Publish | None:
@@ -134,10 +135,10 @@ class BindingTables(Database):
 
     def insert_publish(self, p: Publish) -> None:
         self._exec(
-            "INSERT INTO publishes (node_id, target_path, volume_id, staging_path, readonly,"
-            " capability, method) VALUES (?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO publishes (node_id, target_path, volume_id, staging_path,"
+            " readonly, capability, method, created_target) VALUES (?,?,?,?,?,?,?,?)",
             p.node_id, p.target_path, p.volume_id, p.staging_path, int(p.readonly),
-            dump_json(p.capability.to_json()), p.method,
+            dump_json(p.capability.to_json()), p.method, int(p.created_target),
         )
 
     def delete_publish(self, node_id: str, target_path: str) -> bool:

@@ -65,6 +65,10 @@ class Config:
     durability: str = "process"
     # node-driver-registrar role: serve pluginregistration on <dir>/<driver>-reg.sock
     registration_dir: str = ""
+    # Publish and stage only below these directories (empty: anywhere).
+    allowed_target_roots: tuple[str, ...] = ()
+    # Filesystem volumes: "loop" (an ext4 image loop-mounted at stage), "dir" or "auto".
+    fs_backend: str = "auto"
 
     @property
     def serves_controller(self) -> bool:

@@ -86,7 +86,8 @@ def _run_hooks(hooks: list[Callable[[], None]]) -> None:
 
 
 class Database:
-    def __init__(self, path: str, schema: str, wait_for_disk: bool = False) -> None:
+    def __init__(self, path: str, schema: str, wait_for_disk: bool = False,
+                 added_columns: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.path = path
         self.wait_for_disk = wait_for_disk
         self._conn = _connect(path, wait_for_disk)
@@ -108,6 +109,11 @@ class Database:
             for statement in schema.split(";"):
                 if statement.strip():
                     self._conn.execute(statement)
+            for table, column, definition in added_columns:
+                present = {row["name"] for row in
+                           self._conn.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     def close(self) -> None:
         self._conn.close()

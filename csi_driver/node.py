@@ -25,45 +25,42 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
     async def NodeStageVolume(self, request: csi_pb2.NodeStageVolumeRequest, context: Ctx
                               ) -> csi_pb2.NodeStageVolumeResponse:
         v.require(request.volume_id, "volume_id")
-        v.require(request.staging_target_path, "staging_target_path")
+        staging = v.require_path(request.staging_target_path, "staging_target_path")
         cap = v.required_capability(request)
         self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(
-                self.rt.node.stage, request.volume_id, request.staging_target_path, cap
-            )
+            await self.rt.run(self.rt.node.stage, request.volume_id, staging, cap)
         return csi_pb2.NodeStageVolumeResponse()
 
     async def NodeUnstageVolume(self, request: csi_pb2.NodeUnstageVolumeRequest, context: Ctx
                                 ) -> csi_pb2.NodeUnstageVolumeResponse:
         v.require(request.volume_id, "volume_id")
-        v.require(request.staging_target_path, "staging_target_path")
+        staging = v.require_path(request.staging_target_path, "staging_target_path")
         self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(
-                self.rt.node.unstage, request.volume_id, request.staging_target_path
-            )
+            await self.rt.run(self.rt.node.unstage, request.volume_id, staging)
         return csi_pb2.NodeUnstageVolumeResponse()
 
     async def NodePublishVolume(self, request: csi_pb2.NodePublishVolumeRequest, context: Ctx
                                 ) -> csi_pb2.NodePublishVolumeResponse:
         v.require(request.volume_id, "volume_id")
-        v.require(request.target_path, "target_path")
+        target = v.require_path(request.target_path, "target_path")
+        staging = (v.normalised_path(request.staging_target_path, "staging_target_path")
+                   if request.staging_target_path else "")
         cap = v.required_capability(request)
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
             await self.rt.run(
-                self.rt.node.publish, request.volume_id, request.target_path,
-                request.staging_target_path, cap, request.readonly,
-                dict(request.volume_context),
+                self.rt.node.publish, request.volume_id, target, staging, cap,
+                request.readonly, dict(request.volume_context),
             )
         return csi_pb2.NodePublishVolumeResponse()
 
     async def NodeUnpublishVolume(self, request: csi_pb2.NodeUnpublishVolumeRequest,
                                   context: Ctx) -> csi_pb2.NodeUnpublishVolumeResponse:
         v.require(request.volume_id, "volume_id")
-        v.require(request.target_path, "target_path")
+        target = v.require_path(request.target_path, "target_path")
         with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.node.unpublish, request.volume_id, request.target_path)
+            await self.rt.run(self.rt.node.unpublish, request.volume_id, target)
         return csi_pb2.NodeUnpublishVolumeResponse()
 
     async def NodeGetVolumeStats(self, request: csi_pb2.NodeGetVolumeStatsRequest,
@@ -71,9 +68,8 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         v.require(request.volume_id, "volume_id")
         v.require(request.volume_path, "volume_path")
         self.rt.caps.require_node("GET_VOLUME_STATS")
-        stats = await self.rt.run_slow(
-            self.rt.slow.node.stats, request.volume_id, request.volume_path
-        )
+        stats = await self.rt.run_slow(self.rt.slow.node.stats, request.volume_id,
+                                         request.volume_path)
         used = stats.usage.used_bytes
         usage = [csi_pb2.VolumeUsage(
             unit=Unit.BYTES, total=stats.total_bytes, used=used,

@@ -7,15 +7,15 @@ store and the staging path); publish makes the data appear at target_path.
 from __future__ import annotations
 
 import logging
-import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from csi_driver import access_modes
 from csi_driver.access_modes import AccessMode
 from csi_driver.config import Config
 from csi_driver.errors import (
     AlreadyExists,
+    CsiError,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral"
 EPHEMERAL_PARAMETER = "csi-mini.example.com/ephemeral"
 EPHEMERAL_SIZE = 100 << 20
+
+
+def is_ephemeral(volume: Volume) -> bool:
+    return volume.parameters.get(EPHEMERAL_PARAMETER) == "true"
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,17 @@ class NodeVolumes:
 
     def stage(self, volume_id: str, staging_path: str, cap: VolumeCapability) -> None:
         """Already staged at the same path with the same capability → OK; staged with
-        another path or capability → ALREADY_EXISTS; unknown volume → NOT_FOUND."""
+        another path or capability → ALREADY_EXISTS; unknown volume → NOT_FOUND; not
+        attached to this node while the plugin attaches, or an inline ephemeral
+        volume → FAILED_PRECONDITION."""
+        self._check_allowed(staging_path, "staging_target_path")
         with self.store.transaction():
             volume = self._volume(volume_id)
+            if is_ephemeral(volume):
+                raise FailedPrecondition(
+                    f"volume {volume_id!r} is an inline ephemeral volume: it is never staged"
+                )
+            self._check_attached(volume)
             self._check_capability(volume, cap)
             existing = self.store.get_stage(volume_id, self.node_id)
             if existing is not None:
@@ -117,24 +129,46 @@ class NodeVolumes:
         SINGLE_NODE_SINGLE_WRITER at a second target → FAILED_PRECONDITION.
         SINGLE_NODE_WRITER may appear at several targets on this node (as the
         reference driver and Kubernetes do, though the spec's table says otherwise).
+        A target that exists and is not an empty directory (empty file for block),
+        or is reached through a symlink → FAILED_PRECONDITION, untouched.
         An inline ephemeral volume (volume_context csi.storage.k8s.io/ephemeral=true)
-        is created here, needs no stage, and is deleted by its last unpublish."""
+        is created here, needs no stage, and is deleted by its last unpublish; an
+        ephemeral publish of a provisioned volume's id → FAILED_PRECONDITION."""
         access_modes.require_readonly_when_reader_only(cap, readonly)
+        self._check_allowed(target_path, "target_path")
         ephemeral = (volume_context or {}).get(EPHEMERAL_CONTEXT_KEY) == "true"
-        volume = self._ephemeral_volume(volume_id) if ephemeral else self._volume(volume_id)
+        made_here = False
+        if ephemeral:
+            volume, made_here = self._ephemeral_volume(volume_id)
+        else:
+            volume = self._volume(volume_id)
+        try:
+            self._publish(volume, target_path, staging_path, cap, readonly, ephemeral)
+        except BaseException:
+            if made_here:
+                self._drop_unused_ephemeral(volume)
+            raise
+
+    def _publish(self, volume: Volume, target_path: str, staging_path: str,
+                 cap: VolumeCapability, readonly: bool, ephemeral: bool) -> None:
+        volume_id = volume.volume_id
         self._check_capability(volume, cap)
         if not ephemeral:
-            self._check_staged(volume_id, staging_path)
-        if not os.path.isabs(target_path):
-            raise InvalidArgument(f"target_path {target_path!r} must be absolute")
+            self._check_staged(volume, staging_path)
         record = Publish(volume_id, self.node_id, target_path, staging_path, readonly, cap,
                          self.mounter.method)
+        is_block = volume.access_type == "block"
+        source = self.data.volume_path(volume_id, volume.access_type)
         existing = self.store.get_publish(self.node_id, target_path)
         if existing is not None:
-            if existing == record:
-                self._repair(volume, existing)
-                return
-            raise AlreadyExists(f"target {target_path!r} is published with other arguments")
+            if existing != record:
+                raise AlreadyExists(f"target {target_path!r} is published with other arguments")
+            if not self.mounter.is_published(source, target_path):  # lost, e.g. unmounted
+                created = self.mounter.publish(source, target_path, is_block, readonly)
+                if created and not existing.created_target:
+                    with self.store.transaction():
+                        self.store.insert_publish(replace(existing, created_target=True))
+            return
         others = self.store.publishes_of_volume(volume_id, self.node_id)
         if others and AccessMode.SINGLE_NODE_SINGLE_WRITER in (
             cap.access_mode, *(p.capability.access_mode for p in others)
@@ -142,28 +176,50 @@ class NodeVolumes:
             raise FailedPrecondition(
                 "SINGLE_NODE_SINGLE_WRITER volume is already published at " + others[0].target_path
             )
-        source = self.data.volume_path(volume_id, volume.access_type)
-        self.mounter.publish(source, target_path, volume.access_type == "block", readonly)
+        created = self.mounter.publish(source, target_path, is_block, readonly)
         try:
             with self.store.transaction():
-                self.store.insert_publish(record)
+                self.store.insert_publish(replace(record, created_target=created))
         except BaseException:
-            self.mounter.unpublish(target_path)
+            self.mounter.unpublish(source, target_path, is_block, created)
             raise
 
-    def _check_staged(self, volume_id: str, staging_path: str) -> None:
+    def _check_allowed(self, path: str, field: str) -> None:
+        """``--allowed-target-root``: publish and stage only below those directories."""
+        roots = self.cfg.allowed_target_roots
+        if roots and not any(path.startswith(root.rstrip("/") + "/") for root in roots):
+            raise InvalidArgument(
+                f"{field} {path!r} is outside the allowed target roots ({', '.join(roots)})"
+            )
+
+    def _check_staged(self, volume: Volume, staging_path: str) -> None:
+        """Publish needs the volume staged here (STAGE_UNSTAGE_VOLUME is advertised) and,
+        when the plugin attaches, attached to this node first (as the reference driver)."""
         if not staging_path:
             raise FailedPrecondition("staging_target_path is required: the volume must be staged")
-        stage = self.store.get_stage(volume_id, self.node_id)
+        stage = self.store.get_stage(volume.volume_id, self.node_id)
         if stage is None or stage.staging_path != staging_path:
-            raise FailedPrecondition(f"volume {volume_id!r} is not staged at {staging_path!r}")
+            self._check_attached(volume)
+            raise FailedPrecondition(
+                f"volume {volume.volume_id!r} is not staged at {staging_path!r}"
+            )
 
-    def _ephemeral_volume(self, volume_id: str) -> Volume:
-        """The inline volume behind ``volume_id``, created on first publish (like the
-        reference driver: a 100 MiB filesystem volume in the default pool)."""
+    def _check_attached(self, volume: Volume) -> None:
+        if self.cfg.attach_required and \
+                self.store.get_attachment(volume.volume_id, self.node_id) is None:
+            raise FailedPrecondition(
+                f"volume {volume.volume_id!r} is not attached to node {self.node_id!r}: "
+                "ControllerPublishVolume comes first"
+            )
+
+    def _ephemeral_volume(self, volume_id: str) -> tuple[Volume, bool]:
+        """The inline volume behind ``volume_id`` and whether this call made it; created
+        on first publish (like the reference driver: a 100 MiB filesystem volume in the
+        default pool).  An id that names a provisioned volume → FAILED_PRECONDITION: an
+        ephemeral publish never bypasses stage and attach."""
         existing = self.store.get_volume(volume_id)
         if existing is not None:
-            return existing
+            return self._require_ephemeral(existing), False
         pool = self.cfg.default_pool
         volume = Volume(
             volume_id=volume_id, name=f"ephemeral-{volume_id}", capacity_bytes=EPHEMERAL_SIZE,
@@ -176,52 +232,80 @@ class NodeVolumes:
             with self.store.transaction():
                 if self.store.pool_used(pool) + EPHEMERAL_SIZE > self.cfg.pools[pool]:
                     raise ResourceExhausted(f"capacity pool {pool!r} is full")
-                self.store.insert_volume(volume)
+                inserted = self.store.insert_volume(volume)
         except BaseException:
             self.data.delete_volume(volume_id, "mount")
             raise
-        found = self.store.get_volume(volume_id)
-        return found or volume
+        if inserted:
+            return volume, True
+        found = self.store.get_volume(volume_id)  # another process made it meanwhile
+        if found is None:
+            self.data.delete_volume(volume_id, "mount")
+            raise AlreadyExists(f"volume name {volume.name!r} is taken")
+        return self._require_ephemeral(found), False
+
+    @staticmethod
+    def _require_ephemeral(volume: Volume) -> Volume:
+        if not is_ephemeral(volume):
+            raise FailedPrecondition(
+                f"volume {volume.volume_id!r} is a provisioned volume: it is staged and "
+                "published, never used as an inline ephemeral volume"
+            )
+        return volume
+
+    def _drop_unused_ephemeral(self, volume: Volume) -> None:
+        """Undo an ephemeral volume this publish created, when the publish failed."""
+        with self.store.transaction():
+            if self.store.publishes_of_volume(volume.volume_id):
+                return
+            self.store.delete_volume(volume)
+            self.store.after_commit(lambda: self.data.delete_volume(volume.volume_id, "mount"))
 
     def unpublish(self, volume_id: str, target_path: str) -> None:
-        """Not published there → OK (a leftover target is cleaned up); published there →
-        unmount and remove target_path."""
+        """Not published there → OK, nothing touched; published there → unmount, and
+        remove target_path if the driver created it."""
         existing = self.store.get_publish(self.node_id, target_path)
         if existing is None:
             return
         if existing.volume_id != volume_id:
             raise NotFound(f"target {target_path!r} holds another volume")
-        self.mounter.unpublish(target_path)
+        volume = self.store.get_volume(volume_id)
+        access_type = volume.access_type if volume else existing.capability.access_type
+        self.mounter.unpublish(self.data.volume_path(volume_id, access_type), target_path,
+                               access_type == "block", existing.created_target)
         with self.store.transaction():
             self.store.delete_publish(self.node_id, target_path)
             volume = self.store.get_volume(volume_id)
-            if volume is not None and volume.parameters.get(EPHEMERAL_PARAMETER) == "true" \
+            if volume is not None and is_ephemeral(volume) \
                     and not self.store.publishes_of_volume(volume_id):
                 self.store.delete_volume(volume)
                 self.store.after_commit(lambda: self.data.delete_volume(volume_id, "mount"))
 
-    def _repair(self, volume: Volume, p: Publish) -> bool:
-        source = self.data.volume_path(volume.volume_id, volume.access_type)
-        return self.mounter.repair(source, p.target_path, volume.access_type == "block",
-                                   p.readonly)
-
     def recheck_mounts(self) -> int:
-        """After a restart: re-establish every recorded publish of this node."""
+        """After a restart: re-establish every recorded publish of this node whose target
+        is still the empty dir or file the driver left; drop (and log) the others."""
         redone = 0
         for p in self.store.publishes_on_node(self.node_id):
             volume = self.store.get_volume(p.volume_id)
             if volume is None:
                 continue
+            source = self.data.volume_path(volume.volume_id, volume.access_type)
             try:
-                redone += self._repair(volume, p)
-            except OSError as exc:
-                log.warning("cannot re-publish %s at %s: %s", p.volume_id, p.target_path, exc)
+                redone += self.mounter.restore(source, p.target_path,
+                                               volume.access_type == "block", p.readonly)
+            except (OSError, CsiError) as exc:
+                log.warning("dropping the publish of %s at %s: %s",
+                            p.volume_id, p.target_path, exc)
+                with self.store.transaction():
+                    self.store.delete_publish(self.node_id, p.target_path)
         return redone
 
     # NodeGetVolumeStats / NodeExpandVolume -------------------------------------
 
     def _where(self, volume_id: str, path: str) -> Volume:
-        """The volume, if it is published or staged at ``path`` on this node, else NOT_FOUND."""
+        """The volume, if it is published or staged at ``path`` on this node, else NOT_FOUND.
+        ``path`` is only compared with the records here, never opened, so any string that
+        matches none (csi-sanity sends "some/path") is NOT_FOUND."""
         volume = self._volume(volume_id)
         published = self.store.get_publish(self.node_id, path)
         if published is not None and published.volume_id == volume_id:

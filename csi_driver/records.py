@@ -117,3 +117,6 @@ class Publish:
     readonly: bool
     capability: VolumeCapability
     method: str  # "bind" or "symlink"
+    # Whether the driver created target_path (so unpublish may remove it); not part of
+    # the request, so a repeated publish with the same arguments compares equal.
+    created_target: bool = field(default=True, compare=False)

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 
+from csi_driver import private_files
 from csi_driver.bindings import BindingTables, dump_json
 from csi_driver.records import (
     GroupSnapshot,
@@ -88,10 +89,15 @@ CREATE TABLE IF NOT EXISTS publishes (
     readonly INTEGER NOT NULL,
     capability TEXT NOT NULL,
     method TEXT NOT NULL,
+    created_target INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (node_id, target_path)
 );
 CREATE INDEX IF NOT EXISTS publishes_by_volume ON publishes (volume_id, node_id);
 """
+# Columns added after a release: (table, column, definition), added to older state dirs.
+ADDED_COLUMNS = (
+    ("publishes", "created_target", "INTEGER NOT NULL DEFAULT 1"),
+)
 
 
 class Store(BindingTables):
@@ -100,8 +106,13 @@ class Store(BindingTables):
     def __init__(self, state_dir: str, wait_for_disk: bool = False) -> None:
         """``wait_for_disk``: every commit fsyncs (``--durability host``); otherwise a
         commit survives kill -9 of the process but not a host crash (see ``db``)."""
-        os.makedirs(state_dir, exist_ok=True)
-        super().__init__(os.path.join(state_dir, "state.db"), SCHEMA, wait_for_disk)
+        private_files.make_dir(state_dir)
+        path = os.path.join(state_dir, "state.db")
+        # SQLite gives the -wal and -shm files it creates the database file's mode.
+        for name in (path, path + "-wal", path + "-shm"):
+            if name == path or os.path.exists(name):
+                private_files.make_file(name)
+        super().__init__(path, SCHEMA, wait_for_disk, ADDED_COLUMNS)
 
     # volumes ---------------------------------------------------------------
 

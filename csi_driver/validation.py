@@ -11,6 +11,7 @@ from google.protobuf.message import Message
 
 from csi_driver.errors import InvalidArgument
 from csi_driver.records import Topology, VolumeCapability
+from csi_driver.target_paths import normalised_path
 from csi_driver.volumes import CapacityRange
 from csi_protos import csi_pb2
 
@@ -49,6 +50,11 @@ def check_size_limits(message: Message, where: str = "") -> None:
             items = value if fd.is_repeated else [value]
             for item in items:
                 check_size_limits(item, name + ".")
+
+
+def require_path(value: str, name: str) -> str:
+    require(value, name)
+    return normalised_path(value, name)
 
 
 def require(value: object, name: str) -> None:

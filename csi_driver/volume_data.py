@@ -5,13 +5,31 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from csi_driver import private_files
+from csi_driver.errors import InvalidArgument
+
 COPY_CHUNK = 1 << 20
+# The one rule for ids that become file names: the driver's own ids (UUIDs) and the
+# CO's inline-volume handles (Kubernetes: csi-<sha256>) pass; "..", "/", NUL, an empty
+# or a hidden name never reach the file system.
+_DATA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def data_name(ident: str, what: str = "volume_id") -> str:
+    """``ident`` as a file name that stays inside its directory, else INVALID_ARGUMENT."""
+    if not _DATA_NAME.fullmatch(ident):
+        raise InvalidArgument(
+            f"{what} {ident!r} cannot name data here: use 1-128 letters, digits, '.', '_'"
+            " or '-', starting with a letter or digit"
+        )
+    return ident
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,9 @@ def data_extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
 def copy_sparse_file(src: str, dst: str, size: int | None = None, sync: bool = True) -> None:
     """Copy only the allocated extents, keep holes, fsync (``sync``), then atomically rename."""
     tmp = dst + ".tmp"
-    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+    out_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                     private_files.FILE_MODE)
+    with open(src, "rb") as fin, open(out_fd, "wb") as fout:
         src_size = os.fstat(fin.fileno()).st_size
         for start, length in data_extents(fin.fileno(), src_size):
             fin.seek(start)
@@ -97,16 +117,16 @@ class VolumeData:
         self._reaper = ThreadPoolExecutor(1, "csi-reaper") if background_removal else None
         self.volumes_dir = os.path.join(state_dir, "volumes")
         self.snapshots_dir = os.path.join(state_dir, "snapshots")
-        os.makedirs(self.volumes_dir, exist_ok=True)
-        os.makedirs(self.snapshots_dir, exist_ok=True)
+        private_files.make_dir(self.volumes_dir)
+        private_files.make_dir(self.snapshots_dir)
 
     def volume_path(self, volume_id: str, access_type: str) -> str:
         suffix = ".img" if access_type == "block" else ""
-        return os.path.join(self.volumes_dir, volume_id + suffix)
+        return os.path.join(self.volumes_dir, data_name(volume_id) + suffix)
 
     def snapshot_path(self, snapshot_id: str, access_type: str) -> str:
         suffix = ".img" if access_type == "block" else ""
-        return os.path.join(self.snapshots_dir, snapshot_id + suffix)
+        return os.path.join(self.snapshots_dir, data_name(snapshot_id, "snapshot_id") + suffix)
 
     def exists(self, volume_id: str, access_type: str) -> bool:
         return os.path.exists(self.volume_path(volume_id, access_type))
@@ -116,10 +136,14 @@ class VolumeData:
         """``sync=False``: the caller runs ``sync_volumes_dir`` itself (once for many)."""
         path = self.volume_path(volume_id, access_type)
         if access_type == "block":
-            with open(path, "ab") as f:
-                f.truncate(max(capacity_bytes, os.fstat(f.fileno()).st_size))
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, private_files.FILE_MODE)
+            try:
+                os.ftruncate(fd, max(capacity_bytes, os.fstat(fd).st_size))
+            finally:
+                os.close(fd)
         else:
-            os.makedirs(path, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, private_files.DIR_MODE)
         if sync:
             self.sync_volumes_dir()
 

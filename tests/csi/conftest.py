@@ -29,13 +29,19 @@ except ImportError:  # pragma: no cover - before `make protos` ran
 
 from tests.csi.driver_process import DriverProcess, Stubs, short_tmpdir, unmount_under
 from tests.csi.sanity_support import SanityContext
+from tests.mount_namespace import is_private
 
 _skip_unless_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")
+# Mounting tests run only inside the session's private mount namespace
+# (tests/mount_namespace.py), so a regression can never reach the host's mounts.
+_skip_unless_private = pytest.mark.skipif(
+    os.geteuid() == 0 and not is_private(), reason="no private mount namespace for this session"
+)
 
 
 def needs_root(test: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a test `root` (see pyproject markers) and skip it cleanly when not root."""
-    return pytest.mark.root(_skip_unless_root(test))
+    return pytest.mark.root(_skip_unless_root(_skip_unless_private(test)))
 
 
 SpawnDriver = Callable[..., DriverProcess]

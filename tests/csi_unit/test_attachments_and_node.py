@@ -81,6 +81,7 @@ def test_unpublish_of_what_is_not_attached_is_ok(domain):
 
 def _staged(domain, tmp_path, cap=None):
     v = domain.volumes.create_volume(create_args("v", cap=cap or mount_cap()))
+    domain.attachments.publish(v.volume_id, "node-1", cap or mount_cap(), False)
     staging = tmp_path / "staging"
     staging.mkdir()
     domain.node.stage(v.volume_id, str(staging), cap or mount_cap())
@@ -165,12 +166,26 @@ def test_unstage_while_published_fails_precondition(domain, tmp_path):
         domain.node.unstage(v.volume_id, staging)
 
 
-def test_recheck_mounts_restores_a_lost_publish(domain, tmp_path):
+def test_recheck_mounts_drops_a_publish_whose_target_is_no_longer_what_the_driver_left(
+    domain, tmp_path
+):
     v, staging = _staged(domain, tmp_path)
     target = str(tmp_path / "t")
     domain.node.publish(v.volume_id, target, staging, mount_cap(), False)
     os.unlink(target)
-    assert domain.node.recheck_mounts() == 1
+    os.mkdir(target)
+    (tmp_path / "t" / "someone-elses").write_text("x")
+    assert domain.node.recheck_mounts() == 0
+    assert domain.store.get_publish("node-1", target) is None
+    assert os.listdir(target) == ["someone-elses"]
+
+
+def test_recheck_mounts_keeps_a_publish_that_still_stands(domain, tmp_path):
+    v, staging = _staged(domain, tmp_path)
+    target = str(tmp_path / "t")
+    domain.node.publish(v.volume_id, target, staging, mount_cap(), False)
+    assert domain.node.recheck_mounts() == 0
+    assert domain.store.get_publish("node-1", target) is not None
     assert os.path.islink(target)
 
 
@@ -184,7 +199,8 @@ def test_stage_with_a_capability_the_volume_cannot_serve_fails_precondition(doma
     from .conftest import block_cap
 
     v = domain.volumes.create_volume(create_args("v"))
-    with pytest.raises(FailedPrecondition):
+    domain.attachments.publish(v.volume_id, "node-1", mount_cap(), False)
+    with pytest.raises(FailedPrecondition, match="not block"):
         domain.node.stage(v.volume_id, str(tmp_path), block_cap())
 
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from csi_driver.mounter import is_mount_point
+from csi_driver.mountinfo import is_mount_point
 
 from .conftest import GiB, block_cap, create_args, make_domain, mount_cap
 
@@ -26,6 +26,7 @@ def bind_domain(tmp_path):
 
 def _stage(d, tmp_path, cap):
     v = d.volumes.create_volume(create_args("v", GiB, cap))
+    d.attachments.publish(v.volume_id, "node-1", cap, False)
     staging = tmp_path / "staging"
     staging.mkdir()
     d.node.stage(v.volume_id, str(staging), cap)
