@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from csi_driver.cli import parse_config
 from csi_driver.config import Config
 from csi_driver.endpoint import EndpointError
+from csi_driver.loop_fs import BackendUnavailable
 from csi_driver.registration import register_when_serving
 from csi_driver.server import serve
 
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(_run(cfg))
-    except (EndpointError, FileExistsError) as exc:
+    except (EndpointError, FileExistsError, BackendUnavailable) as exc:
         print(f"csi-mini-driver: {exc}", file=sys.stderr)
         return 1
     return 0

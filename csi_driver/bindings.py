@@ -80,15 +80,19 @@ class BindingTables(Database):
 
     def get_stage(self, volume_id: str, node_id: str) -> Stage | None:
         row = self._one("SELECT * FROM stages WHERE volume_id=? AND node_id=?", volume_id, node_id)
-        if row is None:
-            return None
-        return Stage(row["volume_id"], row["node_id"], row["staging_path"],
-                     _cap(row["capability"]))
+        return None if row is None else self._stage(row)
+
+    @staticmethod
+    def _stage(r: sqlite3.Row) -> Stage:
+        return Stage(r["volume_id"], r["node_id"], r["staging_path"], _cap(r["capability"]))
 
     def stages_of_volume(self, volume_id: str) -> list[Stage]:
-        rows = self._all("SELECT * FROM stages WHERE volume_id=?", volume_id)
-        return [Stage(r["volume_id"], r["node_id"], r["staging_path"], _cap(r["capability"]))
-                for r in rows]
+        return [self._stage(r) for r in
+                self._all("SELECT * FROM stages WHERE volume_id=?", volume_id)]
+
+    def stages_on_node(self, node_id: str) -> list[Stage]:
+        return [self._stage(r) for r in
+                self._all("SELECT * FROM stages WHERE node_id=?", node_id)]
 
     def insert_stage(self, s: Stage) -> None:
         self._exec(

@@ -57,7 +57,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
             preferred=preferred,
         )
         with self.rt.inflight.hold(f"name:{request.name}", f"volume:{source_id}"):
-            if source_type:  # copies data: off the event loop
+            if self.rt.volumes.prepares_data(args):  # copies or formats: off the event loop
                 volume = await self.rt.run_slow(self.rt.slow.volumes.create_volume, args)
             else:
                 volume = await self.rt.run(self.rt.volumes.create_volume, args)

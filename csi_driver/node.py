@@ -70,17 +70,12 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         self.rt.caps.require_node("GET_VOLUME_STATS")
         stats = await self.rt.run_slow(self.rt.slow.node.stats, request.volume_id,
                                          request.volume_path)
-        used = stats.usage.used_bytes
-        usage = [csi_pb2.VolumeUsage(
-            unit=Unit.BYTES, total=stats.total_bytes, used=used,
-            available=max(0, stats.total_bytes - used),
-        )]
+        usage = [csi_pb2.VolumeUsage(unit=Unit.BYTES, total=stats.total_bytes,
+                                     used=stats.used_bytes, available=stats.available_bytes)]
         if stats.access_type == "mount":
-            inodes_total = max(stats.total_bytes // 4096, stats.usage.used_inodes)
-            usage.append(csi_pb2.VolumeUsage(
-                unit=Unit.INODES, total=inodes_total, used=stats.usage.used_inodes,
-                available=inodes_total - stats.usage.used_inodes,
-            ))
+            usage.append(csi_pb2.VolumeUsage(unit=Unit.INODES, total=stats.inodes_total,
+                                             used=stats.inodes_used,
+                                             available=stats.inodes_available))
         response = csi_pb2.NodeGetVolumeStatsResponse(usage=usage)
         if "VOLUME_CONDITION" in self.rt.caps.node:
             response.volume_condition.CopyFrom(messages.condition(stats.abnormal, stats.message))

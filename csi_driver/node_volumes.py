@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-from csi_driver import access_modes
+from csi_driver import access_modes, staged_images
 from csi_driver.access_modes import AccessMode
 from csi_driver.config import Config
 from csi_driver.errors import (
@@ -25,7 +25,7 @@ from csi_driver.errors import (
 from csi_driver.mounter import Mounter
 from csi_driver.records import Node, Publish, Stage, Volume, VolumeCapability
 from csi_driver.store import Store
-from csi_driver.volume_data import Usage, VolumeData
+from csi_driver.volume_data import Usage, VolumeData, is_fs_image
 
 log = logging.getLogger(__name__)
 EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral"
@@ -41,7 +41,11 @@ def is_ephemeral(volume: Volume) -> bool:
 class VolumeStats:
     access_type: str
     total_bytes: int
-    usage: Usage
+    used_bytes: int
+    available_bytes: int
+    inodes_total: int
+    inodes_used: int
+    inodes_available: int
     abnormal: bool
     message: str
 
@@ -93,25 +97,59 @@ class NodeVolumes:
             self._check_attached(volume)
             self._check_capability(volume, cap)
             existing = self.store.get_stage(volume_id, self.node_id)
-            if existing is not None:
-                if existing.staging_path == staging_path and existing.capability == cap:
-                    return
+            if existing is not None and (existing.staging_path != staging_path
+                                         or existing.capability != cap):
                 raise AlreadyExists(
                     f"volume {volume_id!r} is staged at {existing.staging_path!r} "
                     "with another path or capability"
                 )
-            self.store.insert_stage(Stage(volume_id, self.node_id, staging_path, cap))
+        image = self._image(volume)
+        if image is not None and not staged_images.is_mounted(image, staging_path):
+            staged_images.mount(image, staging_path)  # also after a reboot took the mount
+        if existing is not None:
+            return
+        try:
+            with self.store.transaction():
+                self.store.insert_stage(Stage(volume_id, self.node_id, staging_path, cap))
+        except BaseException:
+            if image is not None:
+                staged_images.unmount(image, staging_path)
+            raise
 
     def unstage(self, volume_id: str, staging_path: str) -> None:
         """Not staged at staging_path (or not at all) → OK, and a stage elsewhere stays.
         Still published on this node → FAILED_PRECONDITION."""
+        existing = self.store.get_stage(volume_id, self.node_id)
+        if existing is None or existing.staging_path != staging_path:
+            return
+        if self.store.publishes_of_volume(volume_id, self.node_id):
+            raise FailedPrecondition(f"volume {volume_id!r} is still published on this node")
+        volume = self.store.get_volume(volume_id)
+        image = self._image(volume) if volume is not None else None
+        if image is not None:
+            staged_images.unmount(image, staging_path)
         with self.store.transaction():
-            existing = self.store.get_stage(volume_id, self.node_id)
-            if existing is None or existing.staging_path != staging_path:
-                return
-            if self.store.publishes_of_volume(volume_id, self.node_id):
-                raise FailedPrecondition(f"volume {volume_id!r} is still published on this node")
             self.store.delete_stage(volume_id, self.node_id)
+
+    def _image(self, volume: Volume) -> str | None:
+        """The ext4 image of a filesystem volume on the loop backend, else None."""
+        if volume.access_type != "mount":
+            return None
+        path = self.data.volume_path(volume.volume_id, "mount")
+        return path if is_fs_image(path) else None
+
+    def _source(self, volume: Volume, staging_path: str) -> str:
+        """What a publish shows at the target: the data itself, or for an ext4 image the
+        filesystem mounted at the staging path."""
+        image = self._image(volume)
+        if image is None:
+            return self.data.volume_path(volume.volume_id, volume.access_type)
+        if not staged_images.is_mounted(image, staging_path):
+            raise FailedPrecondition(
+                f"volume {volume.volume_id!r} is not mounted at {staging_path!r}: "
+                "NodeStageVolume first"
+            )
+        return staging_path
 
     # NodePublishVolume / NodeUnpublishVolume -----------------------------------
 
@@ -158,7 +196,7 @@ class NodeVolumes:
         record = Publish(volume_id, self.node_id, target_path, staging_path, readonly, cap,
                          self.mounter.method)
         is_block = volume.access_type == "block"
-        source = self.data.volume_path(volume_id, volume.access_type)
+        source = self._source(volume, staging_path)
         existing = self.store.get_publish(self.node_id, target_path)
         if existing is not None:
             if existing != record:
@@ -227,7 +265,7 @@ class NodeVolumes:
             mutable_parameters={}, accessible_topology=[], source_type="", source_id="",
             request_fingerprint="", created_at=time.time(),
         )
-        self.data.create_volume(volume_id, "mount", EPHEMERAL_SIZE)
+        self.data.create_volume(volume_id, "mount", EPHEMERAL_SIZE, directory=True)
         try:
             with self.store.transaction():
                 if self.store.pool_used(pool) + EPHEMERAL_SIZE > self.cfg.pools[pool]:
@@ -271,8 +309,12 @@ class NodeVolumes:
             raise NotFound(f"target {target_path!r} holds another volume")
         volume = self.store.get_volume(volume_id)
         access_type = volume.access_type if volume else existing.capability.access_type
-        self.mounter.unpublish(self.data.volume_path(volume_id, access_type), target_path,
-                               access_type == "block", existing.created_target)
+        if volume is not None and self._image(volume) is not None:
+            source = existing.staging_path
+        else:
+            source = self.data.volume_path(volume_id, access_type)
+        self.mounter.unpublish(source, target_path, access_type == "block",
+                               existing.created_target)
         with self.store.transaction():
             self.store.delete_publish(self.node_id, target_path)
             volume = self.store.get_volume(volume_id)
@@ -282,15 +324,29 @@ class NodeVolumes:
                 self.store.after_commit(lambda: self.data.delete_volume(volume_id, "mount"))
 
     def recheck_mounts(self) -> int:
-        """After a restart: re-establish every recorded publish of this node whose target
-        is still the empty dir or file the driver left; drop (and log) the others."""
+        """After a restart: re-mount every recorded stage of an ext4 image and re-establish
+        every recorded publish of this node whose staging or target path is still the
+        empty dir (or file) the driver left; drop (and log) the others."""
         redone = 0
+        for stage in self.store.stages_on_node(self.node_id):
+            volume = self.store.get_volume(stage.volume_id)
+            image = self._image(volume) if volume is not None else None
+            if image is None or staged_images.is_mounted(image, stage.staging_path):
+                continue
+            try:
+                staged_images.mount(image, stage.staging_path)
+                redone += 1
+            except (OSError, CsiError) as exc:
+                log.warning("dropping the stage of %s at %s: %s",
+                            stage.volume_id, stage.staging_path, exc)
+                with self.store.transaction():
+                    self.store.delete_stage(stage.volume_id, self.node_id)
         for p in self.store.publishes_on_node(self.node_id):
             volume = self.store.get_volume(p.volume_id)
             if volume is None:
                 continue
-            source = self.data.volume_path(volume.volume_id, volume.access_type)
             try:
+                source = self._source(volume, p.staging_path)
                 redone += self.mounter.restore(source, p.target_path,
                                                volume.access_type == "block", p.readonly)
             except (OSError, CsiError) as exc:
@@ -316,21 +372,47 @@ class NodeVolumes:
         raise NotFound(f"volume {volume_id!r} is not published or staged at {path!r}")
 
     def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
+        """An ext4 image reports its mounted filesystem's own numbers (statvfs).  A
+        directory reports what its files take against the volume's capacity, and is
+        abnormal when they take more (nothing stops writes past it)."""
         volume = self._where(volume_id, volume_path)
-        present = self.data.exists(volume_id, volume.access_type)
+        kind, capacity = volume.access_type, volume.capacity_bytes
+        image = self._image(volume)
+        stage = self.store.get_stage(volume_id, self.node_id)
+        if image is not None and stage is not None and \
+                staged_images.is_mounted(image, stage.staging_path):
+            total, used, available, inodes, inodes_used, inodes_free = \
+                staged_images.usage(stage.staging_path)
+            abnormal, message = self._published_condition(volume, volume_path)
+            return VolumeStats(kind, total, used, available, inodes, inodes_used, inodes_free,
+                               abnormal, message)
+        present = self.data.exists(volume_id, kind) and image is None
+        usage = self.data.usage(volume_id, kind) if present else Usage(0, 0)
+        inodes = max(capacity // 4096, usage.used_inodes)
+        abnormal, message = self._published_condition(volume, volume_path)
+        if image is not None:
+            abnormal, message = True, "the volume's filesystem is not mounted at its staging path"
+        elif not present:
+            abnormal, message = True, "volume data is missing"
+        elif usage.used_bytes > capacity:
+            abnormal, message = True, (f"the volume's files take {usage.used_bytes} bytes, "
+                                       f"more than its capacity of {capacity}")
+        return VolumeStats(kind, capacity, usage.used_bytes, max(0, capacity - usage.used_bytes),
+                           inodes, usage.used_inodes, inodes - usage.used_inodes,
+                           abnormal, message)
+
+    def _published_condition(self, volume: Volume, volume_path: str) -> tuple[bool, str]:
+        """(abnormal, message) for the mount at a publish target."""
         published = self.store.get_publish(self.node_id, volume_path)
-        mounted = True
-        if published is not None:
-            source = self.data.volume_path(volume_id, volume.access_type)
-            mounted = self.mounter.is_published(source, volume_path)
-        usage = self.data.usage(volume_id, volume.access_type) if present else Usage(0, 0)
-        if not present:
-            return VolumeStats(volume.access_type, volume.capacity_bytes, usage, True,
-                               "volume data is missing")
-        if not mounted:
-            return VolumeStats(volume.access_type, volume.capacity_bytes, usage, True,
-                               f"volume is not mounted at {volume_path}")
-        return VolumeStats(volume.access_type, volume.capacity_bytes, usage, False, "healthy")
+        if published is None:
+            return False, "healthy"
+        try:
+            source = self._source(volume, published.staging_path)
+        except FailedPrecondition as exc:
+            return True, exc.message
+        if not self.mounter.is_published(source, volume_path):
+            return True, f"volume is not mounted at {volume_path}"
+        return False, "healthy"
 
     def expand(self, volume_id: str, volume_path: str, required_bytes: int,
                cap: VolumeCapability | None = None) -> int:
@@ -348,4 +430,12 @@ class NodeVolumes:
             )
         if volume.access_type == "block":
             self.data.resize_volume(volume_id, "block", volume.capacity_bytes)
+        image = self._image(volume)
+        if image is not None:
+            stage = self.store.get_stage(volume_id, self.node_id)
+            if stage is None or not staged_images.is_mounted(image, stage.staging_path):
+                raise FailedPrecondition(f"volume {volume_id!r} is not staged on this node")
+            staged_images.grow(image, stage.staging_path,
+                               published=bool(self.store.publishes_of_volume(volume_id,
+                                                                             self.node_id)))
         return volume.capacity_bytes

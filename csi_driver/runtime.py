@@ -40,10 +40,13 @@ class Domain:
     metadata: BlockMetadata
 
     @classmethod
-    def open(cls, cfg: Config, mounter: Mounter, background_removal: bool = False) -> Domain:
+    def open(cls, cfg: Config, mounter: Mounter, background_removal: bool = False,
+             fs_backend: str = "dir") -> Domain:
+        """``fs_backend``: the resolved ``--fs-backend`` ("loop" or "dir")."""
         wait_for_disk = cfg.durability == "host"
         store = Store(cfg.state_dir, wait_for_disk)
-        data = VolumeData(cfg.state_dir, background_removal, wait_for_disk)
+        data = VolumeData(cfg.state_dir, background_removal, wait_for_disk,
+                          fs_images=fs_backend == "loop")
         return cls(
             store=store,
             data=data,

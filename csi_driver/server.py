@@ -14,7 +14,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from csi_driver import capabilities, endpoint
+from csi_driver import capabilities, endpoint, loop_fs
 from csi_driver.config import Config
 from csi_driver.controller import ControllerServicer
 from csi_driver.group_controller import GroupControllerServicer
@@ -53,13 +53,20 @@ class DriverServer:
 
 
 def build_runtime(cfg: Config) -> Runtime:
+    """Raises BackendUnavailable when ``--fs-backend loop`` cannot work on this host."""
     mounter = Mounter.choose(cfg.mount_method)
+    fs_backend, why_not_loop = loop_fs.resolve(cfg.fs_backend)
+    if fs_backend == "loop":
+        log.info("filesystem volumes are ext4 images, loop-mounted at stage")
+    else:
+        log.info("filesystem volumes are directories%s",
+                 f" ({why_not_loop})" if why_not_loop else "")
     return Runtime(
         cfg=cfg,
         caps=capabilities.compute(cfg),
         inflight=InFlight(),
-        fast=Domain.open(cfg, mounter, background_removal=True),
-        slow=Domain.open(cfg, mounter),
+        fast=Domain.open(cfg, mounter, background_removal=True, fs_backend=fs_backend),
+        slow=Domain.open(cfg, mounter, fs_backend=fs_backend),
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from csi_driver import private_files
+from csi_driver import loop_fs, private_files
 from csi_driver.errors import InvalidArgument
 
 COPY_CHUNK = 1 << 20
@@ -103,39 +103,74 @@ def tree_usage(path: str) -> Usage:
     return Usage(used, inodes)
 
 
+BLOCK_SUFFIX = ".img"  # a block volume: a sparse file
+FS_IMAGE_SUFFIX = ".ext4"  # a filesystem volume on the loop backend: an ext4 image
+# A filesystem volume on the dir backend is a plain directory (no suffix).
+
+
+def is_fs_image(path: str) -> bool:
+    return path.endswith(FS_IMAGE_SUFFIX)
+
+
 class VolumeData:
-    """Creates, copies, resizes and removes the data of volumes and snapshots."""
+    """Creates, copies, resizes and removes the data of volumes and snapshots.
+
+    Which layout a filesystem volume has is read off the disk (an ``.ext4`` image or
+    a directory), so every process sharing the state dir agrees, and a copy (clone,
+    snapshot, restore) keeps its source's layout."""
 
     def __init__(self, state_dir: str, background_removal: bool = False,
-                 wait_for_disk: bool = False) -> None:
+                 wait_for_disk: bool = False, fs_images: bool = False) -> None:
         """``background_removal``: delete volume data on a worker thread, off the caller's
         path (the server uses it; the record is already durably gone by then).
         ``wait_for_disk``: a new volume's or snapshot's directory entry is fsynced before
         its record commits (``--durability host``), so a host crash cannot leave a
-        record without its data."""
+        record without its data.
+        ``fs_images``: new filesystem volumes are ext4 images (``--fs-backend loop``)."""
         self.wait_for_disk = wait_for_disk
+        self.fs_images = fs_images
         self._reaper = ThreadPoolExecutor(1, "csi-reaper") if background_removal else None
         self.volumes_dir = os.path.join(state_dir, "volumes")
         self.snapshots_dir = os.path.join(state_dir, "snapshots")
         private_files.make_dir(self.volumes_dir)
         private_files.make_dir(self.snapshots_dir)
 
+    @staticmethod
+    def _entry(directory: str, name: str, access_type: str) -> str:
+        base = os.path.join(directory, name)
+        if access_type == "block":
+            return base + BLOCK_SUFFIX
+        image = base + FS_IMAGE_SUFFIX
+        return image if os.path.exists(image) else base
+
     def volume_path(self, volume_id: str, access_type: str) -> str:
-        suffix = ".img" if access_type == "block" else ""
-        return os.path.join(self.volumes_dir, data_name(volume_id) + suffix)
+        """The volume's data: a block file, an ext4 image or a directory."""
+        return self._entry(self.volumes_dir, data_name(volume_id), access_type)
 
     def snapshot_path(self, snapshot_id: str, access_type: str) -> str:
-        suffix = ".img" if access_type == "block" else ""
-        return os.path.join(self.snapshots_dir, data_name(snapshot_id, "snapshot_id") + suffix)
+        return self._entry(self.snapshots_dir, data_name(snapshot_id, "snapshot_id"),
+                           access_type)
 
     def exists(self, volume_id: str, access_type: str) -> bool:
         return os.path.exists(self.volume_path(volume_id, access_type))
 
+    def makes_fs_image(self, access_type: str, capacity_bytes: int) -> bool:
+        """Whether a new volume of this kind and size is an ext4 image (formatting it
+        takes a helper process: callers keep that off the event loop)."""
+        return self.fs_images and access_type == "mount" and capacity_bytes >= loop_fs.MIN_BYTES
+
     def create_volume(self, volume_id: str, access_type: str, capacity_bytes: int,
-                      sync: bool = True) -> None:
-        """``sync=False``: the caller runs ``sync_volumes_dir`` itself (once for many)."""
+                      sync: bool = True, directory: bool = False) -> None:
+        """``sync=False``: the caller runs ``sync_volumes_dir`` itself (once for many).
+        ``directory``: a filesystem volume that is a directory whatever the backend (an
+        inline ephemeral volume: it is never staged, so no image could be mounted)."""
         path = self.volume_path(volume_id, access_type)
-        if access_type == "block":
+        if not directory and self.makes_fs_image(access_type, capacity_bytes):
+            if not is_fs_image(path):
+                tmp = path + FS_IMAGE_SUFFIX + ".tmp"
+                loop_fs.make_filesystem(tmp, capacity_bytes)
+                os.replace(tmp, path + FS_IMAGE_SUFFIX)
+        elif access_type == "block":
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, private_files.FILE_MODE)
             try:
                 os.ftruncate(fd, max(capacity_bytes, os.fstat(fd).st_size))
@@ -152,47 +187,46 @@ class VolumeData:
         if self.wait_for_disk:
             sync_dir(self.volumes_dir)
 
-    def _copy(self, src: str, dst: str, access_type: str, capacity_bytes: int) -> None:
-        if access_type == "block":
+    def _copy(self, src: str, dst_base: str, capacity_bytes: int) -> None:
+        """Copy ``src`` to ``dst_base`` + its suffix: a file (block, ext4 image) sparsely,
+        grown to ``capacity_bytes``; a directory tree whole."""
+        if os.path.isfile(src):
+            dst = dst_base + os.path.splitext(src)[1]
+            if is_fs_image(src):
+                os.sync()  # a filesystem mounted from it may hold data not yet in the file
             copy_sparse_file(src, dst, capacity_bytes, sync=self.wait_for_disk)
             if self.wait_for_disk:
                 sync_dir(os.path.dirname(dst))
             return
-        tmp = dst + ".tmp"
+        tmp = dst_base + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(src, tmp, symlinks=True)
-        shutil.rmtree(dst, ignore_errors=True)
-        os.replace(tmp, dst)
+        shutil.rmtree(dst_base, ignore_errors=True)
+        os.replace(tmp, dst_base)
         if self.wait_for_disk:
             os.sync()  # every copied file and directory, then the rename
 
     def clone_volume(self, src_id: str, dst_id: str, access_type: str, capacity: int) -> None:
-        self._copy(
-            self.volume_path(src_id, access_type),
-            self.volume_path(dst_id, access_type),
-            access_type,
-            capacity,
-        )
+        self._copy(self.volume_path(src_id, access_type),
+                   os.path.join(self.volumes_dir, data_name(dst_id)), capacity)
 
     def restore_snapshot(
         self, snapshot_id: str, volume_id: str, access_type: str, capacity: int
     ) -> None:
-        self._copy(
-            self.snapshot_path(snapshot_id, access_type),
-            self.volume_path(volume_id, access_type),
-            access_type,
-            capacity,
-        )
+        self._copy(self.snapshot_path(snapshot_id, access_type),
+                   os.path.join(self.volumes_dir, data_name(volume_id)), capacity)
 
     def take_snapshot(self, volume_id: str, snapshot_id: str, access_type: str) -> None:
         src = self.volume_path(volume_id, access_type)
         if not os.path.exists(src):
             self.create_volume(volume_id, access_type, 0)
-        self._copy(src, self.snapshot_path(snapshot_id, access_type), access_type, 0)
+        self._copy(src, os.path.join(self.snapshots_dir, data_name(snapshot_id, "snapshot_id")),
+                   0)
 
     def resize_volume(self, volume_id: str, access_type: str, capacity_bytes: int) -> None:
-        if access_type == "block":
-            path = self.volume_path(volume_id, access_type)
+        """Grow a block file or an ext4 image (its filesystem grows on the node)."""
+        path = self.volume_path(volume_id, access_type)
+        if os.path.isfile(path):
             with open(path, "r+b") as f:
                 if os.fstat(f.fileno()).st_size < capacity_bytes:
                     f.truncate(capacity_bytes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from csi_driver import access_modes
@@ -146,7 +147,12 @@ class Volumes:
         args.capacity.check()
         fingerprint = args.fingerprint()
         if args.source_type:
-            return self._create_copy(args, access_type, pool, fingerprint)
+            return self._create_with_data(args, access_type, pool, fingerprint,
+                                          self._source_size(args, access_type), self._copy_data)
+        if self.data.makes_fs_image(access_type, self._size_for(args.capacity, 0)):
+            return self._create_with_data(args, access_type, pool, fingerprint, 0, lambda v:
+                                          self.data.create_volume(v.volume_id, v.access_type,
+                                                                  v.capacity_bytes))
         # Lookup, checks and insert in one transaction: under the write lock the name
         # cannot be taken meanwhile, by this process or another.
         with self.store.transaction():
@@ -165,16 +171,23 @@ class Volumes:
             self.store.before_commit(self.data.sync_volumes_dir)
             return volume
 
-    def _create_copy(self, args: CreateVolumeArgs, access_type: str, pool: str,
-                     fingerprint: str) -> Volume:
-        """Clone or restore: the copy (long, outside any transaction) is complete before
-        the record exists; a name taken meanwhile wins and the copy is dropped."""
+    def prepares_data(self, args: CreateVolumeArgs) -> bool:
+        """Whether CreateVolume does long data work (a copy, a mkfs): the server runs
+        those in a worker thread, off the event loop."""
+        return bool(args.source_type) or self.data.makes_fs_image(
+            access_modes.access_type_of(args.capabilities), self._size_for(args.capacity, 0))
+
+    def _create_with_data(self, args: CreateVolumeArgs, access_type: str, pool: str,
+                          fingerprint: str, source_size: int,
+                          make_data: Callable[[Volume], None]) -> Volume:
+        """Clone, restore or a formatted image: the data (long, outside any transaction)
+        is complete before the record exists; a name taken meanwhile wins and the data
+        is dropped."""
         existing = self.store.get_volume_by_name(args.name)
         if existing is not None:
             return self._existing(existing, args, fingerprint)
-        volume = self._new_volume(args, access_type, pool, fingerprint,
-                                  self._source_size(args, access_type))
-        self._copy_data(volume)
+        volume = self._new_volume(args, access_type, pool, fingerprint, source_size)
+        make_data(volume)
         try:
             with self.store.transaction():
                 self._check_space(pool, volume.capacity_bytes)

@@ -148,9 +148,27 @@ def test_volume_stats_report_real_bytes_and_inodes(domain, tmp_path):
     with open(os.path.join(target, "f"), "wb") as f:
         f.write(b"x" * 65536)
     stats = domain.node.stats(v.volume_id, target)
-    assert stats.usage.used_bytes >= 65536
-    assert stats.usage.used_inodes == 2
+    assert stats.used_bytes >= 65536
+    assert stats.available_bytes == stats.total_bytes - stats.used_bytes
+    assert stats.inodes_used == 2
     assert not stats.abnormal
+
+
+def test_a_directory_volume_whose_files_exceed_its_capacity_is_abnormal(domain, tmp_path):
+    v = domain.volumes.create_volume(create_args("small", 64 * 1024))
+    domain.attachments.publish(v.volume_id, "node-1", mount_cap(), False)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    domain.node.stage(v.volume_id, str(staging), mount_cap())
+    target = str(tmp_path / "t")
+    domain.node.publish(v.volume_id, target, str(staging), mount_cap(), False)
+    with open(os.path.join(target, "f"), "wb") as f:
+        f.write(os.urandom(128 * 1024))
+        f.flush()
+        os.fsync(f.fileno())
+    stats = domain.node.stats(v.volume_id, target)
+    assert stats.abnormal and "more than its capacity" in stats.message
+    assert stats.available_bytes == 0
 
 
 def test_volume_stats_at_a_path_where_it_is_not_published_is_not_found(domain, tmp_path):
