@@ -12,7 +12,6 @@ import signal
 import socket
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import grpc
@@ -25,7 +24,15 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from csi_protos import csi_pb2, csi_pb2_grpc
 from tests.csi.conftest import SpawnDriver
-from tests.csi.driver_process import PYTHON, REPO, DriverProcess, short_tmpdir, unmount_under
+from tests.csi.driver_process import (
+    PYTHON,
+    REPO,
+    DriverProcess,
+    log_lines,
+    rpc_lines,
+    short_tmpdir,
+    unmount_under,
+)
 from tests.csi.sanity_support import GiB, expect_error_code, make_create_volume_req
 
 CSI_SERVICES = {
@@ -36,24 +43,6 @@ CSI_SERVICES = {
     "csi.v1.Node",
 }
 SECRET_VALUE = "s3cr3t-do-not-log"
-
-
-def log_lines(proc: DriverProcess, method_suffix: str, wanted: int = 1) -> list[dict]:
-    """The JSON log lines for one method; waits briefly for the driver to flush them."""
-    found: list[dict] = []
-    for _ in range(100):
-        found = []
-        for line in proc.stderr().splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and str(entry.get("method", "")).endswith(method_suffix):
-                found.append(entry)
-        if len(found) >= wanted:
-            return found
-        time.sleep(0.05)
-    return found
 
 
 class TestDiscovery:
@@ -196,20 +185,8 @@ class TestLogging:
         self, spawn_driver: SpawnDriver
     ) -> None:
         proc = spawn_driver()
-
-        def rpc_lines() -> list[dict]:
-            out = []
-            for line in proc.stderr().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(entry, dict) and "method" in entry:
-                    out.append(entry)
-            return out
-
         before = len(log_lines(proc, "Probe"))
-        start = len(rpc_lines())
+        start = len(rpc_lines(proc))
         stubs = proc.stubs
         stubs.identity.GetPluginInfo(csi_pb2.GetPluginInfoRequest())
         stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest())
@@ -223,10 +200,52 @@ class TestLogging:
             )
         stubs.identity.Probe(csi_pb2.ProbeRequest())
         assert len(log_lines(proc, "Probe", wanted=before + 1)) == before + 1
-        methods = [e["method"].rsplit("/", 1)[-1] for e in rpc_lines()[start:]]
+        methods = [e["method"].rsplit("/", 1)[-1] for e in rpc_lines(proc)[start:]]
         assert methods == [
             "GetPluginInfo", "ListVolumes", "DeleteVolume", "GetMetadataAllocated", "Probe"
         ]  # fmt: skip
+
+    def test_a_failure_logs_its_error_message_and_a_success_none(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+        with pytest.raises(grpc.RpcError) as err:
+            proc.stubs.controller.ControllerGetVolume(
+                csi_pb2.ControllerGetVolumeRequest(volume_id="missing-volume")
+            )
+        proc.stubs.identity.GetPluginInfo(csi_pb2.GetPluginInfoRequest())
+        failed = log_lines(proc, "ControllerGetVolume")[0]
+        assert failed["code"] == "NOT_FOUND"
+        assert failed["error"] == err.value.details() and "missing-volume" in failed["error"]
+        assert "error" not in log_lines(proc, "GetPluginInfo")[0]
+
+    def test_creates_log_the_ids_they_answered_with(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver()
+        ctrl = proc.stubs.controller
+        vid = ctrl.CreateVolume(make_create_volume_req("with-ids", GiB)).volume.volume_id
+        sid = ctrl.CreateSnapshot(
+            csi_pb2.CreateSnapshotRequest(name="with-ids-snap", source_volume_id=vid)
+        ).snapshot.snapshot_id
+        group = proc.stubs.group_controller.CreateVolumeGroupSnapshot(
+            csi_pb2.CreateVolumeGroupSnapshotRequest(name="with-ids-group", source_volume_ids=[vid])
+        ).group_snapshot
+        assert log_lines(proc, "/CreateVolume")[0]["volume_id"] == vid
+        assert log_lines(proc, "/CreateSnapshot")[0]["snapshot_id"] == sid
+        entry = log_lines(proc, "/CreateVolumeGroupSnapshot")[0]
+        assert entry["group_snapshot_id"] == group.group_snapshot_id
+        assert entry["snapshot_ids"] == [s.snapshot_id for s in group.snapshots]
+
+    def test_a_refused_secret_stays_out_of_the_error_and_the_log(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+        req = make_create_volume_req("nul-secret", GiB)
+        req.secrets["token"] = SECRET_VALUE + "\0"
+        err = expect_error_code(proc.stubs.controller.CreateVolume, req,
+                                grpc.StatusCode.INVALID_ARGUMENT)
+        assert "secrets" in err.details() and SECRET_VALUE not in err.details()
+        assert log_lines(proc, "/CreateVolume")[0]["error"] == err.details()
+        assert SECRET_VALUE not in proc.stderr()
 
     def test_a_node_secret_is_not_logged_either(self, spawn_driver: SpawnDriver) -> None:
         proc = spawn_driver()
