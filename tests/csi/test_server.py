@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -264,6 +265,56 @@ class TestLogging:
             proc.stubs.node.NodeStageVolume(req)
         assert log_lines(proc, "NodeStageVolume")
         assert SECRET_VALUE not in proc.stderr()
+
+
+class TestCommandLine:
+    def test_every_flag_in_help_has_a_help_text_and_shows_its_default(self) -> None:
+        from csi_driver.cli import build_parser
+
+        env = dict(os.environ, COLUMNS="100")
+        out = subprocess.run([PYTHON, "-m", "csi_driver", "--help"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        options = out.split("options:", 1)[1]
+        blocks: dict[str, str] = {}  # first flag of an entry → its text after the flags
+        for entry in re.split(r"\n(?=  -)", options):
+            flags = re.findall(r"^\s*(-[^ ]*(?: [A-Z_={},|a-z-]+)?(?:, -[^ ]*)*)", entry)
+            if flags:
+                text = entry.strip()[len(flags[0].strip()):]
+                blocks[flags[0].split()[0].rstrip(",")] = " ".join(text.split())
+        wanted = [a.option_strings[0] for a in build_parser()._actions
+                  if a.option_strings and a.dest != "help"]
+        assert wanted and set(wanted) <= set(blocks), sorted(set(wanted) - set(blocks))
+        for flag in wanted:
+            text = blocks[flag]
+            assert "default:" in text, f"{flag} does not show its default: {text!r}"
+            described = re.sub(r"\(?default:[^)]*\)?", "", text)
+            assert len(described.split()) >= 3, f"{flag} has no help text: {text!r}"
+
+    @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+    def test_without_state_dir_the_first_log_line_says_where_state_goes(self) -> None:
+        """As root the default is /var/lib/csi-mini: the driver runs in a private mount
+        namespace with a tmpfs over /var/lib, so the host's directory is never touched;
+        otherwise HOME points into a temp dir."""
+        sock_dir = short_tmpdir("csil")
+        env = {k: v for k, v in os.environ.items() if k != "CSI_ENDPOINT"}
+        argv = [PYTHON, "-m", "csi_driver", "--endpoint", f"unix://{sock_dir}/csi.sock"]
+        if os.geteuid() == 0:
+            expected = "/var/lib/csi-mini"
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t tmpfs csi-test /var/lib && exec "$@"', "sh", *argv]
+        else:
+            env["HOME"] = str(sock_dir / "home")
+            expected = str(sock_dir / "home" / ".local" / "state" / "csi-mini")
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline()
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=15)
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        assert f"state goes to {expected} " in first and "--state-dir" in first, first
 
 
 class TestRequiredSecrets:
