@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 
 from csi_driver.cli import parse_config
-from csi_driver.config import Config
+from csi_driver.config import Config, default_state_dir
 from csi_driver.endpoint import EndpointError
 from csi_driver.loop_fs import BackendUnavailable
 from csi_driver.registration import register_when_serving
 from csi_driver.server import serve
+
+log = logging.getLogger("csi_driver")
 
 
 async def _run(cfg: Config) -> None:
@@ -36,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_config(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if cfg.state_dir == os.path.abspath(default_state_dir()):
+        log.info("state goes to %s (the default; --state-dir chooses another)", cfg.state_dir)
+    else:
+        log.info("state goes to %s", cfg.state_dir)
     try:
         asyncio.run(_run(cfg))
     except (EndpointError, FileExistsError, BackendUnavailable) as exc:

@@ -12,6 +12,7 @@ from csi_driver.config import (
     DEFAULT_DRIVER_NAME,
     DURABILITY_MODES,
     EXPANSION_MODES,
+    FS_BACKENDS,
     MODES,
     MOUNT_METHODS,
     Config,
@@ -53,43 +54,121 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from exc
+    if not value >= 0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds ≥ 0, got {text!r}")
+    return value
+
+
+def _root(text: str) -> str:
+    if not os.path.isabs(text):
+        raise argparse.ArgumentTypeError(f"expected an absolute path, got {text!r}")
+    return os.path.normpath(text)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the text already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default:" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="csi-mini-driver", description="CSI v1.12 plugin (csi-mini)")
+    p = argparse.ArgumentParser(prog="csi-mini-driver", description="CSI v1.12 plugin (csi-mini)",
+                                formatter_class=_HelpFormatter)
     p.add_argument("--endpoint", default=os.environ.get("CSI_ENDPOINT"),
-                   help="unix:///abs/path or /abs/path (default: $CSI_ENDPOINT)")
-    p.add_argument("--node-id", default=socket.gethostname())
-    p.add_argument("--driver-name", default=DEFAULT_DRIVER_NAME)
-    p.add_argument("--vendor-version", default=__version__)
-    p.add_argument("--state-dir", default=default_state_dir())
-    p.add_argument("--mode", choices=MODES, default="all")
-    p.add_argument("--socket-mode", type=_octal, default=0o600)
+                   help="unix:///abs/path or /abs/path of the socket to serve "
+                   "(default: $CSI_ENDPOINT)")
+    p.add_argument("--node-id", default=socket.gethostname(),
+                   help="this node's id in NodeGetInfo and the attach records")
+    p.add_argument("--driver-name", default=DEFAULT_DRIVER_NAME,
+                   help="the name GetPluginInfo reports")
+    p.add_argument("--vendor-version", default=__version__,
+                   help="the vendor_version GetPluginInfo reports")
+    p.add_argument("--state-dir", default=default_state_dir(),
+                   help="where the state database and the volume data live; processes of "
+                   "one storage array share it")
+    p.add_argument("--mode", choices=MODES, default="all",
+                   help="controller: the controller services; node: the node service; "
+                   "all: both")
+    p.add_argument("--socket-mode", type=_octal, default="0600",
+                   help="permission bits of the socket (octal)")
     flag = argparse.BooleanOptionalAction
-    p.add_argument("--attach-required", action=flag, default=True)
-    p.add_argument("--topology", action=flag, default=True)
+    p.add_argument("--attach-required", action=flag, default=True,
+                   help="offer ControllerPublish/Unpublish (PUBLISH_UNPUBLISH_VOLUME)")
+    p.add_argument("--topology", action=flag, default=True,
+                   help="report accessible topology (VOLUME_ACCESSIBILITY_CONSTRAINTS)")
     p.add_argument("--topology-segment", type=_pair, action="append", default=[],
-                   metavar="KEY=VALUE")
-    p.add_argument("--expansion", choices=EXPANSION_MODES, default="online")
-    p.add_argument("--node-expansion", action=flag, default=True)
-    p.add_argument("--snapshots", action=flag, default=True)
-    p.add_argument("--group-snapshots", action=flag, default=True)
-    p.add_argument("--snapshot-metadata", action=flag, default=True)
-    p.add_argument("--modify-volume", action=flag, default=True)
-    p.add_argument("--mutable-parameters", type=_names, default=("iops",))
-    p.add_argument("--volume-condition", action=flag, default=True)
-    p.add_argument("--single-node-multi-writer", action=flag, default=True)
-    p.add_argument("--max-volumes-per-node", type=int, default=64)
-    p.add_argument("--capacity", type=_pool, action="append", default=[], metavar="POOL=SIZE")
-    p.add_argument("--max-volume-size", type=_size, default=1 << 40)
-    p.add_argument("--secret", type=_pair, action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--mount-method", choices=MOUNT_METHODS, default="auto")
+                   metavar="KEY=VALUE",
+                   help="a topology segment of this node besides its node key (repeatable; "
+                   "default: none)")
+    p.add_argument("--expansion", choices=EXPANSION_MODES, default="online",
+                   help="ControllerExpandVolume while published (online), only while not "
+                   "(offline), or not at all (none)")
+    p.add_argument("--node-expansion", action=flag, default=True,
+                   help="offer NodeExpandVolume (EXPAND_VOLUME on the node)")
+    p.add_argument("--snapshots", action=flag, default=True,
+                   help="offer snapshots (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS, "
+                   "GET_SNAPSHOT)")
+    p.add_argument("--group-snapshots", action=flag, default=True,
+                   help="offer the GroupController service (volume group snapshots)")
+    p.add_argument("--snapshot-metadata", action=flag, default=True,
+                   help="offer the SnapshotMetadata service (allocated/changed blocks)")
+    p.add_argument("--snapshots-block-delete", action=flag, default=False,
+                   help="DeleteVolume of a volume that still has snapshots fails with "
+                   "FAILED_PRECONDITION, as on backends whose snapshots depend on their "
+                   "volume; off, the snapshots (independent copies) stay usable")
+    p.add_argument("--modify-volume", action=flag, default=True,
+                   help="offer ControllerModifyVolume (MODIFY_VOLUME)")
+    p.add_argument("--mutable-parameters", type=_names, default="iops",
+                   help="comma-separated mutable parameter keys volumes accept")
+    p.add_argument("--volume-condition", action=flag, default=True,
+                   help="report volume condition (VOLUME_CONDITION, GET_VOLUME)")
+    p.add_argument("--single-node-multi-writer", action=flag, default=True,
+                   help="offer the SINGLE_NODE_SINGLE/MULTI_WRITER access modes")
+    p.add_argument("--max-volumes-per-node", type=int, default=64,
+                   help="max_volumes_per_node in NodeGetInfo; ControllerPublish beyond it "
+                   "is RESOURCE_EXHAUSTED (0: no limit)")
+    p.add_argument("--capacity", type=_pool, action="append", default=[], metavar="POOL=SIZE",
+                   help="a capacity pool (repeatable; the 'pool' parameter picks one, the "
+                   "first is the default; default: default=1Ti)")
+    p.add_argument("--max-volume-size", type=_size, default="1Ti",
+                   help="largest volume CreateVolume and expansion accept")
+    p.add_argument("--secret", type=_pair, action="append", default=[], metavar="KEY=VALUE",
+                   help="require this secret on the RPCs the Kubernetes e2e mock guards "
+                   "(repeatable; default: none)")
+    p.add_argument("--mount-method", choices=MOUNT_METHODS, default="auto",
+                   help="how NodePublish exposes data at target_path: bind mount, symlink, "
+                   "or auto (bind when the process may mount)")
+    p.add_argument("--fs-backend", choices=FS_BACKENDS, default="auto",
+                   help="loop: each filesystem volume is a sparse ext4 image loop-mounted "
+                   "at stage (needs root and mkfs.ext4); dir: a plain directory; auto: "
+                   "loop where possible")
+    p.add_argument("--allowed-target-root", type=_root, action="append", default=[],
+                   metavar="DIR",
+                   help="NodePublish only below DIR (absolute; repeatable; default: "
+                   "anywhere)")
     p.add_argument("--durability", choices=DURABILITY_MODES, default="process",
-                   help="process: every answered mutation survives kill -9 of the driver "
-                   "(default); host: it also survives a host crash or power loss, each "
-                   "commit waiting for the disk (slower)")
+                   help="process: every answered mutation survives kill -9 of the driver; "
+                   "host: it also survives a host crash or power loss, each commit "
+                   "waiting for the disk (slower)")
+    p.add_argument("--orphan-sweep-interval", type=_seconds, default=300.0, metavar="SECONDS",
+                   help="controller/all mode: every SECONDS, remove volume and snapshot "
+                   "data that has no record (left by a crash mid-create)")
+    p.add_argument("--orphan-min-age", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="the sweep removes such data only once nothing in it changed for "
+                   "SECONDS, so data another process is creating right now is never touched")
     p.add_argument("--registration-dir", default="",
                    help="node/all mode: also serve the kubelet plugin-registration API on "
                    "DIR/<driver-name>-reg.sock (as node-driver-registrar does), e.g. "
-                   "/var/lib/kubelet/plugins_registry")
+                   "/var/lib/kubelet/plugins_registry (default: off)")
     return p
 
 
@@ -126,6 +205,11 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         mount_method=a.mount_method,
         durability=a.durability,
         registration_dir=os.path.abspath(a.registration_dir) if a.registration_dir else "",
+        snapshots_block_delete=a.snapshots_block_delete,
+        orphan_sweep_interval=a.orphan_sweep_interval,
+        orphan_min_age=a.orphan_min_age,
+        allowed_target_roots=tuple(a.allowed_target_root),
+        fs_backend=a.fs_backend,
     )
     try:
         return cfg.validate()

@@ -20,6 +20,9 @@ MOUNT_METHODS = ("auto", "bind", "symlink")
 # the kernel before the answer); host: it also survives a host crash or power loss (each
 # commit and each new volume's directory entry wait for the disk).
 DURABILITY_MODES = ("process", "host")
+# loop: a filesystem volume is a sparse ext4 image loop-mounted at stage; dir: a plain
+# directory; auto: loop where the process may (root and mkfs.ext4), else dir.
+FS_BACKENDS = ("auto", "loop", "dir")
 
 
 def parse_size(text: str) -> int:
@@ -65,9 +68,15 @@ class Config:
     durability: str = "process"
     # node-driver-registrar role: serve pluginregistration on <dir>/<driver>-reg.sock
     registration_dir: str = ""
-    # Publish and stage only below these directories (empty: anywhere).
+    # DeleteVolume of a volume that still has snapshots → FAILED_PRECONDITION (off: the
+    # snapshots are independent copies and stay, as in csi-driver-host-path)
+    snapshots_block_delete: bool = False
+    # data left without a record (a crash mid-create) is removed every this many
+    # seconds, once nothing in it changed for orphan_min_age seconds
+    orphan_sweep_interval: float = 300.0
+    orphan_min_age: float = 60.0
+    # NodePublish targets must lie below one of these (absolute, normalised); () = anywhere
     allowed_target_roots: tuple[str, ...] = ()
-    # Filesystem volumes: "loop" (an ext4 image loop-mounted at stage), "dir" or "auto".
     fs_backend: str = "auto"
 
     @property
@@ -127,6 +136,17 @@ class Config:
             raise InvalidArgument("max volume size must be positive")
         if not os.path.isabs(self.state_dir):
             raise InvalidArgument("state dir must be an absolute path")
+        if self.orphan_sweep_interval <= 0:
+            raise InvalidArgument("orphan sweep interval must be positive")
+        if self.orphan_min_age < 0:
+            raise InvalidArgument("orphan min age must be ≥ 0")
+        for root in self.allowed_target_roots:
+            if not os.path.isabs(root) or os.path.normpath(root) != root:
+                raise InvalidArgument(
+                    f"allowed target root {root!r} must be an absolute, normalised path"
+                )
+        if self.fs_backend not in FS_BACKENDS:
+            raise InvalidArgument(f"fs backend must be one of {', '.join(FS_BACKENDS)}")
         for key, _ in self.topology_segments:
             if not key or key == TOPOLOGY_NODE_KEY:
                 raise InvalidArgument(f"topology segment key {key!r} is empty or reserved")

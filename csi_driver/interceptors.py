@@ -2,11 +2,19 @@
 
 - ``CsiError`` subclasses → their status code, the message as details (no rich
   status details: the spec wants them empty).
+- A request body that does not decode (corrupt wire data, invalid UTF-8 in a
+  string field) → INTERNAL "grpc: error unmarshalling request: …", as Go gRPC
+  servers answer; the deserializer hands the servicer wrapper a marker instead
+  of raising, so grpc does not answer UNKNOWN on its own.
 - Anything else → INTERNAL with the traceback logged; never UNKNOWN.
-- Before the servicer runs: the spec's size limits and, when configured, the
-  required secrets on the requests the e2e mock guards (missing →
-  INVALID_ARGUMENT, wrong → UNAUTHENTICATED).
-- After: one JSON line on stderr with method, redacted request, code, duration.
+- Details are cut (at a character boundary, marked) to ``MAX_DETAILS_BYTES``:
+  grpc-message is percent-encoded, up to three times longer, and a status whose
+  trailers pass the peer's metadata limit (8 KiB by default) never arrives.
+- Before the servicer runs: the spec's size limits, no NUL in any string and,
+  when configured, the required secrets on the requests the e2e mock guards
+  (missing → INVALID_ARGUMENT, wrong → UNAUTHENTICATED).
+- After: one JSON line on stderr with method, redacted request, code, duration,
+  the details of a failure (``error``) and the ids a create answered with.
   Redacted fields are those carrying the ``csi_secret`` field option (1059),
   found from the descriptors, not from a hand-written list.
 """
@@ -20,6 +28,7 @@ import logging
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -27,9 +36,9 @@ import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from csi_driver.errors import CsiError, InvalidArgument, Unauthenticated
+from csi_driver.errors import CsiError, Internal, InvalidArgument, Unauthenticated
 from csi_driver.inflight import Activity
-from csi_driver.validation import check_size_limits
+from csi_driver.validation import check_string_fields
 from csi_protos import csi_pb2
 
 log = logging.getLogger(__name__)
@@ -45,6 +54,57 @@ GUARDED_REQUESTS = frozenset({
     "NodeStageVolumeRequest", "NodePublishVolumeRequest", "CreateSnapshotRequest",
     "DeleteSnapshotRequest", "ListSnapshotsRequest", "GetSnapshotRequest",
 })
+# Three times as long at worst once percent-encoded: well inside the 8 KiB default metadata limit.
+MAX_DETAILS_BYTES = 2048
+CUT_MARK = " …[cut]"
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """Stands in for a request whose bytes did not decode."""
+
+    reason: str
+    size: int
+
+
+Deserializer = Callable[[bytes], Any]
+
+
+def tolerant(deserialize: Deserializer | None) -> Deserializer | None:
+    """``deserialize`` returning an ``Undecodable`` instead of raising."""
+    if deserialize is None:
+        return None
+
+    def decode(raw: bytes) -> Any:
+        try:
+            return deserialize(raw)
+        except Exception as exc:  # DecodeError, or anything the parser raises
+            return Undecodable(str(exc), len(raw))
+
+    return decode
+
+
+def capped(details: str, limit: int = MAX_DETAILS_BYTES) -> str:
+    """``details`` as valid UTF-8 of at most ``limit`` bytes, a cut marked at its end."""
+    raw = details.encode("utf-8", "backslashreplace")  # a lone surrogate cannot go out
+    if len(raw) <= limit:
+        return raw.decode()
+    kept = raw[:limit - len(CUT_MARK.encode())]
+    return kept.decode("utf-8", "ignore") + CUT_MARK  # "ignore" drops a split character
+
+
+def created_ids(response: Message) -> dict[str, Any]:
+    """The ids a Create* response hands out, for the log line."""
+    name = response.DESCRIPTOR.name
+    if name == "CreateVolumeResponse":
+        return {"volume_id": response.volume.volume_id}  # type: ignore[attr-defined]
+    if name == "CreateSnapshotResponse":
+        return {"snapshot_id": response.snapshot.snapshot_id}  # type: ignore[attr-defined]
+    if name == "CreateVolumeGroupSnapshotResponse":
+        group = response.group_snapshot  # type: ignore[attr-defined]
+        return {"group_snapshot_id": group.group_snapshot_id,
+                "snapshot_ids": [s.snapshot_id for s in group.snapshots]}
+    return {}
 
 
 def secret_fields(descriptor: Descriptor, _seen: frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -118,11 +178,15 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             plan = self._plans[name] = secret_fields(message.DESCRIPTOR)  # type: ignore[arg-type]
         return plan
 
-    def redacted(self, request: Message) -> dict[str, Any]:
+    def redacted(self, request: Message | Undecodable) -> dict[str, Any]:
+        if isinstance(request, Undecodable):
+            return {}
         return loggable(request, self._plan(request))
 
-    def check_request(self, request: Message) -> None:
-        check_size_limits(request)
+    def check_request(self, request: Message | Undecodable) -> None:
+        if isinstance(request, Undecodable):
+            raise Internal(f"grpc: error unmarshalling request: {request.reason}")
+        check_string_fields(request)
         if self.secrets and request.DESCRIPTOR.name in GUARDED_REQUESTS:
             given = dict(getattr(request, "secrets"))  # noqa: B009
             missing = sorted(k for k in self.secrets if k not in given)
@@ -131,21 +195,31 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             if any(given[k] != value for k, value in self.secrets.items()):
                 raise Unauthenticated("a secret does not match")
 
-    def _log(self, method: str, request: Message, code: grpc.StatusCode, start: float) -> None:
+    def _log(self, method: str, request: Message | Undecodable, code: grpc.StatusCode,
+             start: float, outcome: str | Message | None = None) -> None:
         """Measure now; format and write right after the response is handed to grpc, so
-        the log line costs the caller no latency."""
+        the log line costs the caller no latency.  ``outcome``: the details of a
+        failure, or the response of a unary success."""
         duration_ms = round((time.perf_counter() - start) * 1000, 3)
-        asyncio.get_running_loop().call_soon(self._write_log, method, request, code, duration_ms)
+        asyncio.get_running_loop().call_soon(
+            self._write_log, method, request, code, duration_ms, outcome
+        )
 
-    def _write_log(self, method: str, request: Message, code: grpc.StatusCode,
-                   duration_ms: float) -> None:
-        line = {
+    def _write_log(self, method: str, request: Message | Undecodable, code: grpc.StatusCode,
+                   duration_ms: float, outcome: str | Message | None) -> None:
+        line: dict[str, Any] = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "method": method,
             "request": self.redacted(request),
             "code": code.name,
             "duration_ms": duration_ms,
         }
+        if isinstance(request, Undecodable):
+            line["request_bytes"] = request.size
+        if isinstance(outcome, str):
+            line["error"] = outcome
+        elif outcome is not None:
+            line.update(created_ids(outcome))
         self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")
         if not getattr(self.stream, "line_buffering", False):  # stderr is line-buffered
             self.stream.flush()
@@ -159,7 +233,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             log.error("unexpected error in %s", method, exc_info=exc)
             code = grpc.StatusCode.INTERNAL
             details = f"internal error: {type(exc).__name__}: {exc}"
-        return code, details
+        return code, capped(details)
 
     async def intercept_service(
         self,
@@ -173,19 +247,20 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._wrap_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         return handler
 
     def _wrap_unary(self, method: str, behavior: Any) -> Any:
-        async def wrapped(request: Message, context: grpc.aio.ServicerContext) -> Any:
+        async def wrapped(request: Message | Undecodable,
+                          context: grpc.aio.ServicerContext) -> Any:
             start = time.perf_counter()
             self.activity.started()
             try:
@@ -193,17 +268,17 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                 response = await behavior(request, context)
             except Exception as exc:  # every failure is mapped here, nowhere else
                 code, details = self._status(exc, method)
-                self._log(method, request, code, start)
+                self._log(method, request, code, start, details)
                 await context.abort(code, details)
             finally:
                 self.activity.finished()
-            self._log(method, request, grpc.StatusCode.OK, start)
+            self._log(method, request, grpc.StatusCode.OK, start, response)
             return response
 
         return wrapped
 
     def _wrap_stream(self, method: str, behavior: Any) -> Any:
-        async def wrapped(request: Message, context: grpc.aio.ServicerContext
+        async def wrapped(request: Message | Undecodable, context: grpc.aio.ServicerContext
                           ) -> AsyncIterator[Any]:
             start = time.perf_counter()
             self.activity.started()
@@ -213,7 +288,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                     yield response
             except Exception as exc:
                 code, details = self._status(exc, method)
-                self._log(method, request, code, start)
+                self._log(method, request, code, start, details)
                 await context.abort(code, details)
             finally:
                 self.activity.finished()

@@ -23,6 +23,7 @@ from csi_driver.inflight import InFlight
 from csi_driver.interceptors import CsiInterceptor
 from csi_driver.mounter import Mounter
 from csi_driver.node import NodeServicer
+from csi_driver.orphans import OrphanSweeper
 from csi_driver.runtime import Domain, Runtime
 from csi_driver.snapshot_metadata import SnapshotMetadataServicer
 from csi_protos import csi_pb2, csi_pb2_grpc
@@ -35,6 +36,7 @@ class DriverServer:
     server: grpc.aio.Server
     runtime: Runtime
     socket_path: str
+    sweeper: OrphanSweeper | None = None
 
     async def start(self) -> None:
         old_umask = os.umask(0o777 ^ self.runtime.cfg.socket_mode)
@@ -45,8 +47,12 @@ class DriverServer:
         os.chmod(self.socket_path, self.runtime.cfg.socket_mode)
         if self.runtime.store.wait_for_disk:  # share each fsync among concurrent RPCs
             self.runtime.store.enable_group_commit()
+        if self.sweeper is not None:
+            self.sweeper.start()
 
     async def stop(self, grace: float | None = 5.0) -> None:
+        if self.sweeper is not None:
+            await self.sweeper.stop()
         await self.server.stop(grace)
         endpoint.remove(self.socket_path)
         self.runtime.close()
@@ -76,14 +82,10 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
     path = endpoint.socket_path(cfg.endpoint)
     endpoint.prepare(path)
     rt = build_runtime(cfg)
+    sweeper = None
     if cfg.serves_controller:
-        store = rt.store
-        swept = rt.fast.data.sweep(
-            lambda v: store.get_volume(v) is not None,
-            lambda s: store.get_snapshot(s) is not None,
-        )
-        if swept:
-            log.info("removed %d data entries with no volume or snapshot record", swept)
+        sweeper = OrphanSweeper(cfg, rt.slow.store, rt.slow.data)
+        sweeper.sweep()
     if cfg.serves_node:
         rt.node.register()
         redone = rt.node.recheck_mounts()
@@ -116,7 +118,7 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
     server.add_insecure_port(f"unix://{path}")
-    return DriverServer(server, rt, path)
+    return DriverServer(server, rt, path, sweeper)
 
 
 async def serve(cfg: Config) -> None:

@@ -1,5 +1,6 @@
 """Snapshot and group-snapshot rules (pure domain).  Snapshots are fully copied
-point-in-time images; their source volume is kept until they are deleted."""
+point-in-time images: they outlive their source volume (unless
+``--snapshots-block-delete`` keeps the volume until they are deleted)."""
 
 from __future__ import annotations
 

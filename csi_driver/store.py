@@ -156,14 +156,15 @@ class Store(BindingTables):
             self._add_pool_usage(v.pool, v.capacity_bytes)
         return bool(inserted)
 
-    def volume_in_use(self, volume_id: str) -> str:
-        """Why the volume cannot be deleted ("" when nothing holds it), in one query."""
+    def volume_in_use(self, volume_id: str, snapshots_hold: bool = False) -> str:
+        """Why the volume cannot be deleted ("" when nothing holds it), in one query;
+        ``snapshots_hold``: its snapshots hold it too."""
         row = self._one(
             "SELECT EXISTS(SELECT 1 FROM attachments WHERE volume_id=?1) AS attached,"
             " EXISTS(SELECT 1 FROM stages WHERE volume_id=?1) AS staged,"
             " EXISTS(SELECT 1 FROM publishes WHERE volume_id=?1) AS published,"
-            " EXISTS(SELECT 1 FROM snapshots WHERE source_volume_id=?1) AS snapshotted",
-            volume_id,
+            " ?2 AND EXISTS(SELECT 1 FROM snapshots WHERE source_volume_id=?1) AS snapshotted",
+            volume_id, snapshots_hold,
         )
         assert row is not None
         for column, reason in (("attached", "published to a node"),

@@ -1,7 +1,8 @@
 """Request checks and proto → domain conversions shared by the servicers.
 
 Size limits follow the spec's table: strings 128 bytes, maps 4 KiB, node_id 256
-bytes; path fields override the general limit (we accept up to PATH_MAX).
+bytes; path fields override the general limit (we accept up to PATH_MAX).  No string
+field may hold a NUL byte.
 """
 
 from __future__ import annotations
@@ -32,24 +33,37 @@ def _limit_for(name: str) -> int:
     return STRING_LIMIT
 
 
-def check_size_limits(message: Message, where: str = "") -> None:
-    """Walk the set fields; any string, map or nested value above its limit → INVALID_ARGUMENT."""
+def _check_text(text: str, name: str, limit: int | None) -> None:
+    if "\0" in text:
+        raise InvalidArgument(f"{name} contains a NUL byte")
+    if limit is not None and len(text.encode()) > limit:
+        raise InvalidArgument(f"{name} exceeds the {limit}-byte limit")
+
+
+def check_string_fields(message: Message, where: str = "") -> None:
+    """Walk every set field, nested, repeated and map ones included: a string above its
+    size limit, a map above 4 KiB, or a NUL byte anywhere (no id, name, path or key
+    may hold one) → INVALID_ARGUMENT.  Messages name the field, never its value (it
+    may be a secret)."""
     for fd, value in message.ListFields():
         name = f"{where}{fd.name}"
         if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
-            total = sum(len(k.encode()) + len(str(v).encode()) for k, v in value.items())
+            total = 0
+            for key, item in value.items():
+                _check_text(key, f"a key of {name}", None)
+                _check_text(str(item), f"the value of a {name} entry", None)
+                total += len(key.encode()) + len(str(item).encode())
             if total > MAP_LIMIT:
                 raise InvalidArgument(f"{name} exceeds the {MAP_LIMIT}-byte map limit")
         elif fd.type == _STRING:
             limit = _limit_for(fd.name)
             items = value if fd.is_repeated else [value]
             for item in items:
-                if len(item.encode()) > limit:
-                    raise InvalidArgument(f"{name} exceeds the {limit}-byte limit")
+                _check_text(item, name, limit)
         elif fd.type == _MESSAGE:
             items = value if fd.is_repeated else [value]
             for item in items:
-                check_size_limits(item, name + ".")
+                check_string_fields(item, name + ".")
 
 
 def require_path(value: str, name: str) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -101,6 +102,24 @@ def tree_usage(path: str) -> Usage:
                 for entry in entries:
                     stack.append(entry.path)
     return Usage(used, inodes)
+
+
+def last_change(path: str) -> float | None:
+    """The newest mtime or ctime below ``path`` (None if it changed under us).  ctime
+    counts because a copy keeps its source's mtimes (copystat) but not its ctimes."""
+    newest = 0.0
+    stack = [path]
+    try:
+        while stack:
+            current = stack.pop()
+            st = os.lstat(current)
+            newest = max(newest, st.st_mtime, st.st_ctime)
+            if stat.S_ISDIR(st.st_mode):
+                with os.scandir(current) as entries:
+                    stack.extend(entry.path for entry in entries)
+    except OSError:  # removed or replaced while we looked: busy, not an orphan
+        return None
+    return newest
 
 
 BLOCK_SUFFIX = ".img"  # a block volume: a sparse file
@@ -257,23 +276,38 @@ class VolumeData:
         self._remove(self.snapshot_path(snapshot_id, access_type))
 
     def sweep(self, has_volume: Callable[[str], bool], has_snapshot: Callable[[str], bool],
-              min_age: float = 60.0) -> int:
-        """Remove data left behind by a crash (no record, older than ``min_age`` seconds,
-        so a volume another process is creating right now is never touched)."""
+              min_age: float = 60.0, now: float | None = None) -> int:
+        """Remove data left behind by a crash: entries with no record (and ``.tmp``
+        copies) in which nothing changed for ``min_age`` seconds, so data another
+        process is creating or copying right now is never touched."""
         removed = 0
-        now = time.time()
+        now = time.time() if now is None else now
         for directory, known in ((self.volumes_dir, has_volume),
                                  (self.snapshots_dir, has_snapshot)):
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    ident = entry.name.removesuffix(".tmp").removesuffix(".img")
-                    if known(ident) and not entry.name.endswith(".tmp"):
+                    ident = self._ident(entry)
+                    if ident is not None and known(ident):
                         continue
-                    if now - entry.stat(follow_symlinks=False).st_mtime < min_age:
+                    changed = last_change(entry.path)
+                    if changed is None or now - changed < min_age:
                         continue
                     self._remove(entry.path)
                     removed += 1
         return removed
+
+    @staticmethod
+    def _ident(entry: os.DirEntry[str]) -> str | None:
+        """The id a data entry belongs to; None for a temporary copy (``.tmp``)."""
+        name = entry.name
+        if name.endswith(".tmp"):
+            return None
+        if entry.is_dir(follow_symlinks=False):
+            return name  # a directory volume: ids may hold dots, so no suffix is cut
+        for suffix in (BLOCK_SUFFIX, FS_IMAGE_SUFFIX):
+            if name.endswith(suffix):
+                return name.removesuffix(suffix)
+        return name
 
     def usage(self, volume_id: str, access_type: str) -> Usage:
         return tree_usage(self.volume_path(volume_id, access_type))

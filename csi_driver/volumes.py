@@ -260,14 +260,15 @@ class Volumes:
     # DeleteVolume ----------------------------------------------------------
 
     def delete_volume(self, volume_id: str) -> None:
-        """Unknown id → OK.  Attached, staged, published, or the source of a snapshot
-        that still exists → FAILED_PRECONDITION (DESIGN.md: snapshots are treated as
-        dependents of their volume, as the spec allows)."""
+        """Unknown id → OK.  Attached, staged or published → FAILED_PRECONDITION.
+        Snapshots are independent copies and outlive their source, as in
+        csi-driver-host-path; with ``snapshots_block_delete`` a volume that still has
+        snapshots → FAILED_PRECONDITION too (the spec allows either)."""
         with self.store.transaction():
             volume = self.store.get_volume(volume_id)
             if volume is None:
                 return
-            in_use = self.store.volume_in_use(volume_id)
+            in_use = self.store.volume_in_use(volume_id, self.cfg.snapshots_block_delete)
             if in_use:
                 raise FailedPrecondition(f"volume {volume_id!r} is still {in_use}")
             self.store.delete_volume(volume)

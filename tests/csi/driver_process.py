@@ -9,6 +9,7 @@ out gRPC stubs for the five CSI services, and can stop the driver gracefully
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import signal
 import subprocess
@@ -181,6 +182,30 @@ class DriverProcess:
             return self.stderr_path.read_text(errors="replace")
         except FileNotFoundError:
             return ""
+
+
+def rpc_lines(proc: DriverProcess) -> list[dict]:
+    """The driver's per-RPC JSON log lines so far, in order."""
+    found = []
+    for line in proc.stderr().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "method" in entry:
+            found.append(entry)
+    return found
+
+
+def log_lines(proc: DriverProcess, method_suffix: str, wanted: int = 1) -> list[dict]:
+    """The JSON log lines for one method; waits briefly for the driver to flush them."""
+    found: list[dict] = []
+    for _ in range(100):
+        found = [e for e in rpc_lines(proc) if str(e["method"]).endswith(method_suffix)]
+        if len(found) >= wanted:
+            return found
+        time.sleep(0.05)
+    return found
 
 
 def mount_points_under(root: Path) -> list[str]:

@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from csi_protos import csi_pb2
-from tests.csi.driver_process import DriverProcess, Stubs
+from tests.csi.conftest import SpawnDriver
+from tests.csi.driver_process import DriverProcess, Stubs, log_lines
 from tests.csi.sanity_support import (
     GiB,
     expect_error_code,
@@ -211,6 +212,111 @@ CASES: list[Case] = [
         lambda: csi_pb2.GetCapacityRequest(volume_capabilities=[csi_pb2.VolumeCapability()]),
         INVALID,
     ),
+    (
+        "group snapshot: a source volume id > 128 bytes (repeated field)",
+        lambda s: s.group_controller.CreateVolumeGroupSnapshot,
+        lambda: csi_pb2.CreateVolumeGroupSnapshotRequest(name="g", source_volume_ids=["v", LONG]),
+        INVALID,
+    ),
+    (
+        "delete group snapshot: a snapshot id > 128 bytes (repeated field)",
+        lambda s: s.group_controller.DeleteVolumeGroupSnapshot,
+        lambda: csi_pb2.DeleteVolumeGroupSnapshotRequest(group_snapshot_id="g",
+                                                         snapshot_ids=[LONG]),
+        INVALID,
+    ),
+    (
+        "create: a mount flag > 128 bytes (repeated field of a nested message)",
+        lambda s: s.controller.CreateVolume,
+        lambda: cv(caps=[mount_with(mount_flags=[LONG])]),
+        INVALID,
+    ),
+    (
+        "create: topology segments > 4 KiB (a map in a repeated message)",
+        lambda s: s.controller.CreateVolume,
+        lambda: with_requisite(cv(), BIG_MAP),
+        INVALID,
+    ),
+]
+
+
+def mount_with(**mount: Any) -> csi_pb2.VolumeCapability:
+    return csi_pb2.VolumeCapability(
+        access_mode=CAP.access_mode, mount=csi_pb2.VolumeCapability.MountVolume(**mount)
+    )
+
+
+def with_requisite(req: csi_pb2.CreateVolumeRequest, segments: dict[str, str]
+                   ) -> csi_pb2.CreateVolumeRequest:
+    req.accessibility_requirements.requisite.add().segments.update(segments)
+    return req
+
+
+def with_snapshot_source(req: csi_pb2.CreateVolumeRequest, snapshot_id: str
+                         ) -> csi_pb2.CreateVolumeRequest:
+    req.volume_content_source.snapshot.snapshot_id = snapshot_id
+    return req
+
+
+NulCase = tuple[str, Callable[[Stubs], Any], Callable[[], Any]]
+
+
+def streamed(call: Callable[..., Any]) -> Callable[..., Any]:
+    """A server-streaming call as a unary one: its answer is the drained stream."""
+    return lambda request, timeout: list(call(request, timeout=timeout))
+
+
+# A NUL byte in any string (ids, names, paths, map keys and values, repeated items):
+# no id, name or path may hold one (it would cut a C string, a file name, a log line).
+NUL_CASES: list[NulCase] = [
+    ("create: name", lambda s: s.controller.CreateVolume, lambda: cv(name="a\0b")),
+    ("create: a parameters key", lambda s: s.controller.CreateVolume,
+     lambda: cv(parameters={"k\0": "v"})),
+    ("create: a parameters value", lambda s: s.controller.CreateVolume,
+     lambda: cv(parameters={"k": "v\0"})),
+    ("create: a secrets value", lambda s: s.controller.CreateVolume,
+     lambda: cv(secrets={"token": "s\0"})),
+    ("create: a mutable parameters key", lambda s: s.controller.CreateVolume,
+     lambda: cv(mutable_parameters={"iops\0": "1"})),
+    ("create: a mount flag", lambda s: s.controller.CreateVolume,
+     lambda: cv(caps=[mount_with(mount_flags=["ro", "x\0"])])),
+    ("create: fs_type", lambda s: s.controller.CreateVolume,
+     lambda: cv(caps=[mount_with(fs_type="ext4\0")])),
+    ("create: volume_mount_group", lambda s: s.controller.CreateVolume,
+     lambda: cv(caps=[mount_with(volume_mount_group="1\0")])),
+    ("create: a topology segment", lambda s: s.controller.CreateVolume,
+     lambda: with_requisite(cv(), {"zone": "a\0"})),
+    ("create: the source snapshot id", lambda s: s.controller.CreateVolume,
+     lambda: with_snapshot_source(cv(), "snap\0")),
+    ("delete: volume_id", lambda s: s.controller.DeleteVolume,
+     lambda: csi_pb2.DeleteVolumeRequest(volume_id="v\0")),
+    ("controller publish: node_id", lambda s: s.controller.ControllerPublishVolume,
+     lambda: csi_pb2.ControllerPublishVolumeRequest(volume_id="v", node_id="n\0",
+                                                    volume_capability=CAP)),
+    ("stage: staging_target_path", lambda s: s.node.NodeStageVolume,
+     lambda: csi_pb2.NodeStageVolumeRequest(volume_id="v", staging_target_path="/tmp/\0s",
+                                            volume_capability=CAP)),
+    ("node publish: target_path", lambda s: s.node.NodePublishVolume,
+     lambda: csi_pb2.NodePublishVolumeRequest(volume_id="v", target_path="/tmp/t\0",
+                                              staging_target_path="/tmp",
+                                              volume_capability=CAP)),
+    ("node publish: a volume_context value", lambda s: s.node.NodePublishVolume,
+     lambda: csi_pb2.NodePublishVolumeRequest(
+         volume_id="v", target_path="/tmp/t", staging_target_path="/tmp",
+         volume_capability=CAP, volume_context={"csi.storage.k8s.io/ephemeral": "true\0"})),
+    ("stats: volume_path", lambda s: s.node.NodeGetVolumeStats,
+     lambda: csi_pb2.NodeGetVolumeStatsRequest(volume_id="v", volume_path="/tmp\0")),
+    ("snapshot: source_volume_id", lambda s: s.controller.CreateSnapshot,
+     lambda: csi_pb2.CreateSnapshotRequest(name="s", source_volume_id="v\0")),
+    ("list snapshots: snapshot_id", lambda s: s.controller.ListSnapshots,
+     lambda: csi_pb2.ListSnapshotsRequest(snapshot_id="s\0")),
+    ("group snapshot: a source volume id", lambda s: s.group_controller.CreateVolumeGroupSnapshot,
+     lambda: csi_pb2.CreateVolumeGroupSnapshotRequest(name="g", source_volume_ids=["v", "w\0"])),
+    ("modify: a mutable parameters key", lambda s: s.controller.ControllerModifyVolume,
+     lambda: csi_pb2.ControllerModifyVolumeRequest(volume_id="v",
+                                                   mutable_parameters={"\0": "1"})),
+    ("metadata: snapshot_id", lambda s: streamed(s.snapshot_metadata.GetMetadataAllocated),
+     lambda: csi_pb2.GetMetadataAllocatedRequest(snapshot_id="s\0")),
 ]
 
 
@@ -227,6 +333,35 @@ def test_bad_input_gets_the_spec_code_and_the_server_keeps_serving(
     err = expect_error_code(rpc(driver.stubs), request_factory(), code)
     assert err.code() != grpc.StatusCode.UNKNOWN
     assert driver.stubs.identity.Probe(csi_pb2.ProbeRequest()).ready.value
+
+
+@pytest.mark.parametrize(("rpc", "request_factory"), [c[1:] for c in NUL_CASES],
+                         ids=[c[0] for c in NUL_CASES])
+def test_a_nul_byte_in_any_string_field_is_invalid_argument(
+    driver: DriverProcess, rpc: Callable[[Stubs], Any], request_factory: Callable[[], Any]
+) -> None:
+    err = expect_error_code(rpc(driver.stubs), request_factory(), INVALID)
+    assert "NUL" in err.details()
+    assert driver.stubs.identity.Probe(csi_pb2.ProbeRequest()).ready.value
+
+
+def test_error_details_are_cut_to_fit_grpc_metadata_and_the_cut_is_marked(
+    driver: DriverProcess,
+) -> None:
+    """30 unknown mutable keys of 128 bytes each (under the 4 KiB map limit) would make a
+    message that percent-encodes past the 8 KiB metadata limit: the client would see
+    RESOURCE_EXHAUSTED from its own transport instead of the answer."""
+    keys = {"é" * 63 + f"{i:02d}": "1" for i in range(30)}
+    err = expect_error_code(
+        driver.stubs.controller.ControllerModifyVolume,
+        csi_pb2.ControllerModifyVolumeRequest(volume_id="any", mutable_parameters=keys),
+        INVALID,
+    )
+    details = err.details()
+    assert details.startswith("unsupported mutable parameters: ")
+    assert details.endswith("…[cut]")
+    assert "\ufffd" not in details  # cut at a character boundary
+    assert len(details.encode()) <= 2048
 
 
 @pytest.mark.parametrize(
@@ -249,17 +384,60 @@ def test_node_publish_to_a_wrong_target_path_is_refused_without_unknown(
     assert driver.stubs.identity.Probe(csi_pb2.ProbeRequest()).ready.value
 
 
-def test_a_garbage_payload_is_refused_and_the_server_keeps_serving(driver: DriverProcess) -> None:
-    """Bytes that are not a CreateVolumeRequest (a truncated varint) fail cleanly."""
-    call = driver.stubs.channel.unary_unary(
-        "/csi.v1.Controller/CreateVolume",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
-    )
-    with pytest.raises(grpc.RpcError) as err:
-        call(b"\x0a\xff\xff\xff\xff\xff")
-    assert err.value.code() != grpc.StatusCode.OK
+def _string_field(message: type, field: str, raw: bytes) -> bytes:
+    """The wire bytes of ``message`` with only string ``field`` set to ``raw`` (any bytes)."""
+    number = message.DESCRIPTOR.fields_by_name[field].number  # type: ignore[attr-defined]
+    assert number < 16 and len(raw) < 128  # a one-byte tag and a one-byte length
+    return bytes([number << 3 | 2, len(raw)]) + raw
+
+
+UNDECODABLE = [
+    pytest.param("/csi.v1.Controller/CreateVolume", b"\x0a\xff\xff\xff\xff\xff", "",
+                 id="a truncated varint"),
+    pytest.param("/csi.v1.Controller/CreateVolume",
+                 _string_field(csi_pb2.CreateVolumeRequest, "name", b"\xff\xfe"), "utf-8",
+                 id="invalid UTF-8 in a string field"),
+    pytest.param("/csi.v1.Node/NodePublishVolume",
+                 _string_field(csi_pb2.NodePublishVolumeRequest, "target_path", b"/tmp/\xc3"),
+                 "utf-8", id="a path cut inside a UTF-8 sequence"),
+    pytest.param("/csi.v1.SnapshotMetadata/GetMetadataAllocated",
+                 _string_field(csi_pb2.GetMetadataAllocatedRequest, "snapshot_id", b"\x80"),
+                 "utf-8", id="invalid UTF-8 to a streaming RPC"),
+]
+
+
+@pytest.mark.parametrize(("method", "body", "named"), UNDECODABLE)
+def test_an_undecodable_body_is_internal_naming_the_decode_failure(
+    driver: DriverProcess, method: str, body: bytes, named: str
+) -> None:
+    """As Go gRPC servers answer: INTERNAL "grpc: error unmarshalling request: …"."""
+    channel = driver.stubs.channel
+    raw = {"request_serializer": bytes, "response_deserializer": bytes}
+    call = (streamed(channel.unary_stream(method, **raw)) if "Metadata" in method
+            else channel.unary_unary(method, **raw))
+    details = expect_error_code(call, body, grpc.StatusCode.INTERNAL).details()
+    prefix = "grpc: error unmarshalling request: "
+    assert details.startswith(prefix) and len(details) > len(prefix)
+    assert named in details.lower()
     assert driver.stubs.identity.Probe(csi_pb2.ProbeRequest()).ready.value
+
+
+def test_an_undecodable_body_is_logged_as_one_json_line(spawn_driver: SpawnDriver) -> None:
+    proc = spawn_driver()
+    body = _string_field(csi_pb2.CreateVolumeRequest, "name", b"\xff")
+    call = proc.stubs.channel.unary_unary("/csi.v1.Controller/CreateVolume",
+                                          request_serializer=lambda b: b,
+                                          response_deserializer=lambda b: b)
+    with pytest.raises(grpc.RpcError):
+        call(body, timeout=30)
+    proc.stubs.identity.Probe(csi_pb2.ProbeRequest())
+    assert log_lines(proc, "Probe")  # written after the CreateVolume line
+    lines = log_lines(proc, "/CreateVolume")
+    assert len(lines) == 1
+    assert lines[0]["code"] == "INTERNAL"
+    assert lines[0]["error"].startswith("grpc: error unmarshalling request: ")
+    assert lines[0]["request_bytes"] == len(body)
+    assert "Traceback" not in proc.stderr()
 
 
 def test_an_unknown_method_is_unimplemented(driver: DriverProcess) -> None:

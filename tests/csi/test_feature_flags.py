@@ -200,6 +200,11 @@ def test_zero_max_volumes_per_node_means_unlimited(spawn_driver: SpawnDriver) ->
         ["--expansion", "sometimes"],
         ["--mount-method", "nfs"],
         ["--secret", "novalue"],
+        ["--allowed-target-root", "relative/dir"],
+        ["--fs-backend", "zfs"],
+        ["--orphan-sweep-interval", "0"],
+        ["--orphan-sweep-interval", "nan"],
+        ["--orphan-min-age", "-1"],
     ],
     ids=lambda a: " ".join(a),
 )

@@ -118,3 +118,28 @@ class TestListSnapshotsPagination:
             csi_pb2.ListSnapshotsRequest(starting_token="invalid-token"),
             grpc.StatusCode.ABORTED,
         )
+
+
+# Tokens we never hand out: '²' passes str.isdigit() but not int(); Arabic-Indic digits
+# pass both; 30 digits overflow SQLite's INTEGER; signs, spaces and leading zeros are not
+# ours either.
+MALFORMED_TOKENS = ["p²", "p\u0661\u0662", "p" + "9" * 30, "p9223372036854775808", "p-1",
+                    "p 1", "p01", "p", "1"]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS)
+@pytest.mark.parametrize("rpc", ["ListVolumes", "ListSnapshots"])
+def test_a_malformed_starting_token_is_aborted(
+    sanity: SanityContext, rpc: str, token: str
+) -> None:
+    request = getattr(csi_pb2, f"{rpc}Request")(starting_token=token)
+    expect_error_code(getattr(sanity.stubs.controller, rpc), request, grpc.StatusCode.ABORTED)
+
+
+def test_the_largest_sequence_sqlite_holds_is_a_valid_token_past_the_end(
+    sanity: SanityContext,
+) -> None:
+    rsp = sanity.stubs.controller.ListVolumes(
+        csi_pb2.ListVolumesRequest(starting_token=f"p{(1 << 63) - 1}")
+    )
+    assert not rsp.entries and not rsp.next_token

@@ -3,7 +3,9 @@
 Reference note: csi-driver-host-path deletes an attached volume with only a warning (or
 INTERNAL with -check-volume-lifecycle) and treats snapshots as independent; the spec's
 DeleteVolume table says "Volume in use → 9 FAILED_PRECONDITION", which DESIGN.md adopts
-for published volumes and for volumes with dependent snapshots.
+for published volumes.  Snapshots here are independent copies too, so a volume with
+snapshots is deleted and they stay usable, unless ``--snapshots-block-delete`` (for
+backends whose snapshots depend on their volume) answers FAILED_PRECONDITION.
 """
 
 from __future__ import annotations
@@ -55,21 +57,39 @@ class TestDeleteVolumeRules:
         )
         still_exists(sanity, vid)
 
-    def test_delete_of_a_volume_with_a_dependent_snapshot_fails_precondition(
+    def test_delete_of_a_volume_with_snapshots_succeeds_and_the_snapshots_stay(
         self, sanity: SanityContext
     ) -> None:
         vid = new_volume(sanity)
         snap = sanity.resources.must_create_snapshot(
             make_create_snapshot_req(unique_string("s"), vid)
+        ).snapshot
+        sanity.stubs.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=vid))
+        expect_error_code(sanity.stubs.controller.ControllerGetVolume,
+                          csi_pb2.ControllerGetVolumeRequest(volume_id=vid), NOT_FOUND)
+        kept = sanity.stubs.controller.GetSnapshot(
+            csi_pb2.GetSnapshotRequest(snapshot_id=snap.snapshot_id)).snapshot
+        assert kept.source_volume_id == vid and kept.ready_to_use
+        listed = sanity.stubs.controller.ListSnapshots(
+            csi_pb2.ListSnapshotsRequest(source_volume_id=vid)).entries
+        assert [e.snapshot.snapshot_id for e in listed] == [snap.snapshot_id]
+
+    def test_with_snapshots_block_delete_a_volume_with_a_snapshot_fails_precondition(
+        self, spawn_driver: SpawnDriver, make_sanity: MakeSanity
+    ) -> None:
+        ctx = make_sanity(spawn_driver("--snapshots-block-delete", node_id="sanity-node"))
+        vid = new_volume(ctx)
+        snap = ctx.resources.must_create_snapshot(
+            make_create_snapshot_req(unique_string("s"), vid)
         )
         expect_error_code(
-            sanity.stubs.controller.DeleteVolume,
+            ctx.stubs.controller.DeleteVolume,
             csi_pb2.DeleteVolumeRequest(volume_id=vid),
             FAILED_PRECONDITION,
         )
-        still_exists(sanity, vid)
-        sanity.resources.delete_snapshot(snap.snapshot.snapshot_id)
-        sanity.resources.delete_volume(vid)
+        still_exists(ctx, vid)
+        ctx.resources.delete_snapshot(snap.snapshot.snapshot_id)
+        ctx.resources.delete_volume(vid)
 
     def test_delete_twice_answers_ok_both_times(self, sanity: SanityContext) -> None:
         vid = new_volume(sanity)

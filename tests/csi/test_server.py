@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import grpc
@@ -25,7 +25,15 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from csi_protos import csi_pb2, csi_pb2_grpc
 from tests.csi.conftest import SpawnDriver
-from tests.csi.driver_process import PYTHON, REPO, DriverProcess, short_tmpdir, unmount_under
+from tests.csi.driver_process import (
+    PYTHON,
+    REPO,
+    DriverProcess,
+    log_lines,
+    rpc_lines,
+    short_tmpdir,
+    unmount_under,
+)
 from tests.csi.sanity_support import GiB, expect_error_code, make_create_volume_req
 
 CSI_SERVICES = {
@@ -36,24 +44,6 @@ CSI_SERVICES = {
     "csi.v1.Node",
 }
 SECRET_VALUE = "s3cr3t-do-not-log"
-
-
-def log_lines(proc: DriverProcess, method_suffix: str, wanted: int = 1) -> list[dict]:
-    """The JSON log lines for one method; waits briefly for the driver to flush them."""
-    found: list[dict] = []
-    for _ in range(100):
-        found = []
-        for line in proc.stderr().splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and str(entry.get("method", "")).endswith(method_suffix):
-                found.append(entry)
-        if len(found) >= wanted:
-            return found
-        time.sleep(0.05)
-    return found
 
 
 class TestDiscovery:
@@ -196,20 +186,8 @@ class TestLogging:
         self, spawn_driver: SpawnDriver
     ) -> None:
         proc = spawn_driver()
-
-        def rpc_lines() -> list[dict]:
-            out = []
-            for line in proc.stderr().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(entry, dict) and "method" in entry:
-                    out.append(entry)
-            return out
-
         before = len(log_lines(proc, "Probe"))
-        start = len(rpc_lines())
+        start = len(rpc_lines(proc))
         stubs = proc.stubs
         stubs.identity.GetPluginInfo(csi_pb2.GetPluginInfoRequest())
         stubs.controller.ListVolumes(csi_pb2.ListVolumesRequest())
@@ -223,10 +201,52 @@ class TestLogging:
             )
         stubs.identity.Probe(csi_pb2.ProbeRequest())
         assert len(log_lines(proc, "Probe", wanted=before + 1)) == before + 1
-        methods = [e["method"].rsplit("/", 1)[-1] for e in rpc_lines()[start:]]
+        methods = [e["method"].rsplit("/", 1)[-1] for e in rpc_lines(proc)[start:]]
         assert methods == [
             "GetPluginInfo", "ListVolumes", "DeleteVolume", "GetMetadataAllocated", "Probe"
         ]  # fmt: skip
+
+    def test_a_failure_logs_its_error_message_and_a_success_none(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+        with pytest.raises(grpc.RpcError) as err:
+            proc.stubs.controller.ControllerGetVolume(
+                csi_pb2.ControllerGetVolumeRequest(volume_id="missing-volume")
+            )
+        proc.stubs.identity.GetPluginInfo(csi_pb2.GetPluginInfoRequest())
+        failed = log_lines(proc, "ControllerGetVolume")[0]
+        assert failed["code"] == "NOT_FOUND"
+        assert failed["error"] == err.value.details() and "missing-volume" in failed["error"]
+        assert "error" not in log_lines(proc, "GetPluginInfo")[0]
+
+    def test_creates_log_the_ids_they_answered_with(self, spawn_driver: SpawnDriver) -> None:
+        proc = spawn_driver()
+        ctrl = proc.stubs.controller
+        vid = ctrl.CreateVolume(make_create_volume_req("with-ids", GiB)).volume.volume_id
+        sid = ctrl.CreateSnapshot(
+            csi_pb2.CreateSnapshotRequest(name="with-ids-snap", source_volume_id=vid)
+        ).snapshot.snapshot_id
+        group = proc.stubs.group_controller.CreateVolumeGroupSnapshot(
+            csi_pb2.CreateVolumeGroupSnapshotRequest(name="with-ids-group", source_volume_ids=[vid])
+        ).group_snapshot
+        assert log_lines(proc, "/CreateVolume")[0]["volume_id"] == vid
+        assert log_lines(proc, "/CreateSnapshot")[0]["snapshot_id"] == sid
+        entry = log_lines(proc, "/CreateVolumeGroupSnapshot")[0]
+        assert entry["group_snapshot_id"] == group.group_snapshot_id
+        assert entry["snapshot_ids"] == [s.snapshot_id for s in group.snapshots]
+
+    def test_a_refused_secret_stays_out_of_the_error_and_the_log(
+        self, spawn_driver: SpawnDriver
+    ) -> None:
+        proc = spawn_driver()
+        req = make_create_volume_req("nul-secret", GiB)
+        req.secrets["token"] = SECRET_VALUE + "\0"
+        err = expect_error_code(proc.stubs.controller.CreateVolume, req,
+                                grpc.StatusCode.INVALID_ARGUMENT)
+        assert "secrets" in err.details() and SECRET_VALUE not in err.details()
+        assert log_lines(proc, "/CreateVolume")[0]["error"] == err.details()
+        assert SECRET_VALUE not in proc.stderr()
 
     def test_a_node_secret_is_not_logged_either(self, spawn_driver: SpawnDriver) -> None:
         proc = spawn_driver()
@@ -245,6 +265,56 @@ class TestLogging:
             proc.stubs.node.NodeStageVolume(req)
         assert log_lines(proc, "NodeStageVolume")
         assert SECRET_VALUE not in proc.stderr()
+
+
+class TestCommandLine:
+    def test_every_flag_in_help_has_a_help_text_and_shows_its_default(self) -> None:
+        from csi_driver.cli import build_parser
+
+        env = dict(os.environ, COLUMNS="100")
+        out = subprocess.run([PYTHON, "-m", "csi_driver", "--help"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        options = out.split("options:", 1)[1]
+        blocks: dict[str, str] = {}  # first flag of an entry → its text after the flags
+        for entry in re.split(r"\n(?=  -)", options):
+            flags = re.findall(r"^\s*(-[^ ]*(?: [A-Z_={},|a-z-]+)?(?:, -[^ ]*)*)", entry)
+            if flags:
+                text = entry.strip()[len(flags[0].strip()):]
+                blocks[flags[0].split()[0].rstrip(",")] = " ".join(text.split())
+        wanted = [a.option_strings[0] for a in build_parser()._actions
+                  if a.option_strings and a.dest != "help"]
+        assert wanted and set(wanted) <= set(blocks), sorted(set(wanted) - set(blocks))
+        for flag in wanted:
+            text = blocks[flag]
+            assert "default:" in text, f"{flag} does not show its default: {text!r}"
+            described = re.sub(r"\(?default:[^)]*\)?", "", text)
+            assert len(described.split()) >= 3, f"{flag} has no help text: {text!r}"
+
+    @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+    def test_without_state_dir_the_first_log_line_says_where_state_goes(self) -> None:
+        """As root the default is /var/lib/csi-mini: the driver runs in a private mount
+        namespace with a tmpfs over /var/lib, so the host's directory is never touched;
+        otherwise HOME points into a temp dir."""
+        sock_dir = short_tmpdir("csil")
+        env = {k: v for k, v in os.environ.items() if k != "CSI_ENDPOINT"}
+        argv = [PYTHON, "-m", "csi_driver", "--endpoint", f"unix://{sock_dir}/csi.sock"]
+        if os.geteuid() == 0:
+            expected = "/var/lib/csi-mini"
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t tmpfs csi-test /var/lib && exec "$@"', "sh", *argv]
+        else:
+            env["HOME"] = str(sock_dir / "home")
+            expected = str(sock_dir / "home" / ".local" / "state" / "csi-mini")
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline()
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=15)
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        assert f"state goes to {expected} " in first and "--state-dir" in first, first
 
 
 class TestRequiredSecrets:

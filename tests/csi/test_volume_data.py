@@ -82,6 +82,26 @@ class TestDataCopies:
         target = publish(flow, restored)
         assert (target / "dir" / "payload.bin").read_bytes() == b"snapshot me" * 1000
 
+    def test_a_snapshot_restores_after_its_source_volume_was_deleted(
+        self, flow: NodeFlow
+    ) -> None:
+        """Snapshots are independent copies: deleting the source (allowed by default, as in
+        csi-driver-host-path) leaves every snapshot restorable, data included."""
+        origin = flow.res.must_create_volume(make_create_volume_req(unique_string("gone"), GiB))
+        oid = origin.volume.volume_id
+        target = publish(flow, origin)
+        (target / "kept.txt").write_text("outlives the volume")
+        snap = flow.res.must_create_snapshot(make_create_snapshot_req(unique_string("s"), oid))
+        unpublish(flow, oid)
+        flow.res.delete_volume(oid)
+        expect_error_code(flow.ctx.stubs.controller.ControllerGetVolume,
+                          csi_pb2.ControllerGetVolumeRequest(volume_id=oid),
+                          grpc.StatusCode.NOT_FOUND)
+
+        restored = create_from(flow, snapshot_id=snap.snapshot.snapshot_id)
+        target = publish(flow, restored)
+        assert (target / "kept.txt").read_text() == "outlives the volume"
+
     def test_a_clone_holds_the_source_data_and_is_independent_of_it(self, flow: NodeFlow) -> None:
         origin = flow.res.must_create_volume(make_create_volume_req(unique_string("src"), GiB))
         oid = origin.volume.volume_id

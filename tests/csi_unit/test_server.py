@@ -103,6 +103,24 @@ async def test_an_unexpected_exception_becomes_internal_not_unknown(running, mon
     await running.identity.Probe(csi_pb2.ProbeRequest())
 
 
+async def test_a_long_unexpected_error_is_cut_to_valid_utf8_and_marked(running, monkeypatch):
+    """A lone surrogate (as in an undecodable file name) and 10,000 characters: the
+    details stay valid UTF-8, within MAX_DETAILS_BYTES, with the cut marked."""
+    from csi_driver.interceptors import CUT_MARK, MAX_DETAILS_BYTES
+
+    def broken(*args):
+        raise OSError(f"cannot read /data/\udcff{'é' * 10_000}")
+
+    monkeypatch.setattr(running.driver.runtime.volumes, "get_capacity", broken)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await running.controller.GetCapacity(csi_pb2.GetCapacityRequest())
+    assert err.value.code() == grpc.StatusCode.INTERNAL
+    details = err.value.details()
+    assert "/data/\\udcff" in details and details.endswith(CUT_MARK)
+    assert len(details.encode()) <= MAX_DETAILS_BYTES
+    assert (await running.log_lines())[-1]["error"] == details
+
+
 async def test_log_line_per_rpc_redacts_secrets(running):
     await running.controller.CreateVolume(csi_pb2.CreateVolumeRequest(
         name="v", volume_capabilities=[MOUNT_CAP], secrets={"password": "hunter2"}
@@ -113,7 +131,7 @@ async def test_log_line_per_rpc_redacts_secrets(running):
     assert line["method"] == "/csi.v1.Controller/CreateVolume"
     assert line["code"] == "OK"
     assert line["request"]["secrets"] == {"password": "***stripped***"}
-    assert set(line) == {"ts", "method", "request", "code", "duration_ms"}
+    assert set(line) == {"ts", "method", "request", "code", "duration_ms", "volume_id"}
 
 
 async def test_oversize_name_is_invalid_argument(running):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import time
 
 import pytest
 
@@ -183,29 +185,67 @@ def test_preferred_topology_places_the_volume_on_that_node(domain):
     assert v.accessible_topology == [node_topology]
 
 
-def test_delete_volume_with_a_snapshot_fails_precondition_until_the_snapshot_goes(domain):
-    v = domain.volumes.create_volume(create_args("v"))
+def test_delete_volume_with_a_snapshot_succeeds_and_the_snapshot_still_restores(domain):
+    v = domain.volumes.create_volume(create_args("v", 1 << 20, block_cap()))
+    with open(domain.data.volume_path(v.volume_id, "block"), "r+b") as f:
+        f.seek(4096)
+        f.write(b"block payload")
     snap = domain.snapshots.create_snapshot("s", v.volume_id, {})
-    with pytest.raises(FailedPrecondition):
-        domain.volumes.delete_volume(v.volume_id)
-    domain.snapshots.delete_snapshot(snap.snapshot_id)
     domain.volumes.delete_volume(v.volume_id)
+    assert domain.store.get_volume(v.volume_id) is None
+    assert domain.snapshots.get(snap.snapshot_id).source_volume_id == v.volume_id
+    restored = domain.volumes.create_volume(create_args(
+        "r", 1 << 20, block_cap(), source_type="snapshot", source_id=snap.snapshot_id))
+    with open(domain.data.volume_path(restored.volume_id, "block"), "rb") as f:
+        f.seek(4096)
+        assert f.read(13) == b"block payload"
 
 
-def test_sweep_removes_old_data_without_a_record_and_keeps_the_rest(domain):
+def test_with_snapshots_block_delete_a_volume_with_a_snapshot_fails_precondition(tmp_path):
+    d = make_domain(tmp_path, snapshots_block_delete=True)
+    v = d.volumes.create_volume(create_args("v"))
+    snap = d.snapshots.create_snapshot("s", v.volume_id, {})
+    with pytest.raises(FailedPrecondition):
+        d.volumes.delete_volume(v.volume_id)
+    d.snapshots.delete_snapshot(snap.snapshot_id)
+    d.volumes.delete_volume(v.volume_id)
+    d.store.close()
+
+
+def _records(domain):
+    return (lambda v: domain.store.get_volume(v) is not None,
+            lambda s: domain.store.get_snapshot(s) is not None)
+
+
+def test_sweep_removes_data_without_a_record_once_old_enough_and_keeps_the_rest(domain):
     kept = domain.volumes.create_volume(create_args("kept"))
     orphan = domain.data.volume_path("orphan-id", "mount")
-    os.makedirs(orphan)
-    old = 1_000_000.0
-    os.utime(orphan, (old, old))
-    os.utime(domain.data.volume_path(kept.volume_id, "mount"), (old, old))
-    fresh = domain.data.volume_path("being-created", "mount")
-    os.makedirs(fresh)
-    removed = domain.data.sweep(
-        lambda v: domain.store.get_volume(v) is not None,
-        lambda s: domain.store.get_snapshot(s) is not None,
-    )
-    assert removed == 1
+    os.makedirs(os.path.join(orphan, "sub"))
+    leftover_copy = domain.data.snapshot_path("snap-id", "block") + ".tmp"
+    with open(leftover_copy, "wb") as f:
+        f.truncate(1 << 20)
+    assert domain.data.sweep(*_records(domain), min_age=60) == 0  # too fresh: maybe in use
+    later = time.time() + 120
+    assert domain.data.sweep(*_records(domain), min_age=60, now=later) == 2
     assert not os.path.exists(orphan)
-    assert os.path.exists(fresh)
+    assert not os.path.exists(leftover_copy)
     assert os.path.exists(domain.data.volume_path(kept.volume_id, "mount"))
+
+
+def test_sweep_spares_a_fresh_copy_that_kept_its_sources_old_mtimes(domain):
+    """A directory copy keeps its source's mtimes (copystat), so a restore of an old
+    snapshot looks old by mtime while it is being made: the sweep goes by the newest
+    change (ctime counts) anywhere in the tree."""
+    source = domain.data.volume_path("source-id", "mount")
+    os.makedirs(source)
+    with open(os.path.join(source, "f"), "w") as f:
+        f.write("x")
+    old = time.time() - 3600
+    for path in (os.path.join(source, "f"), source):
+        os.utime(path, (old, old))
+    copy = domain.data.volume_path("copy-in-progress", "mount") + ".tmp"
+    shutil.copytree(source, copy)
+    assert os.stat(copy).st_mtime < time.time() - 3000
+    shutil.rmtree(source)
+    assert domain.data.sweep(*_records(domain), min_age=60) == 0
+    assert os.path.exists(copy)
