@@ -149,12 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "or auto (bind when the process may mount)")
     p.add_argument("--fs-backend", choices=FS_BACKENDS, default="auto",
                    help="loop: each filesystem volume is a sparse ext4 image loop-mounted "
-                   "at stage (needs root and mkfs.ext4); dir: a plain directory; auto: "
-                   "loop where possible")
+                   "at stage, with a real size (needs root and e2fsprogs; where the kernel "
+                   "denies growing a mounted filesystem, expansion becomes OFFLINE); dir: a "
+                   "plain directory; auto: loop where all of it works, else dir")
     p.add_argument("--allowed-target-root", type=_root, action="append", default=[],
                    metavar="DIR",
-                   help="NodePublish only below DIR (absolute; repeatable; default: "
-                   "anywhere)")
+                   help="NodeStage and NodePublish only below DIR (absolute; repeatable; "
+                   "default: anywhere)")
     p.add_argument("--durability", choices=DURABILITY_MODES, default="process",
                    help="process: every answered mutation survives kill -9 of the driver; "
                    "host: it also survives a host crash or power loss, each commit "

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 import grpc
@@ -64,6 +64,11 @@ def build_runtime(cfg: Config) -> Runtime:
     fs_backend, why_not_loop = loop_fs.resolve(cfg.fs_backend)
     if fs_backend == "loop":
         log.info("filesystem volumes are ext4 images, loop-mounted at stage")
+        if cfg.expansion == "online" and not loop_fs.grows_online():
+            # A published image cannot grow here, so ONLINE would be a false promise.
+            log.info("volume expansion is OFFLINE: this host denies growing a mounted "
+                     "filesystem (no CAP_SYS_RESOURCE)")
+            cfg = replace(cfg, expansion="offline")
     else:
         log.info("filesystem volumes are directories%s",
                  f" ({why_not_loop})" if why_not_loop else "")

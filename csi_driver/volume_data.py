@@ -9,6 +9,7 @@ import re
 import shutil
 import stat
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -263,10 +264,18 @@ class VolumeData:
 
     def delete_volume(self, volume_id: str, access_type: str) -> None:
         path = self.volume_path(volume_id, access_type)
-        if self._reaper is not None:
-            self._reaper.submit(self._remove, path)
-        else:
+        if self._reaper is None:
             self._remove(path)
+            return
+        # Renamed away at once, removed later: an id used again meanwhile (an inline
+        # ephemeral volume published anew) gets fresh data, never the doomed one.  A
+        # crash before the removal leaves a ``.tmp`` entry, which the sweep takes.
+        doomed = f"{path}.{uuid.uuid4().hex}.tmp"
+        try:
+            os.rename(path, doomed)
+        except FileNotFoundError:
+            return
+        self._reaper.submit(self._remove, doomed)
 
     def close(self) -> None:
         if self._reaper is not None:

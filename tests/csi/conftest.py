@@ -27,6 +27,7 @@ try:
 except ImportError:  # pragma: no cover - before `make protos` ran
     pytest.skip("csi_protos not generated yet", allow_module_level=True)
 
+from csi_driver import loop_fs
 from tests.csi.driver_process import DriverProcess, Stubs, short_tmpdir, unmount_under
 from tests.csi.sanity_support import SanityContext
 from tests.mount_namespace import is_private
@@ -166,14 +167,32 @@ def split_drivers() -> Iterator[tuple[DriverProcess, DriverProcess]]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture(params=["all", "split"])
+@pytest.fixture(scope="session")
+def loop_driver() -> Iterator[DriverProcess]:
+    """An all-mode driver whose filesystem volumes are ext4 images (``--fs-backend loop``)."""
+    reason = loop_fs.unavailable_reason()
+    if reason:
+        pytest.skip(f"no loop backend here: {reason}")
+    extra = shlex.split(os.environ.get("CSI_SANITY_DRIVER_ARGS", ""))
+    proc = DriverProcess(node_id="sanity-node", args=["--fs-backend", "loop", *extra])
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.cleanup()
+
+
+@pytest.fixture(params=["all", "split", "loop"])
 def sanity(request: pytest.FixtureRequest, make_sanity: MakeSanity) -> SanityContext:
-    """Each ported csi-sanity spec runs twice: against one ``--mode all`` process, and
-    with identity/node on a node process and controller RPCs on a controller process."""
+    """Each ported csi-sanity spec runs three times: against one ``--mode all`` process;
+    with identity/node on a node process and controller RPCs on a controller process;
+    and against an all-mode process whose filesystem volumes are loop-mounted images."""
     if request.param == "all":
         return make_sanity(request.getfixturevalue("driver"))
     if EXTERNAL_ENDPOINT:
         pytest.skip("an external driver is tested in the setup its endpoints give")
+    if request.param == "loop":
+        return make_sanity(request.getfixturevalue("loop_driver"))
     controller, node = request.getfixturevalue("split_drivers")
     return make_sanity(node, controller)
 

@@ -16,7 +16,7 @@ import pytest
 from csi_driver import loop_fs
 from csi_protos import csi_pb2
 from tests.csi.conftest import MakeSanity, SpawnDriver, needs_root
-from tests.csi.driver_process import unmount_under
+from tests.csi.driver_process import DriverProcess, unmount_under
 from tests.csi.mount_table import mount_count
 from tests.csi.node_flow import NodeFlow
 from tests.csi.sanity_support import (
@@ -89,14 +89,21 @@ class LoopVolume:
 
 
 @pytest.fixture
-def loop_ctx(spawn_driver: SpawnDriver, make_sanity: MakeSanity) -> SanityContext:
-    return make_sanity(spawn_driver("--fs-backend", "loop", node_id="loop-node"))
+def loop_proc(spawn_driver: SpawnDriver) -> DriverProcess:
+    return spawn_driver("--fs-backend", "loop", node_id="loop-node")
+
+
+@pytest.fixture
+def loop_ctx(loop_proc: DriverProcess, make_sanity: MakeSanity) -> SanityContext:
+    return make_sanity(loop_proc)
 
 
 @needs_root
-def test_a_filesystem_volume_is_an_ext4_image_mounted_at_stage(loop_ctx: SanityContext) -> None:
+def test_a_filesystem_volume_is_an_ext4_image_mounted_at_stage(
+    loop_proc: DriverProcess, loop_ctx: SanityContext
+) -> None:
     volume = LoopVolume(loop_ctx, 16 * MiB)
-    image = next(Path(p) for p in loop_ctx.stubs_state_dir.glob("volumes/*.ext4"))  # type: ignore[attr-defined]
+    (image,) = loop_proc.state_dir.glob(f"volumes/{volume.volume_id}.ext4")
     assert stat.S_IMODE(image.stat().st_mode) == 0o600
     assert image.stat().st_size == 16 * MiB
     assert image.stat().st_blocks * 512 < 16 * MiB  # sparse
@@ -125,48 +132,81 @@ def test_writing_past_the_size_fails_with_enospc_and_stats_are_the_filesystems(
     assert usage["INODES"].used == real.f_files - real.f_ffree
 
 
+def advertised_expansion(ctx: SanityContext) -> str:
+    rsp = ctx.stubs.identity.GetPluginCapabilities(csi_pb2.GetPluginCapabilitiesRequest())
+    kinds = [c.volume_expansion.type for c in rsp.capabilities if c.HasField("volume_expansion")]
+    return csi_pb2.PluginCapability.VolumeExpansion.Type.Name(kinds[0]) if kinds else ""
+
+
 @needs_root
-def test_node_expansion_grows_the_filesystem(loop_ctx: SanityContext) -> None:
+def test_expansion_is_advertised_online_only_where_a_mounted_filesystem_can_grow(
+    loop_ctx: SanityContext,
+) -> None:
+    assert advertised_expansion(loop_ctx) == ("ONLINE" if loop_fs.grows_online() else "OFFLINE")
+
+
+@needs_root
+def test_node_expansion_grows_a_published_filesystem_online(loop_ctx: SanityContext) -> None:
+    if not loop_fs.grows_online():
+        pytest.skip("this host denies growing a mounted filesystem (no CAP_SYS_RESOURCE)")
     volume = LoopVolume(loop_ctx, 16 * MiB)
     volume.stage()
     target = volume.publish()
     write_until_full(target / "fill", 40 * MiB)
     before = volume.stats()["BYTES"].total
     volume.expand_controller(48 * MiB)
-    published_request = volume.expand_node_request(48 * MiB, str(target))
-    if loop_fs.grows_online():
-        loop_ctx.stubs.node.NodeExpandVolume(published_request)
-    else:  # this kernel denies online resizing: refused while published, done when only staged
-        err = expect_error_code(loop_ctx.stubs.node.NodeExpandVolume, published_request,
-                                grpc.StatusCode.FAILED_PRECONDITION)
-        assert "CAP_SYS_RESOURCE" in (err.details() or "")
-        volume.unpublish()
-        loop_ctx.stubs.node.NodeExpandVolume(
-            volume.expand_node_request(48 * MiB, loop_ctx.staging_path))
-        volume.publish()
-    after = volume.stats()["BYTES"].total
-    assert after > before + 24 * MiB
+    loop_ctx.stubs.node.NodeExpandVolume(volume.expand_node_request(48 * MiB, str(target)))
+    assert volume.stats()["BYTES"].total > before + 24 * MiB
+    written, err = write_until_full(target / "more", 16 * MiB)
+    assert err == 0 and written == 16 * MiB
+
+
+@needs_root
+def test_a_staged_unpublished_filesystem_grows_at_node_expansion(
+    spawn_driver: SpawnDriver, make_sanity: MakeSanity
+) -> None:
+    """Offline growth while only staged: unmounted, grown, mounted again."""
+    ctx = make_sanity(spawn_driver("--fs-backend", "loop", "--no-attach-required",
+                                   node_id="loop-node"))
+    volume = LoopVolume(ctx, 16 * MiB)
+    volume.stage()
+    target = volume.publish()
+    write_until_full(target / "fill", 40 * MiB)
+    before = volume.stats()["BYTES"].total
+    volume.unpublish()
+    volume.expand_controller(48 * MiB)
+    ctx.stubs.node.NodeExpandVolume(volume.expand_node_request(48 * MiB, ctx.staging_path))
+    assert mount_count(ctx.staging_path) == 1
+    volume.publish()
+    assert volume.stats()["BYTES"].total > before + 24 * MiB
     assert (target / "fill").stat().st_size > 0  # the data survived the growth
     written, err = write_until_full(target / "more", 16 * MiB)
     assert err == 0 and written == 16 * MiB
 
 
 @needs_root
-def test_a_published_volume_expanded_offline_grows_at_its_next_stage(
+def test_an_offline_expansion_grows_the_filesystem_at_the_next_stage(
     loop_ctx: SanityContext,
 ) -> None:
     volume = LoopVolume(loop_ctx, 16 * MiB)
     volume.stage()
-    volume.publish()
+    target = volume.publish()
+    (target / "data").write_text("before growing")
     before = volume.stats()["BYTES"].total
     volume.unpublish()
     loop_ctx.stubs.node.NodeUnstageVolume(csi_pb2.NodeUnstageVolumeRequest(
         volume_id=volume.volume_id, staging_target_path=loop_ctx.staging_path))
     assert mount_count(loop_ctx.staging_path) == 0
+    loop_ctx.stubs.controller.ControllerUnpublishVolume(csi_pb2.ControllerUnpublishVolumeRequest(
+        volume_id=volume.volume_id, node_id=volume.node_id))
     volume.expand_controller(40 * MiB)
-    volume.stage()
+    volume.pub = volume.flow.controller_publish(volume.vol, volume.node_id)
+    volume.stage()  # grows the filesystem before mounting it
+    loop_ctx.stubs.node.NodeExpandVolume(
+        volume.expand_node_request(40 * MiB, loop_ctx.staging_path))
     volume.publish()
     assert volume.stats()["BYTES"].total > before + 16 * MiB
+    assert (target / "data").read_text() == "before growing"
 
 
 @needs_root

@@ -406,3 +406,35 @@ def test_state_and_data_are_private_whatever_the_umask(setup: Setup) -> None:
     images = [k for k in modes if k.endswith(".img")]
     assert images and all(modes[k] == 0o600 for k in images)
     assert all(mode & 0o077 == 0 for mode in modes.values()), modes
+
+
+# -- 2. --allowed-target-root --------------------------------------------------------
+
+def test_allowed_target_roots_confine_stage_and_publish(
+    spawn_driver: SpawnDriver, make_sanity: MakeSanity, tmp_path: Path
+) -> None:
+    inside = make_sanity(spawn_driver("--allowed-target-root", str(tmp_path / "kubelet"),
+                                      node_id="confined"))
+    flow = NodeFlow(inside)
+    vol = flow.create_volume(unique_string("confined"))
+    pub = flow.controller_publish(vol, flow.node_info().node_id)
+    stage = csi_pb2.NodeStageVolumeRequest(
+        volume_id=vol.volume.volume_id, staging_target_path=inside.staging_path,
+        volume_capability=mount_capability())
+    err = expect_error_code(inside.stubs.node.NodeStageVolume, stage, INVALID_ARGUMENT)
+    assert "allowed" in (err.details() or "")
+    allowed = tmp_path / "kubelet"
+    (allowed / "stg").mkdir(parents=True)
+    stage.staging_target_path = str(allowed / "stg")
+    inside.resources.node_stage(stage)
+    publish = flow.publish_request(vol, pub, target=inside.target_path)
+    publish.staging_target_path = str(allowed / "stg")
+    expect_error_code(inside.stubs.node.NodePublishVolume, publish, INVALID_ARGUMENT)
+    assert not os.path.lexists(inside.target_path)
+    publish.target_path = str(allowed / "pod" / "mount")
+    inside.resources.node_publish(publish)
+    assert os.path.isdir(publish.target_path)
+    inside.stubs.node.NodeUnpublishVolume(csi_pb2.NodeUnpublishVolumeRequest(
+        volume_id=vol.volume.volume_id, target_path=publish.target_path))
+    inside.stubs.node.NodeUnstageVolume(csi_pb2.NodeUnstageVolumeRequest(
+        volume_id=vol.volume.volume_id, staging_target_path=str(allowed / "stg")))
