@@ -4,11 +4,17 @@ costs a CNI plugin more start-up time than all its own work).
 Parsing uses the C scanner behind json (_json.make_scanner); output is written
 exactly as Go's encoding/json does (json.MarshalIndent with four spaces, <, >
 and & escaped), which is how the reference plugins print.
+
+Every way a document can fail to parse is a ValueError: input that ends early reads
+as Go's "unexpected end of JSON input" (what the reference plugins answer), other
+syntax errors carry json's own message and position, and nesting deeper than the
+interpreter's recursion limit is "exceeded max depth" (Go allows 10,000 levels).
 """
 
 from __future__ import annotations
 
 import _json
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,15 +64,41 @@ def loads(data: bytes | str) -> Any:
             raise ValueError(f"invalid UTF-8 in JSON: {e}") from e
     else:
         text = data
-    idx = _skip_space(text, 0)
-    try:
-        obj, end = _scan(text, idx)
-    except StopIteration as e:
-        raise ValueError(f"Expecting value: {_position(text, int(e.value))}") from None
+    obj, end = _scan_value(text, _skip_space(text, 0))
     end = _skip_space(text, end)
     if end != len(text):
         raise ValueError(f"Extra data: {_position(text, end)}")
     return obj
+
+
+def _scan_value(text: str, idx: int) -> tuple[Any, int]:
+    try:
+        return _scan(text, idx)
+    except StopIteration as e:
+        raise _syntax_error("Expecting value", text, int(e.value)) from None
+    except RecursionError:
+        raise ValueError("exceeded max depth") from None
+    except SystemError:
+        # CPython 3.11's scanner builds every other syntax error from
+        # json.decoder.JSONDecodeError, which it looks up in sys.modules without importing
+        # it: in a plugin that never imported json the lookup finds nothing and the scanner
+        # returns NULL with no exception set. Load it (on this failure path only) and rescan.
+        if "json.decoder" in sys.modules:
+            raise
+        import json.decoder  # noqa: F401
+
+        return _scan_value(text, idx)
+    except ValueError as e:  # json.decoder.JSONDecodeError, or a constant refused
+        pos = getattr(e, "pos", None)
+        if pos is None:
+            raise
+        raise _syntax_error(str(getattr(e, "msg", e)), text, int(pos)) from None
+
+
+def _syntax_error(msg: str, text: str, pos: int) -> ValueError:
+    if pos >= len(text) or msg.startswith("Unterminated string"):
+        return ValueError("unexpected end of JSON input")
+    return ValueError(f"{msg}: {_position(text, pos)}")
 
 
 _GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),

@@ -35,6 +35,24 @@ def test_loads_rejects_what_is_not_one_json_document(doc: str | bytes) -> None:
         loads(doc)
 
 
+@pytest.mark.parametrize("doc", ["", "  ", "{", '{"a"', '{"a":1,', '{"a": "b', '"x\\', "[", "[1 "])
+def test_loads_says_where_input_ends_early_as_go_does(doc: str) -> None:
+    with pytest.raises(ValueError, match=r"^unexpected end of JSON input$"):
+        loads(doc)
+
+
+@pytest.mark.parametrize("doc", ["[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000])
+def test_loads_refuses_nesting_deeper_than_it_can_decode(doc: str) -> None:
+    with pytest.raises(ValueError, match=r"^exceeded max depth$"):
+        loads(doc)
+
+
+def test_loads_names_the_reason_and_position_of_a_syntax_error() -> None:
+    with pytest.raises(ValueError) as info:
+        loads('{"a" 1}')
+    assert str(info.value) == "Expecting ':' delimiter: line 1 column 6 (char 5)"
+
+
 @pytest.mark.parametrize("doc", DOCS)
 def test_dumps_writes_what_go_marshal_indent_writes(doc: str) -> None:
     obj = json.loads(doc)
