@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cni_plugin.errors import ERR_DECODING_FAILURE, ERR_INVALID_NETWORK_CONFIG
+from cni_plugin.gojson import MAX_DEPTH
 from cni_plugin.install import EXECUTABLES
 from tests.netns_support import REFERENCE_DIR, needs_reference
 
@@ -62,8 +63,24 @@ def test_json_nested_a_thousand_deep_is_a_decoding_failure(name: str, command: s
                                                            cni_bin: str, sandbox: str) -> None:
     for shape, stdin in NESTED.items():
         reply = error_reply(run(cni_bin, name, command, stdin, sandbox))
-        assert reply == {"cniVersion": "1.1.0", "code": ERR_DECODING_FAILURE,
-                         "msg": "error unmarshall network config: exceeded max depth"}, shape
+        assert set(reply) == {"cniVersion", "code", "msg"}
+        assert reply["code"] == ERR_DECODING_FAILURE, shape
+        assert reply["msg"].startswith(
+            f"error unmarshall network config: exceeded max depth of {MAX_DEPTH}: "), shape
+
+
+def test_the_same_depth_limit_holds_wherever_a_plugin_parses_its_stdin(cni_bin: str,
+                                                                        sandbox: str) -> None:
+    """The skel and then the plugin parse stdin at different stack depths: both must
+    agree, so a config nested up to the limit is served and one level more is refused."""
+    def conf(depth: int) -> str:  # the object itself is the first level
+        inner = depth - 1
+        return '{"cniVersion":"1.1.0","name":"n","x":' + "[" * inner + "]" * inner + "}"
+
+    served = run(cni_bin, "emu-noop", "ADD", conf(MAX_DEPTH), sandbox)
+    assert (served.status, served.json()) == (0, {"cniVersion": "1.1.0"})
+    refused = error_reply(run(cni_bin, "emu-noop", "ADD", conf(MAX_DEPTH + 1), sandbox))
+    assert refused["code"] == ERR_DECODING_FAILURE
 
 
 @pytest.mark.parametrize("name", sorted(EXECUTABLES))
