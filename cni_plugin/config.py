@@ -42,7 +42,7 @@ class NetConf(Record):
         self.capabilities: dict[str, bool] = capabilities or {}
         self.dataplane = dataplane
         self.dataplane_dir = dataplane_dir
-        self.valid_attachments = valid_attachments
+        self.valid_attachments: list[tuple[str, str]] = valid_attachments or []
         self.raw: dict[str, Any] = raw or {}
 
     @property
@@ -94,7 +94,7 @@ def load_netconf(stdin_data: bytes) -> NetConf:
         runtime_config=runtime_config, args=args,
         capabilities={k: bool(v) for k, v in capabilities.items()},
         dataplane=dataplane, dataplane_dir=dataplane_dir,
-        valid_attachments=_valid_attachments(conf), raw=conf)
+        valid_attachments=valid_attachments(conf), raw=conf)
 
 
 def parse_prev_result(conf: dict[str, Any], conf_version: str) -> Result | None:
@@ -108,10 +108,15 @@ def parse_prev_result(conf: dict[str, Any], conf_version: str) -> Result | None:
         raise internal(f"could not parse prevResult: {e}") from e
 
 
-def _valid_attachments(conf: dict[str, Any]) -> list[tuple[str, str]] | None:
+def valid_attachments(conf: dict[str, Any]) -> list[tuple[str, str]]:
+    """GC's cni.dev/valid-attachments as (container id, ifname) pairs.
+
+    Absent or null is an empty list, as the reference types decode it: libcni (and so
+    cnitool) sends no list when nothing is valid, and then every attachment is stale.
+    """
     raw = conf.get("cni.dev/valid-attachments")
     if raw is None:
-        return None
+        return []
     if not isinstance(raw, list) or not all(isinstance(a, dict) for a in raw):
         raise CNIError(ERR_INVALID_NETWORK_CONFIG,
                        "cni.dev/valid-attachments must be a list of objects")

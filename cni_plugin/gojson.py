@@ -4,17 +4,28 @@ costs a CNI plugin more start-up time than all its own work).
 Parsing uses the C scanner behind json (_json.make_scanner); output is written
 exactly as Go's encoding/json does (json.MarshalIndent with four spaces, <, >
 and & escaped), which is how the reference plugins print.
+
+Every way a document can fail to parse is a ValueError: input that ends early reads
+as Go's "unexpected end of JSON input" (what the reference plugins answer), other
+syntax errors carry json's own message and position, and nesting deeper than
+MAX_DEPTH is "exceeded max depth".
 """
 
 from __future__ import annotations
 
 import _json
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 _WHITESPACE = " \t\n\r"
+
+# Go's decoder allows 10,000 levels, but the C scanner recurses on the C stack within the
+# interpreter's recursion limit (about 1,000 frames, counting the caller's): a fixed limit
+# well under it gives every plugin, and every place that parses stdin, the same answer.
+MAX_DEPTH = 512
 
 
 def _reject_constant(name: str) -> object:
@@ -58,15 +69,64 @@ def loads(data: bytes | str) -> Any:
             raise ValueError(f"invalid UTF-8 in JSON: {e}") from e
     else:
         text = data
-    idx = _skip_space(text, 0)
-    try:
-        obj, end = _scan(text, idx)
-    except StopIteration as e:
-        raise ValueError(f"Expecting value: {_position(text, int(e.value))}") from None
+    _check_depth(text)
+    obj, end = _scan_value(text, _skip_space(text, 0))
     end = _skip_space(text, end)
     if end != len(text):
         raise ValueError(f"Extra data: {_position(text, end)}")
     return obj
+
+
+def _check_depth(text: str) -> None:
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return  # cannot nest deeper: the common case costs two counts
+    depth, idx, n, in_string = 0, 0, len(text), False
+    while idx < n:
+        c = text[idx]
+        if in_string:
+            if c == "\\":
+                idx += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"exceeded max depth of {MAX_DEPTH}: {_position(text, idx)}")
+        elif c in "]}":
+            depth -= 1
+        idx += 1
+
+
+def _scan_value(text: str, idx: int) -> tuple[Any, int]:
+    try:
+        return _scan(text, idx)
+    except StopIteration as e:
+        raise _syntax_error("Expecting value", text, int(e.value)) from None
+    except RecursionError:  # a caller already deep in recursion
+        raise ValueError(f"exceeded max depth: {_position(text, idx)}") from None
+    except SystemError:
+        # CPython 3.11's scanner builds every other syntax error from
+        # json.decoder.JSONDecodeError, which it looks up in sys.modules without importing
+        # it: in a plugin that never imported json the lookup finds nothing and the scanner
+        # returns NULL with no exception set. Load it (on this failure path only) and rescan.
+        if "json.decoder" in sys.modules:
+            raise
+        import json.decoder  # noqa: F401
+
+        return _scan_value(text, idx)
+    except ValueError as e:  # json.decoder.JSONDecodeError, or a constant refused
+        pos = getattr(e, "pos", None)
+        if pos is None:
+            raise
+        raise _syntax_error(str(getattr(e, "msg", e)), text, int(pos)) from None
+
+
+def _syntax_error(msg: str, text: str, pos: int) -> ValueError:
+    if pos >= len(text) or msg.startswith("Unterminated string"):
+        return ValueError("unexpected end of JSON input")
+    return ValueError(f"{msg}: {_position(text, pos)}")
 
 
 _GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),

@@ -10,19 +10,16 @@ Idempotency, as the spec and the reference state it:
 - CHECK fails unless the attachment holds an address (and every prevResult
   address within our ranges is leased to it).
 - STATUS is code 50 when the dataDir is unusable or a range set is full.
-- GC releases leases of attachments missing from cni.dev/valid-attachments.
+- GC releases leases of attachments missing from cni.dev/valid-attachments; without
+  that list (libcni and cnitool send none when nothing is valid) it releases them all.
 """
 
 from __future__ import annotations
 
 import sys
 
-from cni_plugin.errors import (
-    ERR_INVALID_NETWORK_CONFIG,
-    ERR_PLUGIN_NOT_AVAILABLE,
-    CNIError,
-    internal,
-)
+from cni_plugin.config import valid_attachments
+from cni_plugin.errors import ERR_PLUGIN_NOT_AVAILABLE, CNIError, internal
 from cni_plugin.ipam.addr import IP, try_parse_ip
 from cni_plugin.ipam.allocator import Allocation, AllocationError, Allocator
 from cni_plugin.ipam.disk import DiskStore, StoreError
@@ -163,7 +160,7 @@ def cmd_gc(cmd: CmdArgs) -> None:
     from cni_plugin.ipam.gc import collect_garbage  # only this command needs it
 
     conf = load_config(cmd)
-    valid = _valid_attachments(conf.raw)
+    valid = set(valid_attachments(conf.raw))
     store = open_store(conf)
     try:
         with store:
@@ -172,14 +169,6 @@ def cmd_gc(cmd: CmdArgs) -> None:
         raise internal(str(exc)) from exc
     finally:
         store.close()
-
-
-def _valid_attachments(raw: dict[str, object]) -> set[tuple[str, str]]:
-    items = raw.get("cni.dev/valid-attachments")
-    if not isinstance(items, list) or not all(isinstance(a, dict) for a in items):
-        raise CNIError(ERR_INVALID_NETWORK_CONFIG,
-                       "GC needs cni.dev/valid-attachments: a list of objects")
-    return {(str(a.get("containerID", "")), str(a.get("ifname", ""))) for a in items}
 
 
 def _prev_result_addresses(raw: dict[str, object]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Lay our plugin executables into a CNI bin dir: python -m cni_plugin.install DIR.
+"""Lay our plugin executables into a CNI bin dir: python -m cni_plugin.install /ABS/DIR.
 
 Each executable is a tiny script whose shebang starts this interpreter directly
 with -I -S (isolated, no site import: nothing but the stdlib and this project
@@ -54,11 +54,19 @@ def install(bin_dir: str, interpreter: str = sys.executable) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m cni_plugin.install BIN_DIR", file=sys.stderr)
-        return 2
-    for path in install(args[0]):
+    import argparse  # the CLI only: importers (tests, kubelet_sim) call install()
+
+    parser = argparse.ArgumentParser(
+        prog="python -m cni_plugin.install",
+        description="Lay the emu-* CNI plugin executables into a CNI bin dir (created if "
+                    "missing); each starts this interpreter. Prints the paths written.")
+    parser.add_argument("dir", metavar="DIR",
+                        help="absolute path of the CNI bin dir, e.g. /opt/cni/bin "
+                             "(a runtime finds plugins by CNI_PATH, a list of absolute dirs)")
+    args = parser.parse_args(argv)
+    if not os.path.isabs(args.dir):
+        parser.error(f"DIR must be an absolute path, got {args.dir!r}")
+    for path in install(args.dir):
         print(path)
     return 0
 

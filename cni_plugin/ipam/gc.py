@@ -1,7 +1,8 @@
 """Garbage collection of leases whose attachment the runtime no longer knows.
 
 CNI 1.1.0 GC hands the plugin ``cni.dev/valid-attachments``; every lease on
-the network that belongs to none of them is released. A legacy lease (id only)
+the network that belongs to none of them is released (all of them when the list is
+absent: libcni sends none when nothing is valid). A legacy lease (id only)
 is kept while any valid attachment has its container id.
 """
 

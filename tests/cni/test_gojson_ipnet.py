@@ -10,6 +10,7 @@ import pytest
 
 from cni_plugin import ipnet
 from cni_plugin.gojson import (
+    MAX_DEPTH,
     _dumps_compact_slow,
     dumps_compact,
     dumps_indent,
@@ -33,6 +34,33 @@ def test_loads_agrees_with_json(doc: str) -> None:
 def test_loads_rejects_what_is_not_one_json_document(doc: str | bytes) -> None:
     with pytest.raises(ValueError):
         loads(doc)
+
+
+@pytest.mark.parametrize("doc", ["", "  ", "{", '{"a"', '{"a":1,', '{"a": "b', '"x\\', "[", "[1 "])
+def test_loads_says_where_input_ends_early_as_go_does(doc: str) -> None:
+    with pytest.raises(ValueError, match=r"^unexpected end of JSON input$"):
+        loads(doc)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 5000])
+def test_loads_refuses_nesting_deeper_than_its_maximum_depth(depth: int) -> None:
+    for doc in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+        with pytest.raises(ValueError, match=rf"^exceeded max depth of {MAX_DEPTH}: line 1 "):
+            loads(doc)
+
+
+def test_loads_decodes_nesting_up_to_its_maximum_depth_and_brackets_in_strings_are_text(
+) -> None:
+    doc = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads(doc) == json.loads(doc)
+    text = '{"s": "' + '[{\\\"' * MAX_DEPTH + '", "t": [[1]]}'
+    assert loads(text) == json.loads(text)
+
+
+def test_loads_names_the_reason_and_position_of_a_syntax_error() -> None:
+    with pytest.raises(ValueError) as info:
+        loads('{"a" 1}')
+    assert str(info.value) == "Expecting ':' delimiter: line 1 column 6 (char 5)"
 
 
 @pytest.mark.parametrize("doc", DOCS)

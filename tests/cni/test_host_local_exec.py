@@ -248,10 +248,14 @@ def test_gc_releases_leases_of_attachments_not_in_valid_attachments(tmp_path: Pa
     assert leases_in(tmp_path) == {"10.1.2.2": b"alive\r\neth0"}
 
 
-def test_gc_without_valid_attachments_is_an_invalid_config(tmp_path: Path) -> None:
+def test_gc_with_valid_attachments_that_are_no_list_of_objects_is_an_invalid_config(
+        tmp_path: Path) -> None:
     run_plugin(PLUGIN, "ADD", net_conf(tmp_path, "1.1.0"))
-    run = run_plugin(PLUGIN, "GC", net_conf(tmp_path, "1.1.0"))
-    assert run.json()["code"] == 7
+    for valid in ("c1", [["c1", "eth0"]]):
+        conf = net_conf(tmp_path, "1.1.0")
+        conf["cni.dev/valid-attachments"] = valid
+        run = run_plugin(PLUGIN, "GC", conf)
+        assert (run.returncode, run.json()["code"]) == (1, 7)
     assert list(leases_in(tmp_path)) == ["10.1.2.2"]
 
 
