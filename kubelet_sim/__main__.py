@@ -23,12 +23,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"scenario numbers 1-{len(SCENARIOS)} (default: all)")
     _common(demo)
     demo.add_argument("--no-trace", action="store_true", help="do not print the call traces")
+    _trace_file(demo)
     apply = sub.add_parser("apply", help="apply manifests to a fresh cluster and report")
     apply.add_argument("files", nargs="+", type=Path)
     _common(apply)
     apply.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1)")
-    apply.add_argument("--trace-file", type=Path, help="also write the trace as JSON lines")
+    _trace_file(apply)
     return parser
+
+
+def _trace_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace-file", type=Path, metavar="T.jsonl",
+                   help="also write every gRPC call and CNI exec as JSON lines, the "
+                   "cluster's start-up included (phase and seq name each)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -43,7 +50,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="exec CNI plugins from DIR instead of laying ours out")
     p.add_argument("--reference-cni", action="store_true",
                    help="use plugin types bridge/host-local/loopback (e.g. the reference "
-                   "plugins; --cni-bin-dir defaults to /usr/lib/cni)")
+                   "plugins; --cni-bin-dir defaults to /usr/lib/cni); needs --dataplane "
+                   "linux")
 
 
 def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -67,10 +75,22 @@ def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def start_up_refusal(args: argparse.Namespace) -> str:
+    """Why these flags cannot work together, in one sentence ('' when they can)."""
+    if args.reference_cni and args.dataplane != "linux":
+        return ("--reference-cni needs --dataplane linux: the reference loopback plugin "
+                "configures lo inside a real network namespace, which the emulated "
+                "dataplane does not create")
+    if args.dataplane == "linux" and os.geteuid() != 0:
+        return "--dataplane linux needs root (network namespaces)"
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.dataplane == "linux" and os.geteuid() != 0:
-        print("kubelet_sim: --dataplane linux needs root (network namespaces)", file=sys.stderr)
+    refused = start_up_refusal(args)
+    if refused:
+        print(f"kubelet_sim: {refused}", file=sys.stderr)
         return 2
     if args.command == "demo":
         bad = [n for n in args.scenario if not 1 <= n <= len(SCENARIOS)]
@@ -79,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return main_demo(DemoOptions(dataplane=args.dataplane, show_trace=not args.no_trace,
                                      cluster=cluster_options(args)),
-                         args.scenario or None)
+                         args.scenario or None, trace_file=args.trace_file)
     from kubelet_sim.apply import apply_files
 
     return asyncio.run(apply_files(args.files, nodes=args.nodes, dataplane=args.dataplane,

@@ -2,8 +2,9 @@
 
 The cluster starts with the driver's CSIDriver object; a StorageClass, a
 VolumeSnapshotClass, pods, claims and policies come from the files. After applying
-them the controllers and kubelets run until nothing changes, then the pods, claims and
-the call trace are printed.
+them the controllers and kubelets run until nothing changes, then the pods and claims are
+printed — under each one not Running or not Bound, the reasons the components recorded
+(:mod:`kubelet_sim.describe`) — and the calls the manifests caused, numbered from 1.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
-from kubelet_sim.demo import _format_event
+from kubelet_sim.describe import claim_reasons, pod_reasons
 from kubelet_sim.errors import ApiError
 from kubelet_sim.manifests import ManifestError, apply_manifests, load_file
-from kubelet_sim.trace import Trace
+from kubelet_sim.trace import START_UP, Trace, trace_lines
+
+APPLY = "apply"  # the trace phase of what the manifests caused
 
 
 def _status_lines(cluster: Cluster) -> list[str]:
@@ -24,17 +27,25 @@ def _status_lines(cluster: Cluster) -> list[str]:
     lines = ["PODS"]
     for pod in api.list("Pod").items:
         st = pod.status
-        waiting = next((c.get("message", "") for c in st.get("conditions", [])
-                        if c.get("type") == "Ready" and c.get("status") != "True"), "")
-        lines.append(f"  {pod.namespace}/{pod.name:<24} {st.get('phase', 'Pending'):<9} "
-                     f"node={pod.spec.get('nodeName', '-')} ip={st.get('podIP', '-')} {waiting}")
+        phase = st.get("phase", "Pending")
+        lines.append(f"  {pod.namespace}/{pod.name:<24} {phase:<9} "
+                     f"node={pod.spec.get('nodeName', '-')} ip={st.get('podIP', '-')}")
+        if phase != "Running":
+            lines += _reason_lines(pod_reasons(api, cluster.events, pod))
     lines.append("PERSISTENTVOLUMECLAIMS")
     for pvc in api.list("PersistentVolumeClaim").items:
         st = pvc.status
-        lines.append(f"  {pvc.namespace}/{pvc.name:<24} {st.get('phase', 'Pending'):<9} "
+        phase = st.get("phase", "Pending")
+        lines.append(f"  {pvc.namespace}/{pvc.name:<24} {phase:<9} "
                      f"volume={pvc.spec.get('volumeName', '-')} "
                      f"capacity={st.get('capacity', {}).get('storage', '-')}")
+        if phase != "Bound":
+            lines += _reason_lines(claim_reasons(cluster.events, pvc))
     return lines
+
+
+def _reason_lines(reasons: list[str]) -> list[str]:
+    return [f"      {reason}" for reason in reasons or ["(no component recorded a reason)"]]
 
 
 async def apply_files(files: list[Path], *, nodes: int = 1, dataplane: str = "emulated",
@@ -45,11 +56,12 @@ async def apply_files(files: list[Path], *, nodes: int = 1, dataplane: str = "em
     except (ManifestError, OSError) as err:
         print(f"kubelet_sim apply: {err}", file=out or sys.stderr)
         return 1
-    trace = Trace.to_file(trace_file) if trace_file else Trace()
+    trace = Trace.to_file(trace_file, phase=START_UP) if trace_file else Trace(phase=START_UP)
     cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=dataplane,
                                     **(cluster_options or {})), trace)
     try:
         await cluster.start()
+        trace.begin(APPLY)
         for obj in objects:
             try:
                 [stored] = apply_manifests(cluster.api, [obj])
@@ -62,8 +74,8 @@ async def apply_files(files: list[Path], *, nodes: int = 1, dataplane: str = "em
         for line in _status_lines(cluster):
             print(line, file=out)
         print("TRACE", file=out)
-        for event in trace:
-            print(_format_event(event), file=out)
+        for line in trace_lines(trace, APPLY, aliases={str(cluster.work_dir): "<work>"}):
+            print(line, file=out)
     finally:
         await cluster.stop()
         trace.close()

@@ -32,6 +32,7 @@ from kubelet_sim.cni_runtime import LibCNI
 from kubelet_sim.controllers import build_controller_manager
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi_client import GrpcCsiClient
+from kubelet_sim.events import EventRecorder
 from kubelet_sim.kubelet import Kubelet
 from kubelet_sim.linux_nodes import LinuxNodes
 from kubelet_sim.processes import DriverProcess
@@ -84,6 +85,7 @@ class Cluster:
         self.work_dir = self.config.work_dir or Path(tempfile.mkdtemp(prefix="ksim-", dir="/tmp"))
         self.trace = trace or Trace()
         self.api = APIServer()
+        self.events = EventRecorder()  # what `kubectl describe` would list, for every object
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
@@ -152,7 +154,8 @@ class Cluster:
             self._registrars.append(await serve_registration(
                 registry / f"{self.driver_name}-reg.sock",
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
-        self.manager = build_controller_manager(self.api, controller_client, self.driver_name)
+        self.manager = build_controller_manager(self.api, controller_client, self.driver_name,
+                                                recorder=self.events)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()
@@ -228,16 +231,18 @@ class Cluster:
         runtime = ContainerRuntime(str(node_dir / "containerd"), network,
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
-                       trace=self.trace, runtime_status_period=self.config.runtime_status_period)
+                       trace=self.trace, runtime_status_period=self.config.runtime_status_period,
+                       recorder=self.events)
 
     # -- running ---------------------------------------------------------------------------------
 
     async def settle(self, max_rounds: int = 60, retry_wait: float = 3.0) -> int:
         """Run controllers and kubelets until a whole round changes nothing; the rounds run.
 
-        A controller step that failed (a conflict, a CSI error) backs off (0.5 s, doubling)
-        and is not settled: while one is pending, wait for its retry, up to `retry_wait`
-        seconds in all, so a transient failure does not end the settle early."""
+        A controller step that failed (a conflict, a CSI error), a refused plugin
+        registration or a failed pod sandbox backs off (0.5 s, doubling) and is not
+        settled: while one is pending, wait for its retry, up to `retry_wait` seconds in
+        all, so a transient failure does not end the settle early."""
         assert self.manager is not None, "start() first"
         waited = 0.0
         for round_no in range(1, max_rounds + 1):
@@ -249,7 +254,8 @@ class Cluster:
             # Keys whose backoff has expired were retried this round (or are stale).
             pending = [(c, key) for c in self.manager.controllers for key in c.errors
                        if not c.backoff.ready(key)]
-            watchers = [k.watcher for k in self.kubelets.values() if k.watcher.retries_pending]
+            watchers = [w for k in self.kubelets.values() for w in (k.watcher, k)
+                        if w.retries_pending]
             if not (pending or watchers) or waited >= retry_wait:
                 return round_no
             while waited < retry_wait and not (any(c.backoff.ready(k) for c, k in pending)

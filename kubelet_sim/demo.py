@@ -1,8 +1,10 @@
 """The six scenarios of ``make demo``, each on a fresh simulated cluster.
 
 Every scenario prints what it observed (read back from the API server, the node's
-directories and the plugins' answers, never restated from its inputs) and the ordered
-trace of the gRPC calls and CNI execs it caused.
+directories and the plugins' answers, never restated from its inputs), the reasons the
+components recorded for every pod not Running at its end, and the ordered trace of the
+gRPC calls and CNI execs it caused, numbered from 1 (``--trace-file`` keeps them all,
+the clusters' start-up calls included, as JSON lines).
 """
 
 from __future__ import annotations
@@ -11,16 +13,18 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TextIO
 
 from kubelet_sim import builders
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.describe import pod_reasons
 from kubelet_sim.linux_probe import probe_pod_to_pod
 from kubelet_sim.model import Resource
 from kubelet_sim.network import ClusterNetwork
 from kubelet_sim.paths import attachment_name
-from kubelet_sim.trace import Trace, TraceEvent
+from kubelet_sim.trace import Trace, trace_lines
 
 STORAGE_CLASS = "mini"
 
@@ -46,6 +50,7 @@ class DemoOptions:
     dataplane: str = "emulated"
     show_trace: bool = True
     out: TextIO | None = None
+    trace_sink: TextIO | None = None  # every scenario's calls as JSON lines
     cluster: dict[str, Any] = field(default_factory=dict)  # more ClusterConfig fields
 
 
@@ -261,31 +266,37 @@ def _storage_objects(cluster: Cluster) -> None:
     cluster.api.create(builders.volume_snapshot_class("mini-snapclass", cluster.driver_name))
 
 
-def _short(value: object) -> str:
-    """Long ids (sandbox ids, hashes, uuids) shortened for reading; the trace keeps them."""
-    text = str(value)
-    if len(text) > 24 and " " not in text:
-        return text[:12] + "…"
-    return text
+def _not_running(cluster: Cluster) -> list[str]:
+    """Each pod not Running, with the reasons its components recorded."""
+    lines = []
+    for pod in cluster.api.list("Pod").items:
+        phase = pod.status.get("phase", "Pending")
+        if phase != "Running":
+            lines.append(f"  ! {pod.namespace}/{pod.name} {phase}:")
+            lines += [f"      {reason}" for reason in pod_reasons(cluster.api, cluster.events, pod)
+                      or ["(no component recorded a reason)"]]
+    return lines
 
 
-def _format_event(e: TraceEvent) -> str:
-    req = " ".join(f"{k}={_short(v)}" for k, v in e.request.items()
-                   if v not in ("", None, [], {}))
-    return f"  {e.seq:>3} {e.node:<13} {e.component:<21} {e.call:<38} {e.result:<4} {req[:110]}"
-
-
-async def run_scenario(title: str, nodes: int, body: Scenario, opts: DemoOptions) -> Report:
+async def run_scenario(index: int, title: str, nodes: int, body: Scenario,
+                       opts: DemoOptions) -> Report:
     out = opts.out
-    trace = Trace()
+    phase = f"scenario {index}"
+    start_up = f"{phase} start-up"
+    trace = Trace(sink=opts.trace_sink, phase=start_up)
     cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), dataplane=opts.dataplane,
                                     **opts.cluster), trace)
     report = Report(title)
+    stuck: list[str] = []
     try:
         await cluster.start()
         _storage_objects(cluster)
-        start = len(trace.events)
-        await body(cluster, report)
+        trace.begin(phase)
+        try:
+            await body(cluster, report)
+        except Exception as err:  # a scenario that stops early still shows what it saw
+            report.check("scenario ran to its end", False, f"{type(err).__name__}: {err}")
+        stuck = _not_running(cluster)
     finally:
         await cluster.stop()
     print(f"\n=== {title}", file=out)
@@ -293,10 +304,13 @@ async def run_scenario(title: str, nodes: int, body: Scenario, opts: DemoOptions
         print(f"  · {note}", file=out)
     for what, ok, observed in report.checks:
         print(f"  [{'ok' if ok else 'FAIL'}] {what}: {observed}", file=out)
+    for line in stuck:
+        print(line, file=out)
     if opts.show_trace:
         print("  call trace:", file=out)
-        for event in trace.events[start:]:
-            print(_format_event(event), file=out)
+        for line in trace_lines(trace, phase, start_up=start_up,
+                                aliases={str(cluster.work_dir): "<work>"}):
+            print(line, file=out)
     return report
 
 
@@ -306,12 +320,16 @@ async def run_demo(opts: DemoOptions, only: list[int] | None = None) -> bool:
     for index, (title, nodes, body) in enumerate(SCENARIOS, start=1):
         if only and index not in only:
             continue
-        reports.append(await run_scenario(title, nodes, body, opts))
+        reports.append(await run_scenario(index, title, nodes, body, opts))
     passed = sum(r.passed for r in reports)
     print(f"\n{passed} of {len(reports)} scenarios passed in {time.monotonic() - started:.1f}s "
           f"({opts.dataplane} dataplane)", file=opts.out)
     return passed == len(reports)
 
 
-def main_demo(opts: DemoOptions, only: list[int] | None = None) -> int:
-    return 0 if asyncio.run(run_demo(opts, only)) else 1
+def main_demo(opts: DemoOptions, only: list[int] | None = None,
+              trace_file: Path | None = None) -> int:
+    if trace_file is None:
+        return 0 if asyncio.run(run_demo(opts, only)) else 1
+    with trace_file.open("w", encoding="utf-8") as sink:
+        return 0 if asyncio.run(run_demo(replace(opts, trace_sink=sink), only)) else 1

@@ -10,6 +10,13 @@ object is removed (grace period 0, as the kubelet's final delete).
 
 The node's ``Ready`` condition follows the runtime's NetworkReady (CNI STATUS and the
 presence of a network config); while it is false no pod sandbox is started.
+
+Why a pod waits is written to its ``Ready`` condition and recorded as a Warning event on
+the pod, with the kubelet's event reasons: ``FailedMount`` (a volume not yet attached or
+bound, a failed NodeStage/NodePublish), ``NetworkNotReady``, ``FailedCreatePodSandBox``
+(the CNI error). A new event is recorded only when the reason changes. A failed sandbox
+is retried after a per-pod exponential backoff (500 ms doubling), as the kubelet's pod
+workers back off a failed sync, not on every pass.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.apiserver import APIServer, retry_on_conflict
-from kubelet_sim.clock import Clock, RealClock
+from kubelet_sim.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.csi_client import CsiClient, CsiError
 from kubelet_sim.errors import Conflict, NotFound
+from kubelet_sim.events import WARNING, EventRecorder
 from kubelet_sim.model import JSON, Resource, format_time
 from kubelet_sim.node_registration import forget_registration, record_registration
 from kubelet_sim.paths import KubeletPaths
@@ -68,8 +76,10 @@ class Kubelet:
         client_factory: ClientFactory | None = None,
         clock: Clock | None = None,
         runtime_status_period: float = 5.0,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.api = api
+        self.recorder = recorder or EventRecorder()
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
         self.runtime = runtime
@@ -90,6 +100,8 @@ class Kubelet:
         )
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
+        self.sandbox_backoff = ExponentialBackoff(self.clock)
+        self._sandbox_failed: set[str] = set()  # pod uids backing off a failed sandbox
         self.network_ready = False
         # The kubelet asks the runtime for its status (CNI STATUS) every few seconds,
         # not on every pass.
@@ -209,7 +221,8 @@ class Kubelet:
         record = self.pods.setdefault(uid, PodRecord())
         resolved = resolve(self.api, pod, self.node_name)
         if resolved.waiting:
-            return self._wait(pod, "ContainerCreating", "; ".join(resolved.waiting))
+            return self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
+                              + "; ".join(resolved.waiting))
         info = pod_info(pod)
         # Report the volumes in use before mounting, so they are not detached under us.
         record.volumes = resolved.volumes
@@ -219,18 +232,24 @@ class Kubelet:
                 await self.volumes.mount(info, volume)
             except (CsiError, Exception) as err:  # FailedMount: retried on the next pass
                 return self._wait(
-                    pod, "ContainerCreating",
+                    pod, "FailedMount",
                     f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
         if not self.network_ready:
             cond = self._network_condition or NetworkCondition(ready=False)
-            return self._wait(pod, "ContainerCreating",
+            return self._wait(pod, "NetworkNotReady",
                               "network is not ready: container runtime network not ready: "
                               f"NetworkReady=false reason:{cond.reason} message:{cond.message}")
         if not record.sandbox_id:
+            if not self.sandbox_backoff.ready(uid):
+                return False
             try:
                 sandbox = await asyncio.to_thread(self.runtime.run_pod_sandbox, sandbox_config(pod))
             except SandboxError as err:
-                return self._wait(pod, "ContainerCreating", f"FailedCreatePodSandBox: {err}")
+                self.sandbox_backoff.failed(uid)
+                self._sandbox_failed.add(uid)
+                return self._wait(pod, "FailedCreatePodSandBox",
+                                  f"Failed to create pod sandbox: {err}")
+            self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         self.waiting.pop(uid, None)
         try:
@@ -239,17 +258,33 @@ class Kubelet:
             log.warning("status of pod %s not written: %s", pod.name, err)
         return True
 
+    @property
+    def retries_pending(self) -> bool:
+        """True while a pod waits out the backoff after a failed sandbox."""
+        return bool(self._sandbox_failed)
+
+    def retry_due(self) -> bool:
+        return any(self.sandbox_backoff.ready(uid) for uid in self._sandbox_failed)
+
+    def _forget_sandbox_failures(self, uid: str) -> None:
+        self.sandbox_backoff.succeeded(uid)
+        self._sandbox_failed.discard(uid)
+
     def _wait(self, pod: Resource, reason: str, message: str) -> bool:
+        """The pod stays Pending (ContainerCreating) for ``reason`` (an event reason)."""
         uid = pod.metadata.uid
         if self.waiting.get(uid) == message:
             return False
         self.waiting[uid] = message
+        self.recorder.record("Pod", pod.namespace, pod.name, WARNING, reason, message,
+                             "kubelet")
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             current.status.setdefault("phase", "Pending")
-            current.status["conditions"] = _conditions(current, ready=False, reason=reason,
-                                                       message=message, now=self._now())
+            current.status["conditions"] = _conditions(
+                current, ready=False, reason="ContainerCreating", message=f"{reason}: {message}",
+                now=self._now())
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -307,6 +342,7 @@ class Kubelet:
             return True
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)
+        self._forget_sandbox_failures(uid)
         await self.sync_node_status()
         with contextlib.suppress(NotFound):
             self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)

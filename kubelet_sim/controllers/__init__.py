@@ -14,13 +14,7 @@ from kubelet_sim.apiserver import APIServer
 from kubelet_sim.clock import Clock
 from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.attacher import ExternalAttacher, attacher_finalizer
-from kubelet_sim.controllers.base import (
-    Controller,
-    ControllerManager,
-    Event,
-    EventRecorder,
-    NotSettled,
-)
+from kubelet_sim.controllers.base import Controller, ControllerManager, NotSettled
 from kubelet_sim.controllers.binder import VolumeBinder
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.provisioner import ExternalProvisioner
@@ -30,6 +24,7 @@ from kubelet_sim.controllers.secrets import SecretStore
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.snapshotter import CsiSnapshotter
 from kubelet_sim.csi_client import CsiClient
+from kubelet_sim.events import Event, EventRecorder
 
 __all__ = [
     "AttachDetachController",

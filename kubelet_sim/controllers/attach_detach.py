@@ -11,11 +11,14 @@ Detach is the same handshake as in Kubernetes: when no pod on the node needs the
 more AND the kubelet no longer lists it in ``status.volumesInUse`` (it has unmounted it),
 the volume leaves ``volumesAttached`` and the VolumeAttachment is deleted; external-attacher
 then unpublishes it and drops its finalizer.
+
+While the attacher reports an ``attachError``, every pod waiting for the volume gets a
+``FailedAttachVolume`` warning carrying it, as ``kubectl describe pod`` shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
@@ -25,6 +28,7 @@ from kubelet_sim.controllers.common import (
     write_status,
 )
 from kubelet_sim.errors import AlreadyExists, NotFound
+from kubelet_sim.events import WARNING
 from kubelet_sim.model import JSON, Resource, new
 from kubelet_sim.paths import attachment_name
 
@@ -35,6 +39,7 @@ class WantedAttachment:
     node_name: str
     driver: str
     volume_handle: str
+    pods: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (namespace, name)
 
     @property
     def va_name(self) -> str:
@@ -97,7 +102,9 @@ class AttachDetachController(Controller):
                     continue
                 want = WantedAttachment(pv.name, str(node_name), driver,
                                         str(csi["volumeHandle"]))
-                wanted[want.va_name] = want
+                seen = wanted.get(want.va_name, want)
+                wanted[want.va_name] = replace(seen, pods=(*seen.pods,
+                                                           (pod.namespace, pod.name)))
         return wanted
 
     async def _attach(self, want: WantedAttachment) -> bool:
@@ -111,9 +118,20 @@ class AttachDetachController(Controller):
             except AlreadyExists:
                 return False
             return True
-        if va.is_terminating or va.status.get("attached") is not True:
+        if va.is_terminating:
+            return False
+        if va.status.get("attached") is not True:
+            self._report_attach_error(want, va)
             return False
         return self._report_attached(want.node_name, want.unique_name, True)
+
+    def _report_attach_error(self, want: WantedAttachment, va: Resource) -> None:
+        error = (va.status.get("attachError") or {}).get("message")
+        if not error:
+            return
+        for namespace, name in want.pods:
+            self.event("Pod", namespace, name, WARNING, "FailedAttachVolume",
+                       f'AttachVolume.Attach failed for volume "{want.pv_name}" : {error}')
 
     async def _detach(self, va: Resource) -> bool:
         node_name = str(va.spec.get("nodeName"))

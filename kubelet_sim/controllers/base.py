@@ -16,55 +16,16 @@ import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubelet_sim.apiserver import APIServer
 from kubelet_sim.clock import Clock, ExponentialBackoff, RealClock
+from kubelet_sim.events import EventRecorder
 from kubelet_sim.watch import Watch
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RESYNC_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class Event:
-    """A core/v1 Event as ``kubectl describe`` shows it (the API server has no Event kind,
-    so the recorder keeps them in memory). A repeat of the same event bumps ``count``, as
-    the event recorder's aggregation does."""
-
-    kind: str
-    namespace: str
-    name: str
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-    component: str
-    count: int = 1
-
-
-@dataclass
-class EventRecorder:
-    """Events in the order they were first recorded; shared by a cluster's controllers."""
-
-    events: list[Event] = field(default_factory=list)
-
-    def record(self, kind: str, namespace: str, name: str, event_type: str, reason: str,
-               message: str, component: str) -> None:
-        event = Event(kind, namespace, name, event_type, reason, message, component)
-        for i, seen in enumerate(self.events):
-            if replace(seen, count=1) == event:
-                self.events[i] = replace(seen, count=seen.count + 1)
-                return
-        self.events.append(event)
-
-    def for_object(self, kind: str, name: str, namespace: str = "") -> list[Event]:
-        return [e for e in self.events
-                if e.kind == kind and e.name == name and e.namespace == namespace]
-
-    def reasons(self, kind: str, name: str, namespace: str = "") -> list[str]:
-        return [e.reason for e in self.for_object(kind, name, namespace)]
 
 
 class Controller(ABC):

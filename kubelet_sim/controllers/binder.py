@@ -34,6 +34,7 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
+from kubelet_sim.events import NORMAL, WARNING
 from kubelet_sim.model import JSON, Resource
 from kubelet_sim.selectors import node_selector_matches
 
@@ -208,16 +209,23 @@ class VolumeBinder(Controller):
                             status) is not None or changed
 
     def _hand_to_provisioner(self, pvc: Resource) -> bool:
+        """No volume matched: the events say why the claim waits, as the PV controller's."""
         if not claim_class(pvc):
+            self._claim_event(pvc, NORMAL, "FailedBinding", "no persistent volumes available "
+                              "for this claim and no storage class is set")
             return False
         sc = get_or_none(self.api, "StorageClass", claim_class(pvc))
         if sc is None:
+            self._claim_event(pvc, WARNING, "ProvisioningFailed",
+                              f'storageclass.storage.k8s.io "{claim_class(pvc)}" not found')
             return False
         provisioner = str(sc.body.get("provisioner") or "")
-        if not provisioner or provisioner == NO_PROVISIONER:
-            return False
         waits = sc.body.get("volumeBindingMode") == "WaitForFirstConsumer"
         if waits and not pvc.metadata.annotations.get(ANN_SELECTED_NODE):
+            self._claim_event(pvc, NORMAL, "WaitForFirstConsumer",
+                              "waiting for first consumer to be created before binding")
+            return False
+        if not provisioner or provisioner == NO_PROVISIONER:
             return False
 
         def mutate(obj: Resource) -> bool:
@@ -226,6 +234,10 @@ class VolumeBinder(Controller):
 
         return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
                             mutate) is not None
+
+
+    def _claim_event(self, pvc: Resource, event_type: str, reason: str, message: str) -> None:
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, event_type, reason, message)
 
 
 def _phase(phase: str) -> Callable[[JSON], None]:

@@ -103,3 +103,14 @@ async def test_a_new_network_config_is_seen_only_at_the_next_runtime_status_chec
         assert len(cni_calls(cluster, "STATUS")) > statuses_before
     finally:
         await cluster.stop()
+
+
+async def test_a_pod_waiting_for_the_network_gets_a_network_not_ready_warning_event(
+    cluster: Cluster,
+) -> None:
+    cluster.api.create(builders.pod("bound", node_name=NODE))
+    await cluster.settle()
+    (event,) = cluster.events.warnings("Pod", "bound", "default")
+    assert (event.reason, event.component) == ("NetworkNotReady", "kubelet")
+    assert event.message.startswith("network is not ready: container runtime network not "
+                                    "ready: NetworkReady=false reason:NetworkPluginNotReady")

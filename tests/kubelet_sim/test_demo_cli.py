@@ -3,12 +3,15 @@ the emulated dataplane; the six scenarios print what the issue says they show.""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.kubelet_sim.failing_plugins import FAILING_LOOPBACK_MESSAGE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HEADER = re.compile(r"^=== (\d)\. (.*)$", re.MULTILINE)
@@ -112,3 +115,47 @@ def test_demo_with_an_unknown_scenario_exits_2_naming_the_range() -> None:
     assert result.returncode == 2
     assert "no scenario 9 (1-6)" in result.stderr
     assert "===" not in result.stdout
+
+
+def test_demo_with_reference_cni_on_the_emulated_dataplane_is_refused_at_start() -> None:
+    result = run_demo("1", "--reference-cni")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kubelet_sim: --reference-cni needs --dataplane linux: ")
+    assert "real network namespace" in line
+    assert result.stdout == ""
+
+
+def test_demo_trace_file_holds_every_call_numbered_from_1_in_each_phase(tmp_path: Path) -> None:
+    trace_file = tmp_path / "demo.jsonl"
+    result = run_demo("1", "6", "--trace-file", str(trace_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    phases = list(dict.fromkeys(e["phase"] for e in events))
+    assert phases == ["scenario 1 start-up", "scenario 1", "scenario 6 start-up", "scenario 6"]
+    for phase in phases:
+        numbers = [e["seq"] for e in events if e["phase"] == phase]
+        assert numbers == list(range(1, len(numbers) + 1)), phase
+    for scenario in (1, 6):
+        block = sections(result.stdout)[scenario]
+        printed = [line for line in block.split("  call trace:\n", 1)[1].splitlines()
+                   if re.match(r"^\s+\d+ ", line)]
+        calls = [e["call"] for e in events if e["phase"] == f"scenario {scenario}"]
+        assert [int(line.split()[0]) for line in printed] == list(range(1, len(calls) + 1))
+        assert [c for c in calls if c.startswith("cni ADD")] == \
+            ["cni ADD emu-loopback", "cni ADD emu-bridge"]
+        start_up = sum(e["phase"] == f"scenario {scenario} start-up" for e in events)
+        assert f"  (before call 1, the cluster's start-up made {start_up} calls: " in block
+
+
+def test_demo_prints_the_cni_error_of_a_pod_not_running_at_the_end(
+    cni_bin_dir_failing_loopback: Path,
+) -> None:
+    result = run_demo("1", "--cni-bin-dir", str(cni_bin_dir_failing_loopback))
+    assert result.returncode == 1
+    assert "[FAIL] phase Running: Pending" in result.stdout
+    block = sections(result.stdout)[1]
+    after = block.split("  ! default/web Pending:\n", 1)[1].splitlines()
+    assert after[0].startswith("      FailedCreatePodSandBox (kubelet): Failed to create pod "
+                               "sandbox: ")
+    assert FAILING_LOOPBACK_MESSAGE in after[0]

@@ -124,6 +124,21 @@ async def test_publish_error_is_saved_as_attach_error_and_retried(flat: Cluster)
     assert "attachError" not in va.status
 
 
+async def test_attach_error_is_a_failed_attach_volume_warning_on_the_waiting_pod(
+    flat: Cluster,
+) -> None:
+    flat.driver.fail_next("ControllerPublishVolume", grpc.StatusCode.NOT_FOUND, "no node")
+
+    _, pv_name = await running_pod(flat)
+
+    (event,) = [e for e in flat.recorder.for_object("Pod", "app", "default")
+                if e.reason == "FailedAttachVolume"]
+    assert event.type == "Warning"
+    assert event.component == "attachdetach-controller"
+    assert event.message.startswith(f'AttachVolume.Attach failed for volume "{pv_name}" : ')
+    assert event.message.endswith("NOT_FOUND: no node")
+
+
 async def finish_pod(cluster: Cluster) -> None:
     pod = cluster.get("Pod", "app")
     pod.status["phase"] = "Succeeded"

@@ -372,3 +372,28 @@ async def test_pv_pre_bound_to_a_future_claim_is_available_then_bound_to_it(
 
     assert cluster.get("PersistentVolumeClaim", "later").spec["volumeName"] == "reserved"
     assert cluster.get("PersistentVolumeClaim", "other").spec["volumeName"] != "reserved"
+
+
+async def test_claim_of_a_missing_storage_class_gets_a_provisioning_failed_warning(
+    cluster: Cluster,
+) -> None:
+    cluster.claim("orphan", storage_class="missing-class")
+
+    await cluster.settle()
+
+    assert cluster.get("PersistentVolumeClaim", "orphan").status["phase"] == "Pending"
+    assert cluster.events("PersistentVolumeClaim", "orphan") == [
+        'ProvisioningFailed: storageclass.storage.k8s.io "missing-class" not found']
+    assert "CreateVolume" not in cluster.driver.calls
+
+
+async def test_claim_of_a_wait_for_first_consumer_class_says_it_waits_for_a_consumer(
+    cluster: Cluster,
+) -> None:
+    cluster.storage_class(volume_binding_mode="WaitForFirstConsumer")
+    cluster.claim()
+
+    await cluster.settle()
+
+    assert cluster.events("PersistentVolumeClaim", "data") == [
+        "WaitForFirstConsumer: waiting for first consumer to be created before binding"]
