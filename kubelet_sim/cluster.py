@@ -31,6 +31,7 @@ from kubelet_sim.cni_pod_network import PodNetwork
 from kubelet_sim.cni_runtime import LibCNI
 from kubelet_sim.controllers import build_controller_manager
 from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.secrets import SecretStore
 from kubelet_sim.csi_client import GrpcCsiClient
 from kubelet_sim.kubelet import Kubelet
 from kubelet_sim.linux_nodes import LinuxNodes
@@ -84,6 +85,7 @@ class Cluster:
         self.work_dir = self.config.work_dir or Path(tempfile.mkdtemp(prefix="ksim-", dir="/tmp"))
         self.trace = trace or Trace()
         self.api = APIServer()
+        self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
@@ -152,7 +154,8 @@ class Cluster:
             self._registrars.append(await serve_registration(
                 registry / f"{self.driver_name}-reg.sock",
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
-        self.manager = build_controller_manager(self.api, controller_client, self.driver_name)
+        self.manager = build_controller_manager(self.api, controller_client, self.driver_name,
+                                               secrets=self.secrets)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()
@@ -228,7 +231,8 @@ class Cluster:
         runtime = ContainerRuntime(str(node_dir / "containerd"), network,
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
-                       trace=self.trace, runtime_status_period=self.config.runtime_status_period)
+                       trace=self.trace, runtime_status_period=self.config.runtime_status_period,
+                       secrets=self.secrets)
 
     # -- running ---------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from kubelet_sim.runtime import (
 )
 from kubelet_sim.trace import Trace
 from kubelet_sim.volume_manager import VolumeManager
-from kubelet_sim.volume_spec import CsiVolume
+from kubelet_sim.volume_spec import CsiVolume, SecretLookup
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class Kubelet:
         client_factory: ClientFactory | None = None,
         clock: Clock | None = None,
         runtime_status_period: float = 5.0,
+        secrets: SecretLookup | None = None,  # the cluster's Secrets
     ) -> None:
         self.api = api
         self.node_name = node_name
@@ -86,7 +87,7 @@ class Kubelet:
         )
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
-            clock=self.clock,
+            clock=self.clock, secrets=secrets,
         )
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
