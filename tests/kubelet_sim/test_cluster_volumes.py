@@ -12,38 +12,23 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubelet_sim import builders
-from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.cluster import DRIVER_NAME, Cluster
 from kubelet_sim.model import JSON, Resource
+from tests.kubelet_sim.conftest import running_cluster
 
 POD_INFO = "csi.storage.k8s.io/"
 
 
-async def started(nodes: int) -> Cluster:
-    c = Cluster(ClusterConfig(nodes=default_nodes(nodes)))
-    try:
-        await c.start()
-    except BaseException:
-        await c.stop()
-        raise
-    return c
-
-
 @pytest.fixture
 async def one_node() -> AsyncIterator[Cluster]:
-    c = await started(1)
-    try:
+    async with running_cluster(1) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 @pytest.fixture
 async def two_nodes() -> AsyncIterator[Cluster]:
-    c = await started(2)
-    try:
+    async with running_cluster(2) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 def requests(cluster: Cluster, start: int, method: str) -> list[JSON]:
@@ -226,16 +211,12 @@ SECRET_PARAMETERS = {
 async def secured() -> AsyncIterator[Cluster]:
     """One node whose driver processes refuse the guarded requests without ``token``; the
     controller secrets exist, the node secrets are left to each test."""
-    c = Cluster(ClusterConfig(nodes=default_nodes(1), driver_args=["--secret", f"{TOKEN}=s3"]))
-    try:
-        await c.start()
+    async with running_cluster(1, ["--secret", f"{TOKEN}=s3"]) as c:
         for name in ("provisioner", "attacher"):
             c.secrets.put("storage", name, {TOKEN: "s3"})
         c.api.create(builders.storage_class("secured", DRIVER_NAME,
                                             parameters=SECRET_PARAMETERS))
         yield c
-    finally:
-        await c.stop()
 
 
 def results(cluster: Cluster, method: str) -> list[str]:
