@@ -31,6 +31,7 @@ from kubelet_sim.cni_pod_network import PodNetwork
 from kubelet_sim.cni_runtime import LibCNI
 from kubelet_sim.controllers import build_controller_manager
 from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.secrets import SecretStore
 from kubelet_sim.csi_client import GrpcCsiClient
 from kubelet_sim.events import EventRecorder
 from kubelet_sim.kubelet import Kubelet
@@ -86,6 +87,7 @@ class Cluster:
         self.trace = trace or Trace()
         self.api = APIServer()
         self.events = EventRecorder()  # what `kubectl describe` would list, for every object
+        self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
@@ -155,7 +157,7 @@ class Cluster:
                 registry / f"{self.driver_name}-reg.sock",
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
         self.manager = build_controller_manager(self.api, controller_client, self.driver_name,
-                                                recorder=self.events)
+                                                recorder=self.events, secrets=self.secrets)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()
@@ -232,7 +234,7 @@ class Cluster:
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
-                       recorder=self.events)
+                       recorder=self.events, secrets=self.secrets)
 
     # -- running ---------------------------------------------------------------------------------
 

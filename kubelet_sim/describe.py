@@ -27,9 +27,12 @@ def pod_reasons(api: APIServer, events: EventRecorder, pod: Resource) -> list[st
     scheduler = str(pod.spec.get("schedulerName") or DEFAULT_SCHEDULER)
     scheduled = condition(pod, "PodScheduled") or {}
     lines = []
-    if scheduled.get("status") == "False" and scheduler not in latest:
-        # The scheduler writes its FailedScheduling message to this condition.
-        lines.append(f"FailedScheduling ({scheduler}): {scheduled.get('message', '')}")
+    if scheduled.get("status") == "False":
+        # The scheduler's FailedScheduling event, or the condition it writes the same
+        # message to, then the nodes that are not ready (often the cause).
+        event = latest.pop(scheduler, None)
+        lines.append(_event_line(event) if event is not None
+                     else f"FailedScheduling ({scheduler}): {scheduled.get('message', '')}")
         lines += node_reasons(api)
     lines += [_event_line(e) for e in sorted(latest.values(), key=lambda e: e.last_seen)]
     for volume in pod.spec.get("volumes") or []:

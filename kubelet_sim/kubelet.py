@@ -48,7 +48,7 @@ from kubelet_sim.runtime import (
 )
 from kubelet_sim.trace import Trace
 from kubelet_sim.volume_manager import VolumeManager
-from kubelet_sim.volume_spec import CsiVolume
+from kubelet_sim.volume_spec import CsiVolume, SecretLookup
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ class Kubelet:
         clock: Clock | None = None,
         runtime_status_period: float = 5.0,
         recorder: EventRecorder | None = None,
+        secrets: SecretLookup | None = None,  # the cluster's Secrets
     ) -> None:
         self.api = api
         self.recorder = recorder or EventRecorder()
@@ -96,7 +97,7 @@ class Kubelet:
         )
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
-            clock=self.clock,
+            clock=self.clock, secrets=secrets,
         )
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet

@@ -4,19 +4,23 @@ It follows the kubelet's CSI volume plugin step by step:
 
 - `mount_device` (csi_attacher MountDevice): NodeGetCapabilities; the staging directory
   (0750) with ``vol_data.json`` {driverName, volumeHandle} one level up; NodeStageVolume only
-  when STAGE_UNSTAGE_VOLUME is advertised. Done once per volume on the node: a second pod
-  using a volume that is already staged does not stage it again.
-- `set_up` (csi_mounter SetUpAt): NodeGetCapabilities; the parent of the target path (the
-  driver makes the target itself) with ``vol_data.json``; podInfoOnMount keys merged into
-  volume_context; NodePublishVolume with the staging path when staged. Inline ephemeral
-  volumes get the handle ``csi-<sha256(podUID+volumeName)>`` and are never staged.
+  when STAGE_UNSTAGE_VOLUME is advertised, with the secret of ``nodeStageSecretRef`` read
+  then. Done once per volume on the node: a second pod using a volume that is already
+  staged does not stage it again.
+- `set_up` (csi_mounter SetUpAt): NodeGetCapabilities; the secret of
+  ``nodePublishSecretRef``; the parent of the target path (the driver makes the target
+  itself) with ``vol_data.json``; podInfoOnMount keys merged into volume_context;
+  NodePublishVolume with the staging path when staged. Inline ephemeral volumes get the
+  handle ``csi-<sha256(podUID+volumeName)>`` and are never staged.
 - `tear_down`: NodeUnpublishVolume, then the pod's volume directory is removed.
 - `unmount_device`: NodeUnstageVolume only once no pod on the node uses the volume.
 - `expand` (NodeExpandVolume when EXPAND_VOLUME is advertised) and `stats`.
 
 Block volumes use the kubelet's ``volumeDevices`` layout (see `paths`). Every node call has
 the kubelet's 2-minute timeout; failed operations are retried with the kubelet's exponential
-backoff (500 ms doubling, capped at 2 min 2 s) on an injectable clock.
+backoff (500 ms doubling, capped at 2 min 2 s) on an injectable clock. A secret that does
+not exist fails the operation at once (LookupError, no CSI call): the kubelet retries it on
+its next pass, as it treats a failed secret fetch as a transient failure.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from kubelet_sim.volume_spec import (
     CsiVolume,
     NodeCapabilities,
     PodInfo,
+    SecretLookup,
+    SecretRef,
     VolumeStats,
     pod_info_attributes,
     volume_capability,
@@ -63,10 +69,12 @@ class VolumeManager:
         client_for: ClientFor,
         clock: Clock | None = None,
         max_attempts: int = 6,
+        secrets: SecretLookup | None = None,
     ) -> None:
         self.node_name = node_name
         self.paths = paths
         self._client_for = client_for
+        self._secrets = secrets
         self.clock: Clock = clock or RealClock()
         self.backoff = ExponentialBackoff(self.clock)
         self.max_attempts = max_attempts
@@ -138,13 +146,14 @@ class VolumeManager:
                                     "volumeHandle": volume.volume_handle})
         if not caps.stage_unstage:
             return None
+        secrets = self._secret(volume.node_stage_secret_ref, "NodeStageSecretRef")
         request = csi_pb2.NodeStageVolumeRequest(
             volume_id=volume.volume_handle,
             publish_context=dict(volume.publish_context),
             staging_target_path=str(staging),
             volume_capability=volume_capability(
                 volume, single_node_multi_writer=caps.single_node_multi_writer),
-            secrets=dict(volume.node_stage_secrets),
+            secrets=secrets,
             volume_context=dict(volume.volume_attributes),
         )
         try:
@@ -206,6 +215,7 @@ class VolumeManager:
         client = self._client_for(volume.driver)
         handle = volume.handle_for(pod.uid)
         caps = await self._capabilities(client)
+        secrets = self._secret(volume.node_publish_secret_ref, "NodePublishSecretRef")
         staging = ""
         if not volume.ephemeral and caps.stage_unstage:
             staging = str(self.staging_path(volume))
@@ -233,7 +243,7 @@ class VolumeManager:
                 volume, access_mode="ReadWriteOnce" if volume.ephemeral else None,
                 single_node_multi_writer=caps.single_node_multi_writer),
             readonly=volume.read_only,
-            secrets=dict(volume.node_publish_secrets),
+            secrets=secrets,
             volume_context=context,
         )
         try:
@@ -348,7 +358,7 @@ class VolumeManager:
                 staging_target_path=str(self.staging_path(volume)) if staged else "",
                 volume_capability=volume_capability(
                     volume, single_node_multi_writer=caps.single_node_multi_writer),
-                secrets=dict(volume.node_expand_secrets),
+                secrets=self._secret(volume.node_expand_secret_ref, "NodeExpandSecretRef"),
             ))
             return response.capacity_bytes
 
@@ -373,6 +383,19 @@ class VolumeManager:
         return await self._retrying(f"stats/{pod.uid}/{volume.spec_name}", stats_once)
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _secret(self, ref: SecretRef | None, field_name: str) -> dict[str, str]:
+        """The data of a secret reference ({} without one), read now, as the kubelet reads
+        it for each call; LookupError with the kubelet's sentence when it does not exist."""
+        if not ref:
+            return {}
+        try:
+            if self._secrets is None:
+                raise LookupError("no secrets are configured on this node")
+            return dict(self._secrets.get(ref))
+        except LookupError as err:
+            raise LookupError(f"fetching {field_name} {ref.get('namespace', '')}/"
+                              f"{ref.get('name', '')} failed: {err}") from None
 
     def _lock(self, key: VolumeKey) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())

@@ -2,13 +2,16 @@
 
 The caller fills a `CsiVolume` from the PersistentVolume's ``spec.csi`` (or the pod's inline
 ``csi`` volume), the CSIDriver object (``podInfoOnMount``) and the VolumeAttachment's
-``status.attachmentMetadata`` (the publish context), and secrets it resolved itself.
+``status.attachmentMetadata`` (the publish context). Secrets travel as references
+({name, namespace}); the volume manager reads them when it makes the call that needs them,
+as the kubelet does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from csi_protos import csi_pb2
 from kubelet_sim.paths import ephemeral_volume_handle
@@ -17,6 +20,15 @@ AccessMode = csi_pb2.VolumeCapability.AccessMode
 NodeRpc = csi_pb2.NodeServiceCapability.RPC
 
 POD_INFO_PREFIX = "csi.storage.k8s.io/"
+SecretRef = Mapping[str, str]  # a SecretReference: {"name", "namespace"}
+
+
+class SecretLookup(Protocol):
+    """Where the kubelet reads Secrets (the API server's role)."""
+
+    def get(self, ref: SecretRef | None) -> dict[str, str]:
+        """The data of ``ref`` ({} for None); LookupError when it does not exist."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -48,9 +60,9 @@ class CsiVolume:
     block: bool = False
     ephemeral: bool = False
     pod_info_on_mount: bool = False
-    node_stage_secrets: Mapping[str, str] = field(default_factory=dict)
-    node_publish_secrets: Mapping[str, str] = field(default_factory=dict)
-    node_expand_secrets: Mapping[str, str] = field(default_factory=dict)
+    node_stage_secret_ref: SecretRef | None = None
+    node_publish_secret_ref: SecretRef | None = None
+    node_expand_secret_ref: SecretRef | None = None
 
     def __post_init__(self) -> None:
         if not self.driver or not self.spec_name:

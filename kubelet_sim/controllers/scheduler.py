@@ -1,22 +1,27 @@
-"""The default scheduler, reduced to the filters that matter to the simulator.
+"""The default scheduler, reduced to the filters and the score that matter to the simulator.
 
-A pending pod (no ``spec.nodeName``) goes to a feasible node: Ready (a not-ready node carries
-the ``node.kubernetes.io/not-ready`` taint in a real cluster), schedulable, its taints
-tolerated, its ``nodeSelector`` matched, and the volume binding rules of the
-VolumeBinding plugin held:
+A pending pod (no ``spec.nodeName``) goes to a feasible node; the filters run in the default
+profile's order and the first that fails names the node's reason:
 
-- a bound claim's PV node affinity (its topology) must admit the node;
-- an unbound claim of an ``Immediate`` class makes the pod wait ("pod has unbound immediate
-  PersistentVolumeClaims");
-- the node's CSI volume count stays within CSINode ``allocatable.count`` (NodeVolumeLimits);
-- an unbound claim of a ``WaitForFirstConsumer`` class needs a node the class's
-  ``allowedTopologies`` admit; once a node is chosen the claim is annotated
-  ``volume.kubernetes.io/selected-node`` and the pod is bound only after the claim is
-  (PreBind waits for the provisioner and the binder).
+- NodeUnschedulable, TaintToleration: schedulable, taints tolerated (a not-ready node
+  carries the ``node.kubernetes.io/not-ready`` taint in a real cluster);
+- NodeAffinity: its ``nodeSelector`` matched;
+- NodeVolumeLimits: per CSI driver, the volumes of the pods bound or assumed on the node plus
+  the pod's new ones stay within CSINode ``allocatable.count`` (see `volume_limits`);
+- VolumeBinding: a bound claim's PV node affinity (its topology) admits the node; an unbound
+  claim of a ``WaitForFirstConsumer`` class needs a node the class's ``allowedTopologies``
+  admit, and once a node was selected for it (another pod using it was assumed there) that
+  node only. An unbound claim of an ``Immediate`` class makes the pod wait ("pod has
+  unbound immediate PersistentVolumeClaims").
 
-Among feasible nodes the one running fewest pods wins (ties by name). Binding writes
-``spec.nodeName`` and the ``PodScheduled`` condition; no feasible node gives
-``PodScheduled=False`` with reason ``Unschedulable`` and the scheduler's summary message.
+Among feasible nodes the one with the fewest pods wins (ties by name), counting the pods
+bound there and those assumed there (see `scheduler_cache`). With unbound
+WaitForFirstConsumer claims the pod is assumed: its claims are annotated
+``volume.kubernetes.io/selected-node`` and it is bound only after they are (PreBind waits
+for the provisioner and the binder). Binding writes ``spec.nodeName`` and the
+``PodScheduled`` condition; no feasible node gives ``PodScheduled=False`` with reason
+``Unschedulable`` and the scheduler's summary ("0/5 nodes are available: 5 node(s) exceed
+max volume count."), also recorded as a ``FailedScheduling`` warning event.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.binder import volume_admits_node
 from kubelet_sim.controllers.common import (
     ANN_SELECTED_NODE,
-    get_or_none,
     node_is_ready,
     set_annotation,
     write_object,
     write_status,
 )
+from kubelet_sim.controllers.scheduler_cache import Snapshot
+from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
 from kubelet_sim.model import JSON, Resource, set_condition
 from kubelet_sim.selectors import node_selector_matches
 
@@ -48,28 +54,36 @@ class Unschedulable(Exception):
 class Scheduler(Controller):
     name = SCHEDULER_NAME
     kinds = ("Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
-             "CSINode")
+             "CSINode", "VolumeAttachment")
 
     def __init__(self, *args: object, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.assumed: dict[str, str] = {}  # pod uid -> node waiting for its claims to bind
 
     async def reconcile(self) -> bool:
+        pods = self.api.list("Pod").items
+        pending = [p for p in pods if self._wants_scheduling(p)]
+        waiting = {p.metadata.uid for p in pending}
+        for uid in [u for u in self.assumed if u not in waiting]:  # bound, gone or finished
+            del self.assumed[uid]
+        snapshot = Snapshot.take(self.api, pods, self.assumed)
+        nodes = self.api.list("Node").items
         changed = False
-        for pod in self.api.list("Pod").items:
-            if (pod.spec.get("nodeName") or pod.is_terminating
-                    or pod.spec.get("schedulerName", SCHEDULER_NAME) != SCHEDULER_NAME
-                    or pod.status.get("phase", "Pending") != "Pending"):
-                self.assumed.pop(pod.metadata.uid, None)
-                continue
+        for pod in pending:
             key = f"pod/{pod.namespace}/{pod.name}"
-            changed = await self.step(key, self._schedule, pod) or changed
+            changed = await self.step(key, self._schedule, pod, nodes, snapshot) or changed
         return changed
 
-    async def _schedule(self, pod: Resource) -> bool:
+    @staticmethod
+    def _wants_scheduling(pod: Resource) -> bool:
+        return not (pod.spec.get("nodeName") or pod.is_terminating
+                    or pod.spec.get("schedulerName", SCHEDULER_NAME) != SCHEDULER_NAME
+                    or pod.status.get("phase", "Pending") != "Pending")
+
+    async def _schedule(self, pod: Resource, nodes: list[Resource], snapshot: Snapshot) -> bool:
         uid = pod.metadata.uid
         try:
-            claims = self._claims(pod)
+            claims = self._claims(pod, snapshot)
         except Unschedulable as why:
             self.assumed.pop(uid, None)
             return self._unschedulable(pod, str(why))
@@ -78,13 +92,13 @@ class Scheduler(Controller):
             if any(c.metadata.annotations.get(ANN_SELECTED_NODE) != assumed
                    for c in claims if not c.spec.get("volumeName")):
                 del self.assumed[uid]  # provisioning gave up on the node: schedule again
+                snapshot.unplace(pod, assumed)
             else:
                 return self._finish_assumed(pod, assumed, claims)
-        nodes = self.api.list("Node").items
         reasons: Counter[str] = Counter()
         feasible: list[Resource] = []
         for node in nodes:
-            reason = self._filter(pod, node, claims)
+            reason = self._filter(pod, node, claims, snapshot)
             if reason:
                 reasons[reason] += 1
             else:
@@ -93,9 +107,8 @@ class Scheduler(Controller):
             summary = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
             return self._unschedulable(pod, f"0/{len(nodes)} nodes are available"
                                        + (f": {summary}." if summary else "."))
-        load = Counter(str(p.spec.get("nodeName")) for p in self.api.list("Pod").items
-                       if p.spec.get("nodeName"))
-        node = min(feasible, key=lambda n: (load[n.name], n.name))
+        node = min(feasible, key=lambda n: (len(snapshot.pods_on(n.name)), n.name))
+        snapshot.place(pod, node.name)
         unbound = [c for c in claims if not c.spec.get("volumeName")]
         if not unbound:
             return self._bind(pod, node.name)
@@ -105,7 +118,10 @@ class Scheduler(Controller):
             return set_annotation(obj, ANN_SELECTED_NODE, chosen)
 
         for claim in unbound:  # the VolumeBinding plugin's PreBind
-            write_object(self.api, "PersistentVolumeClaim", claim.name, claim.namespace, select)
+            written = write_object(self.api, "PersistentVolumeClaim", claim.name,
+                                   claim.namespace, select)
+            if written is not None:  # later pods of this pass see the selected node
+                snapshot.claims[(written.namespace, written.name)] = written
         self.assumed[uid] = node.name
         return True
 
@@ -116,27 +132,28 @@ class Scheduler(Controller):
         del self.assumed[pod.metadata.uid]
         return self._bind(pod, node_name)
 
-    def _claims(self, pod: Resource) -> list[Resource]:
+    @staticmethod
+    def _claims(pod: Resource, snapshot: Snapshot) -> list[Resource]:
         claims = []
         for volume in pod.spec.get("volumes") or []:
             ref = volume.get("persistentVolumeClaim")
             if not ref:
                 continue
             name = str(ref.get("claimName"))
-            claim = get_or_none(self.api, "PersistentVolumeClaim", name, pod.namespace)
+            claim = snapshot.claim(pod.namespace, name)
             if claim is None:
                 raise Unschedulable(f'persistentvolumeclaim "{name}" not found')
             if claim.is_terminating:
                 raise Unschedulable(f'persistentvolumeclaim "{name}" is being deleted')
             if not claim.spec.get("volumeName"):
-                sc_name = str(claim.spec.get("storageClassName") or "")
-                sc = get_or_none(self.api, "StorageClass", sc_name) if sc_name else None
+                sc = snapshot.classes.get(str(claim.spec.get("storageClassName") or ""))
                 if sc is None or sc.body.get("volumeBindingMode") != "WaitForFirstConsumer":
                     raise Unschedulable("pod has unbound immediate PersistentVolumeClaims")
             claims.append(claim)
         return claims
 
-    def _filter(self, pod: Resource, node: Resource, claims: list[Resource]) -> str:
+    def _filter(self, pod: Resource, node: Resource, claims: list[Resource],
+                snapshot: Snapshot) -> str:
         """The first reason ``node`` does not fit ``pod`` ('' when it fits)."""
         if node.spec.get("unschedulable"):
             return "node(s) were unschedulable"
@@ -150,64 +167,21 @@ class Scheduler(Controller):
         selector = pod.spec.get("nodeSelector") or {}
         if any(node.labels.get(k) != v for k, v in selector.items()):
             return "node(s) didn't match Pod's node affinity/selector"
+        if exceeds_volume_limits(snapshot, pod, node.name):
+            return EXCEEDED
         for claim in claims:
             if claim.spec.get("volumeName"):
-                pv = get_or_none(self.api, "PersistentVolume", str(claim.spec["volumeName"]))
+                pv = snapshot.volumes.get(str(claim.spec["volumeName"]))
                 if pv is not None and not volume_admits_node(pv, node):
                     return "node(s) had volume node affinity conflict"
                 continue
-            sc = self.api.get("StorageClass", str(claim.spec.get("storageClassName")))
+            selected = claim.metadata.annotations.get(ANN_SELECTED_NODE)
+            sc = snapshot.classes[str(claim.spec.get("storageClassName"))]
             allowed = sc.body.get("allowedTopologies") or []
-            if allowed and not _topology_allows(allowed, node):
+            if (selected and selected != node.name) or (
+                    allowed and not _topology_allows(allowed, node)):
                 return "node(s) didn't find available persistent volumes to bind"
-        if self._exceeds_volume_limits(node, claims):
-            return "node(s) exceed max volume count"
         return ""
-
-    def _exceeds_volume_limits(self, node: Resource, claims: list[Resource]) -> bool:
-        """NodeVolumeLimits: per driver, the distinct volumes of the node's pods plus this
-        pod's new ones must fit CSINode ``allocatable.count``."""
-        csinode = get_or_none(self.api, "CSINode", node.name)
-        limits = {str(d.get("name")): int((d.get("allocatable") or {}).get("count") or 0)
-                  for d in (csinode.spec.get("drivers") or [] if csinode else [])}
-        if not any(limits.values()):
-            return False
-        in_use: dict[str, set[str]] = {}
-        for other in self.api.list("Pod").items:
-            if other.spec.get("nodeName") != node.name or other.status.get("phase") in (
-                    "Succeeded", "Failed"):
-                continue
-            for driver, handle in self._pod_csi_volumes(other):
-                in_use.setdefault(driver, set()).add(handle)
-        wanted = {driver: set(handles) for driver, handles in in_use.items()}
-        for claim in claims:
-            driver, handle = self._claim_volume(claim)
-            wanted.setdefault(driver, set()).add(handle)
-        return any(limits.get(driver, 0) and len(handles) > limits[driver]
-                   and len(handles) > len(in_use.get(driver, set()))
-                   for driver, handles in wanted.items())
-
-    def _pod_csi_volumes(self, pod: Resource) -> list[tuple[str, str]]:
-        out = []
-        for volume in pod.spec.get("volumes") or []:
-            name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-            claim = get_or_none(self.api, "PersistentVolumeClaim", str(name), pod.namespace) \
-                if name else None
-            if claim is not None:
-                out.append(self._claim_volume(claim))
-        return out
-
-    def _claim_volume(self, claim: Resource) -> tuple[str, str]:
-        """(driver, volume) a claim stands for; an unbound claim is a new volume of its
-        class's provisioner."""
-        pv_name = claim.spec.get("volumeName")
-        pv = get_or_none(self.api, "PersistentVolume", str(pv_name)) if pv_name else None
-        if pv is not None and pv.spec.get("csi"):
-            return str(pv.spec["csi"]["driver"]), str(pv.spec["csi"]["volumeHandle"])
-        sc_name = str(claim.spec.get("storageClassName") or "")
-        sc = get_or_none(self.api, "StorageClass", sc_name) if sc_name else None
-        driver = str(sc.body.get("provisioner")) if sc is not None else ""
-        return driver, f"claim:{claim.metadata.uid}"
 
     def _bind(self, pod: Resource, node_name: str) -> bool:
         def set_node(obj: Resource) -> bool:
@@ -221,8 +195,11 @@ class Scheduler(Controller):
         return True
 
     def _unschedulable(self, pod: Resource, message: str) -> bool:
-        return self._condition(pod, {"type": "PodScheduled", "status": "False",
-                                     "reason": "Unschedulable", "message": message})
+        changed = self._condition(pod, {"type": "PodScheduled", "status": "False",
+                                        "reason": "Unschedulable", "message": message})
+        if changed:
+            self.event("Pod", pod.namespace, pod.name, "Warning", "FailedScheduling", message)
+        return changed
 
     def _condition(self, pod: Resource, cond: JSON) -> bool:
         def mutate(obj: Resource) -> bool:

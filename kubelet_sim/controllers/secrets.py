@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubelet_sim.errors import Invalid
 from kubelet_sim.model import JSON
@@ -87,7 +88,7 @@ class SecretStore:
     def put(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
         self.secrets[(namespace, name)] = dict(data)
 
-    def get(self, ref: JSON | None) -> dict[str, str]:
+    def get(self, ref: Mapping[str, Any] | None) -> dict[str, str]:
         """The data of a SecretReference ({} for None); LookupError when it does not exist."""
         if not ref:
             return {}

@@ -12,38 +12,23 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubelet_sim import builders
-from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.cluster import DRIVER_NAME, Cluster
 from kubelet_sim.model import JSON, Resource
+from tests.kubelet_sim.conftest import running_cluster
 
 POD_INFO = "csi.storage.k8s.io/"
 
 
-async def started(nodes: int) -> Cluster:
-    c = Cluster(ClusterConfig(nodes=default_nodes(nodes)))
-    try:
-        await c.start()
-    except BaseException:
-        await c.stop()
-        raise
-    return c
-
-
 @pytest.fixture
 async def one_node() -> AsyncIterator[Cluster]:
-    c = await started(1)
-    try:
+    async with running_cluster(1) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 @pytest.fixture
 async def two_nodes() -> AsyncIterator[Cluster]:
-    c = await started(2)
-    try:
+    async with running_cluster(2) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 def requests(cluster: Cluster, start: int, method: str) -> list[JSON]:
@@ -176,6 +161,25 @@ async def test_read_only_claim_in_the_pod_is_passed_to_node_publish_as_readonly(
     assert publish["readonly"] is True
 
 
+async def test_a_read_only_container_mount_leaves_node_publish_writable(
+    one_node: Cluster,
+) -> None:
+    cluster = one_node
+    cluster.api.create(builders.storage_class("mini", DRIVER_NAME))
+    cluster.api.create(builders.persistent_volume_claim("data", storage="1Gi",
+                                                        storage_class="mini"))
+    container = builders.container("main")
+    container["volumeMounts"] = [{"name": "data", "mountPath": "/data", "readOnly": True}]
+    cluster.api.create(builders.pod("reader", containers=[container], volumes=[
+        builders.pvc_volume("data", "data")]))
+
+    await cluster.settle()
+
+    assert cluster.api.get("Pod", "reader", "default").status["phase"] == "Running"
+    [publish] = requests(cluster, 0, "NodePublishVolume")
+    assert "readonly" not in publish  # false: the container runtime makes its mount read-only
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
 async def test_read_only_claim_cannot_be_written_through_the_pods_mount(
     one_node: Cluster,
@@ -186,3 +190,102 @@ async def test_read_only_claim_cannot_be_written_through_the_pods_mount(
     with pytest.raises(OSError) as failed:
         (target / "file").write_text("no")
     assert failed.value.errno == errno.EROFS
+
+
+# -- node secrets (the driver started with --secret demands them) --------------------------------
+
+TOKEN = "token"
+SECRET_PARAMETERS = {
+    "csi.storage.k8s.io/provisioner-secret-name": "provisioner",
+    "csi.storage.k8s.io/provisioner-secret-namespace": "storage",
+    "csi.storage.k8s.io/controller-publish-secret-name": "attacher",
+    "csi.storage.k8s.io/controller-publish-secret-namespace": "storage",
+    "csi.storage.k8s.io/node-stage-secret-name": "${pvc.name}-stage",
+    "csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}",
+    "csi.storage.k8s.io/node-publish-secret-name": "${pvc.name}-publish",
+    "csi.storage.k8s.io/node-publish-secret-namespace": "${pvc.namespace}",
+}
+
+
+@pytest.fixture
+async def secured() -> AsyncIterator[Cluster]:
+    """One node whose driver processes refuse the guarded requests without ``token``; the
+    controller secrets exist, the node secrets are left to each test."""
+    async with running_cluster(1, ["--secret", f"{TOKEN}=s3"]) as c:
+        for name in ("provisioner", "attacher"):
+            c.secrets.put("storage", name, {TOKEN: "s3"})
+        c.api.create(builders.storage_class("secured", DRIVER_NAME,
+                                            parameters=SECRET_PARAMETERS))
+        yield c
+
+
+def results(cluster: Cluster, method: str) -> list[str]:
+    return [e.result for e in cluster.trace if e.call.endswith(f"/{method}")]
+
+
+async def run_claim_pod(cluster: Cluster) -> Resource:
+    cluster.api.create(builders.persistent_volume_claim("data", storage="1Mi",
+                                                        storage_class="secured"))
+    cluster.api.create(builders.pod("app", volumes=[builders.pvc_volume("data", "data")]))
+    await cluster.settle()
+    return cluster.api.get("Pod", "app", "default")
+
+
+async def test_node_stage_and_publish_carry_the_secrets_the_storage_class_templates_name(
+    secured: Cluster,
+) -> None:
+    secured.secrets.put("default", "data-stage", {TOKEN: "s3"})
+    secured.secrets.put("default", "data-publish", {TOKEN: "s3"})
+
+    pod = await run_claim_pod(secured)
+
+    assert pod.status["phase"] == "Running"
+    pv = secured.api.get("PersistentVolume",
+                         secured.api.get("PersistentVolumeClaim", "data", "default")
+                         .spec["volumeName"])
+    assert pv.spec["csi"]["nodeStageSecretRef"] == {"name": "data-stage", "namespace": "default"}
+    assert pv.spec["csi"]["nodePublishSecretRef"] == {"name": "data-publish",
+                                                      "namespace": "default"}
+    assert results(secured, "NodeStageVolume") == ["OK"]
+    assert results(secured, "NodePublishVolume") == ["OK"]
+    assert not [e for e in secured.trace if "s3" in e.to_json()]
+
+
+@pytest.mark.parametrize(("missing", "reference", "staged_before"), [
+    ("data-stage", "NodeStageSecretRef", []),
+    ("data-publish", "NodePublishSecretRef", ["OK"]),  # stage needs only its own secret
+])
+async def test_a_missing_node_secret_holds_the_pod_until_the_secret_exists(
+    secured: Cluster, missing: str, reference: str, staged_before: list[str],
+) -> None:
+    present = next(n for n in ("data-stage", "data-publish") if n != missing)
+    secured.secrets.put("default", present, {TOKEN: "s3"})
+
+    pod = await run_claim_pod(secured)
+
+    assert pod.status["phase"] == "Pending"
+    assert results(secured, "NodeStageVolume") == staged_before
+    assert results(secured, "NodePublishVolume") == []
+    ready = next(c for c in pod.status["conditions"] if c["type"] == "Ready")
+    assert f"fetching {reference} default/{missing} failed" in ready["message"]
+
+    secured.secrets.put("default", missing, {TOKEN: "s3"})
+    await secured.settle()
+
+    assert secured.api.get("Pod", "app", "default").status["phase"] == "Running"
+    assert (results(secured, "NodeStageVolume"), results(secured, "NodePublishVolume")) == (
+        ["OK"], ["OK"])
+
+
+async def test_an_inline_volume_publishes_with_the_secret_from_the_pods_namespace(
+    secured: Cluster,
+) -> None:
+    secured.secrets.put("default", "inline-creds", {TOKEN: "s3"})
+    volume = builders.csi_inline_volume("scratch", DRIVER_NAME)
+    volume["csi"]["nodePublishSecretRef"] = {"name": "inline-creds"}
+    secured.api.create(builders.pod("scratchy", volumes=[volume]))
+
+    await secured.settle()
+
+    assert secured.api.get("Pod", "scratchy", "default").status["phase"] == "Running"
+    assert results(secured, "NodePublishVolume") == ["OK"]

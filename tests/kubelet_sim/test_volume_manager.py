@@ -15,6 +15,7 @@ import pytest
 from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
+from kubelet_sim.controllers.secrets import SecretStore
 from kubelet_sim.csi_client import CsiError
 from kubelet_sim.fake_csi import FakeCsiClient, FakeCsiDriver
 from kubelet_sim.paths import KubeletPaths
@@ -60,8 +61,10 @@ class Node:
         self.clock = InstantClock()
         self.client = FakeCsiClient(driver, trace=self.trace, node="node-1")
         self.paths = KubeletPaths(root)
+        self.secrets = SecretStore()
         self.manager = VolumeManager(node_name="node-1", paths=self.paths,
-                                     client_for=lambda _name: self.client, clock=self.clock)
+                                     client_for=lambda _name: self.client, clock=self.clock,
+                                     secrets=self.secrets)
 
 
 @pytest.fixture
@@ -377,6 +380,16 @@ async def test_expand_calls_node_expand_volume_when_advertised(node: Node) -> No
     assert request.capacity_range.required_bytes == 2 << 30
 
 
+async def test_expand_sends_the_secret_of_the_node_expand_reference(node: Node) -> None:
+    node.secrets.put("default", "expand", {"expand-key": "e"})
+    volume = pv(node_expand_secret_ref={"name": "expand", "namespace": "default"})
+    await node.manager.mount(POD_A, volume)
+
+    await node.manager.expand(volume, 2 << 30, pod=POD_A)
+
+    assert dict(node.driver.requests_of("NodeExpandVolume")[0].secrets) == {"expand-key": "e"}
+
+
 async def test_expand_without_the_capability_makes_no_expand_call(node: Node) -> None:
     node.driver.node_capabilities = (NodeRpc.STAGE_UNSTAGE_VOLUME,)
     await node.manager.mount(POD_A, pv())
@@ -452,9 +465,14 @@ async def test_vol_data_json_is_written_as_go_encodes_a_map(node: Node) -> None:
         '{"driverName":"fake.csi.example.com","volumeHandle":"vol-1"}\n')
 
 
+STAGE_REF = {"name": "stage", "namespace": "kube-system"}
+PUBLISH_REF = {"name": "publish", "namespace": "default"}
+
+
 async def test_node_secrets_reach_the_driver_but_not_the_trace(node: Node) -> None:
-    volume = pv(node_stage_secrets={"stage-key": "hunter-one"},
-                node_publish_secrets={"pub-key": "hunter-two"})
+    node.secrets.put("kube-system", "stage", {"stage-key": "hunter-one"})
+    node.secrets.put("default", "publish", {"pub-key": "hunter-two"})
+    volume = pv(node_stage_secret_ref=STAGE_REF, node_publish_secret_ref=PUBLISH_REF)
 
     await node.manager.mount(POD_A, volume)
 
@@ -465,6 +483,36 @@ async def test_node_secrets_reach_the_driver_but_not_the_trace(node: Node) -> No
     dumped = "\n".join(event.to_json() for event in node.trace)
     assert "hunter-" not in dumped and "stage-key" not in dumped and "pub-key" not in dumped
     assert all("secrets" not in event.request for event in node.trace)
+
+
+async def test_a_missing_stage_secret_fails_mount_device_before_node_stage(node: Node) -> None:
+    with pytest.raises(LookupError, match=r"fetching NodeStageSecretRef kube-system/stage "
+                                          r'failed: .*secrets "stage" not found'):
+        await node.manager.mount_device(pv(node_stage_secret_ref=STAGE_REF))
+
+    assert "NodeStageVolume" not in node.driver.calls
+    assert node.clock.sleeps == []  # the kubelet's next pass retries, no backoff sleep here
+
+
+async def test_a_driver_that_does_not_stage_needs_no_stage_secret(node: Node) -> None:
+    node.driver.node_capabilities = ()
+
+    assert await node.manager.mount_device(pv(node_stage_secret_ref=STAGE_REF)) is None
+
+
+async def test_a_missing_publish_secret_fails_set_up_after_the_volume_is_staged(
+    node: Node,
+) -> None:
+    volume = pv(node_publish_secret_ref=PUBLISH_REF)
+
+    with pytest.raises(LookupError, match="fetching NodePublishSecretRef default/publish"):
+        await node.manager.mount(POD_A, volume)
+
+    assert "NodeStageVolume" in node.driver.calls
+    assert "NodePublishVolume" not in node.driver.calls
+    node.secrets.put("default", "publish", {"pub-key": "late"})
+    await node.manager.mount(POD_A, volume)
+    assert dict(node.driver.requests_of("NodePublishVolume")[0].secrets) == {"pub-key": "late"}
 
 
 async def test_a_restarted_kubelet_rebuilds_users_from_vol_data_and_unstages_after_the_last(

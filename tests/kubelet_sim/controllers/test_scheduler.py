@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubelet_sim import builders
-from kubelet_sim.controllers.common import ANN_SELECTED_NODE
+from kubelet_sim.controllers.common import ANN_SELECTED_NODE, unique_volume_name
 from kubelet_sim.model import Resource, condition
 from tests.kubelet_sim.controllers.conftest import DRIVER, TOPOLOGY_KEY, Cluster
 
@@ -207,3 +207,147 @@ async def test_node_at_its_csi_volume_limit_is_skipped(cluster: Cluster) -> None
     assert scheduled(cluster.get("Pod", "second"))["message"] == (
         "0/2 nodes are available: 1 node(s) exceed max volume count, "
         "1 node(s) were unschedulable.")
+
+
+# -- spreading and volume limits with pods assumed for WaitForFirstConsumer ----------------------
+
+
+def set_volume_limit(cluster: Cluster, node: str, count: int) -> None:
+    csinode = cluster.api.get("CSINode", node)
+    csinode.spec["drivers"][0]["allocatable"] = {"count": count}
+    cluster.api.update(csinode)
+
+
+def late_claim_pods(cluster: Cluster, count: int) -> list[str]:
+    """``count`` pods, each with its own WaitForFirstConsumer claim, created at once."""
+    cluster.storage_class("late", volume_binding_mode="WaitForFirstConsumer")
+    for i in range(count):
+        cluster.claim(f"data-{i}", storage_class="late")
+        cluster.pod(f"app-{i}", claim=f"data-{i}")
+    return [f"app-{i}" for i in range(count)]
+
+
+async def one_pod_on_a_node_with_room_for_one(cluster: Cluster) -> None:
+    """node-1 takes one CSI volume, node-2 takes no pods; app-0 with claim data-0 runs on
+    node-1."""
+    set_volume_limit(cluster, "node-1", 1)
+    set_node(cluster, "node-2", unschedulable=True)
+    late_claim_pods(cluster, 1)
+    await cluster.settle()
+    assert cluster.get("Pod", "app-0").spec["nodeName"] == "node-1"
+
+
+def nodes_of(cluster: Cluster, pods: list[str]) -> list[object]:
+    return [cluster.get("Pod", name).spec.get("nodeName") for name in pods]
+
+
+async def test_pods_assumed_while_their_claims_are_provisioned_count_for_spreading(
+    cluster: Cluster,
+) -> None:
+    pods = late_claim_pods(cluster, 4)
+
+    await cluster.settle()
+
+    assert sorted(map(str, nodes_of(cluster, pods))) == ["node-1", "node-1", "node-2", "node-2"]
+
+
+async def test_pods_assumed_on_a_node_count_toward_its_volume_limit(cluster: Cluster) -> None:
+    set_volume_limit(cluster, "node-1", 1)
+    set_volume_limit(cluster, "node-2", 1)
+    pods = late_claim_pods(cluster, 3)
+
+    await cluster.settle()
+
+    assert nodes_of(cluster, pods) == ["node-1", "node-2", None]
+    message = "0/2 nodes are available: 2 node(s) exceed max volume count."
+    assert scheduled(cluster.get("Pod", "app-2")) == {
+        "status": "False", "reason": "Unschedulable", "message": message}
+    assert cluster.events("Pod", "app-2") == [f"FailedScheduling: {message}"]
+
+
+async def test_a_volume_count_of_zero_admits_no_csi_volume(cluster: Cluster) -> None:
+    set_volume_limit(cluster, "node-1", 0)
+    pods = late_claim_pods(cluster, 1)
+
+    await cluster.settle()
+
+    assert nodes_of(cluster, pods) == ["node-2"]
+
+
+async def test_a_volume_shared_with_a_pod_on_the_node_does_not_count_again(
+    cluster: Cluster,
+) -> None:
+    await one_pod_on_a_node_with_room_for_one(cluster)
+    cluster.pod("second", claim="data-0")
+
+    await cluster.settle()
+
+    assert nodes_of(cluster, ["app-0", "second"]) == ["node-1", "node-1"]
+
+
+async def test_a_volume_still_attached_to_the_node_counts_toward_its_limit(
+    cluster: Cluster,
+) -> None:
+    await one_pod_on_a_node_with_room_for_one(cluster)
+    pv = cluster.get("PersistentVolume", cluster.get("PersistentVolumeClaim", "data-0")
+                     .spec["volumeName"])
+    # The pod finished, but the kubelet has not unmounted yet: the volume stays attached.
+    cluster.set_volumes_in_use("node-1", [unique_volume_name(
+        DRIVER, pv.spec["csi"]["volumeHandle"])])
+    first = cluster.get("Pod", "app-0")
+    first.status["phase"] = "Succeeded"
+    cluster.api.update_status(first)
+    await cluster.settle()
+    assert cluster.names("VolumeAttachment")
+    cluster.claim("two", storage_class="late")
+    cluster.pod("second", claim="two")
+
+    await cluster.settle()
+
+    assert scheduled(cluster.get("Pod", "second"))["message"] == (
+        "0/2 nodes are available: 1 node(s) exceed max volume count, "
+        "1 node(s) were unschedulable.")
+
+
+async def test_claims_of_another_driver_do_not_count_toward_this_drivers_limit(
+    cluster: Cluster,
+) -> None:
+    await one_pod_on_a_node_with_room_for_one(cluster)
+    cluster.storage_class("other", provisioner="other.example.com",
+                          volume_binding_mode="WaitForFirstConsumer")
+    cluster.claim("elsewhere", storage_class="other")
+    cluster.pod("other-app", claim="elsewhere")
+
+    await cluster.settle()
+
+    assert cluster.get("PersistentVolumeClaim", "elsewhere").metadata.annotations[
+        ANN_SELECTED_NODE] == "node-1"
+
+
+async def test_a_pod_deleted_while_assumed_no_longer_counts_on_its_node(
+    cluster: Cluster,
+) -> None:
+    import grpc
+    cluster.driver.fail_next("CreateVolume", grpc.StatusCode.UNAVAILABLE, "busy", times=50)
+    late_claim_pods(cluster, 1)
+    await cluster.settle()
+    assert cluster.get("PersistentVolumeClaim", "data-0").metadata.annotations[
+        ANN_SELECTED_NODE] == "node-1"
+    cluster.api.delete("Pod", "app-0", "default")
+    cluster.pod("next", claim=None)
+
+    await cluster.settle()
+
+    assert cluster.get("Pod", "next").spec["nodeName"] == "node-1"
+
+
+async def test_pods_sharing_an_unbound_claim_follow_the_node_selected_for_it(
+    cluster: Cluster,
+) -> None:
+    late_claim_pods(cluster, 1)
+    cluster.pod("app-0-twin", claim="data-0")
+
+    await cluster.settle()
+
+    assert nodes_of(cluster, ["app-0", "app-0-twin"]) == ["node-1", "node-1"]
+    assert cluster.get("PersistentVolumeClaim", "data-0").status["phase"] == "Bound"
