@@ -71,7 +71,7 @@ def build_runtime(cfg: Config) -> Runtime:
             cfg = replace(cfg, expansion="offline")
     else:
         log.info("filesystem volumes are directories%s",
-                 f" ({why_not_loop})" if why_not_loop else "")
+                 f": {why_not_loop}" if why_not_loop else "")
     return Runtime(
         cfg=cfg,
         caps=capabilities.compute(cfg),
