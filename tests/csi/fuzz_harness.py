@@ -26,7 +26,7 @@ import os
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +39,16 @@ from hypothesis.strategies import SearchStrategy
 
 from csi_protos import csi_pb2
 from tests.csi.driver_process import DriverProcess
-from tests.csi.fuzz_requests import EX, PATH_FIELDS, Vocabulary, adversarial_ids, request
+from tests.csi.fuzz_requests import (
+    EX,
+    PATH_FIELDS,
+    Vocabulary,
+    adversarial_ids,
+    is_path_like,
+    request,
+)
 from tests.csi.fuzz_sandbox import (
     Allowance,
-    Mount,
     MountProblem,
     Sandbox,
     Tree,
@@ -55,6 +61,7 @@ from tests.csi.fuzz_seeds import CALL_GUARD_SECONDS, Seeds
 
 REPORT = os.environ.get("CSI_FUZZ_REPORT") == "1"
 SETTLE_GUARD_SECONDS = 2.0
+SETTLE_QUIET_SECONDS = 0.1
 # item 6: INTERNAL "with a message naming the decode failure", as Go servers answer
 # ("grpc: error unmarshalling request: …")
 NAMES_DECODING = re.compile(r"decod|pars|unmarshal|deserializ", re.IGNORECASE)
@@ -78,6 +85,34 @@ def rpc_name(method: MethodDescriptor) -> str:
 
 def request_class(method: MethodDescriptor) -> type[Message]:
     return message_factory.GetMessageClass(method.input_type)
+
+
+def _strings(message: Message) -> Iterator[tuple[str, str]]:
+    """(field name, value) of every string below ``message``: fields, lists, map keys
+    and values, nested messages."""
+    for fd, value in message.ListFields():
+        mt = fd.message_type
+        if mt is not None and mt.GetOptions().map_entry:
+            for key, item in value.items():
+                yield fd.name, key
+                if isinstance(item, str):
+                    yield fd.name, item
+                elif isinstance(item, Message):
+                    yield from _strings(item)
+        elif mt is not None:
+            for item in value if fd.is_repeated else [value]:
+                yield from _strings(item)
+        elif fd.type == fd.TYPE_STRING:
+            for item in value if fd.is_repeated else [value]:
+                yield fd.name, item
+
+
+def _names_a_path(call: Call) -> bool:
+    """An id that is not a plain file name: its background removal may reach beyond
+    <state>/volumes (the state dir's inside is not compared, so plain ids need no wait)."""
+    assert call.message is not None
+    return any(is_path_like(value) for name, value in _strings(call.message)
+               if name not in PATH_FIELDS)
 
 
 def show(message: Message, limit: int = 400) -> str:
@@ -298,8 +333,20 @@ class FuzzHarness:
             return Outcome(exc.code(), exc.details() or "")
         return Outcome(grpc.StatusCode.OK, "")
 
+    def keeps_inside(self, call: Call) -> bool:
+        """Whether every string of the call stays in the sandbox, as a path or as an id
+        (``Sandbox.keeps_inside``).  Typed requests always do (their values are chosen so);
+        a raw body with a changed byte may not, and is then never sent."""
+        return call.message is None or all(
+            self.box.keeps_inside(value, name in PATH_FIELDS)
+            for name, value in _strings(call.message))
+
     def run(self, calls: list[Call], label: str) -> None:
-        """Send ``calls`` in order, checking every property after each; then Probe."""
+        """Send ``calls`` in order, checking every property after each; then Probe.
+        A call that could leave the sandbox (``keeps_inside``) is never sent."""
+        leaving = [str(c) for c in calls if not self.keeps_inside(c)]
+        if leaving:
+            raise RuntimeError(f"not sent, it could leave the sandbox: {leaving}")
         allowance = Allowance.for_paths(self.box, [p for c in calls for p in c.given_paths()],
                                         self.box.mounts())
         skip = self._old_example_dirs
@@ -314,7 +361,7 @@ class FuzzHarness:
             ok = outcome.code == grpc.StatusCode.OK
             if ok and call.method.name in REMOVING and self._names_a_seed(call):
                 self._seeds_dirty = True
-            if ok and call.method.name in BACKGROUND_REMOVAL:
+            if ok and call.method.name in BACKGROUND_REMOVAL and _names_a_path(call):
                 after_tree = self._settled(skip)
             else:
                 after_tree = self.box.snapshot(skip)
@@ -324,16 +371,17 @@ class FuzzHarness:
                          for p in changes_outside(tree, after_tree, allowance)]
             mount_problems = mount_violations(self.box, mounts, after_mounts, allowance)
             problems += [(f"{p.kind} by {name}", p.text) for p in mount_problems]
-            after_mounts = self._clean_up(mount_problems, after_mounts)
+            if self._clean_up(mount_problems):  # what the clean-up changed is no news
+                after_tree, after_mounts = self.box.snapshot(skip), self.box.mounts()
             tree, mounts = after_tree, after_mounts
         problems += self._health_problems()
         if problems:
             self._found(problems, calls, outcomes, label)
 
-    def _clean_up(self, problems: list[MountProblem], mounts: list[Mount]) -> list[Mount]:
+    def _clean_up(self, problems: list[MountProblem]) -> bool:
         """Undo what a violation left, so that it does not show again in later examples:
         a stray mount is unmounted in the driver's namespace; removed data (a seed's,
-        or the state dir's own) needs a fresh driver."""
+        or the state dir's own) needs a fresh driver.  True when something was unmounted."""
         for problem in problems:
             if problem.kind == "removed the data":
                 self._needs_restart = True
@@ -341,9 +389,7 @@ class FuzzHarness:
                 self._seeds_dirty = True
             elif problem.kind == "mounted" and not unmount_in(self.pid, problem.mount.point):
                 self._needs_restart = True
-        if any(p.kind == "mounted" for p in problems):
-            return self.box.mounts()
-        return mounts
+        return any(p.kind == "mounted" for p in problems)
 
     def _names_a_seed(self, call: Call) -> bool:
         assert call.message is not None
@@ -360,16 +406,19 @@ class FuzzHarness:
             else "(raw bodies that do not decode)"
 
     def _settled(self, skip: set[str]) -> Tree:
-        """Read the tree until two reads agree (volume data is removed in the background)."""
+        """Read the tree (and the state dir's own entries) until they stay the same for
+        SETTLE_QUIET_SECONDS: volume data is removed on a worker thread after the answer."""
         deadline = time.monotonic() + SETTLE_GUARD_SECONDS
-        last = self.box.snapshot(skip)
+        last = (self.box.snapshot(skip), self.box.state_skeleton())
+        quiet_since = time.monotonic()
         while time.monotonic() < deadline:
-            time.sleep(0.005)
-            now = self.box.snapshot(skip)
-            if now == last:
+            time.sleep(0.01)
+            now = (self.box.snapshot(skip), self.box.state_skeleton())
+            if now != last:
+                last, quiet_since = now, time.monotonic()
+            elif time.monotonic() - quiet_since >= SETTLE_QUIET_SECONDS:
                 break
-            last = now
-        return last
+        return last[0]
 
     @staticmethod
     def _code_problems(call: Call, outcome: Outcome) -> list[tuple[str, str]]:

@@ -4,9 +4,10 @@
 descriptor, so every RPC's every field is covered without a hand-written template.
 Fields are chosen by name: ids, paths, names, page tokens, maps and capabilities each
 mix values a CO would send (the seeds' ids, the example's own target and staging paths)
-with the adversarial ones issue 8 lists.  Every field may also be left out; Hypothesis
-shrinks towards that, and towards the first (valid-looking) choice of each ``one_of``,
-so a minimal failing example keeps only what the failure needs.
+with the adversarial ones issue 8 lists.  In each message up to two fields take an
+adversarial value and one may be left out; Hypothesis shrinks towards none, and towards
+the first (valid-looking) choice of each ``one_of``, so a minimal failing example keeps
+only what the failure needs.
 
 ``raw_body`` makes request bodies as bytes: random bytes, a valid body cut short or with
 a byte flipped, and a string field holding invalid UTF-8.
@@ -28,7 +29,6 @@ from csi_protos import csi_pb2
 EPHEMERAL_KEY = "csi.storage.k8s.io/ephemeral"
 EX = "{ex}"  # the current example's dir, in paths
 AccessMode = csi_pb2.VolumeCapability.AccessMode
-ABSENT = object()
 INT32 = (0, 1, 2, -1, 2**31 - 1, -(2**31))
 INT64 = (0, 1, 4096, 1 << 20, 1 << 30, 1 << 40, (1 << 40) + 1, -1, 2**63 - 1, -(2**63))
 TOKENS = ("", "p0", "p1", "p2", "p", "p²", "p" + "1" * 30, "p-1", "invalid-token", "p 1",
@@ -48,6 +48,11 @@ def adversarial_ids(canary_dir: str) -> tuple[str, ...]:
     ones stay inside the sandbox: <sandbox>/state/volumes/../../x is <sandbox>/x)."""
     return ("..", ".", "../../x", "../snapshots", canary_dir, "", "a/b", "a//b", "a\x00b",
             "\x00", "v" * 129, "é" * 65, "日本語", "a b", " ", "a\nb", "\\040", "-", "*")
+
+
+def is_path_like(value: str) -> bool:
+    """An id that is not a plain file name: "/" in it, ".", "..", empty, or a NUL."""
+    return "/" in value or value in ("", ".", "..") or "\x00" in value
 
 
 @dataclass(frozen=True, eq=False)

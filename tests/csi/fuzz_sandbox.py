@@ -190,6 +190,19 @@ class Sandbox:
         Path(self.view(os.path.join(ex, "full-file"))).write_bytes(FULL_TEXT)
         return ex
 
+    def keeps_inside(self, value: str, is_path: bool) -> bool:
+        """Whether a string the driver may use as a file name stays in the sandbox: a path
+        (relative ones start from the driver's cwd), or an id (joined below
+        state/volumes or state/snapshots).  Only a path may be "/" itself: a bind mount
+        there stays in the driver's namespace, while an id "/" would name the host's
+        root for a recursive delete.  The sandbox is a tmpfs, the rest of the tree the
+        host's own disk, so a request that could leave it is never sent."""
+        if "\x00" in value:
+            return True  # every file call of the driver refuses it
+        base = self.cwd if is_path else os.path.join(self.state_dir, "volumes")
+        resolved = os.path.normpath(os.path.join(base, value))
+        return (is_path and resolved == "/") or is_under(resolved, self.root)
+
     def protected(self) -> list[str]:
         """Paths the driver must never change, nor mount over, even when it is given them."""
         return [self.root, self.path("canary"), self.link, self.state_dir, self.cwd,
@@ -365,7 +378,7 @@ def mount_violations(box: Sandbox, before: list[Mount], after: list[Mount],
                 os.path.dirname(mount.root) != volumes_fs[1]:
             problems.append(MountProblem("mounted", f"mounted {mount.root!r}, not a volume's "
                                          f"data, at {mount.point!r}", mount))
-        if points[mount.point] > 1:
+        if points[mount.point] > 1 and mount.point in allowance.given:
             problems.append(MountProblem("stacked", "stacked a second mount at "
                                          f"{mount.point!r}", mount))
     for mount in sorted((+gone).elements()):
