@@ -69,7 +69,10 @@ class DriverProcess:
         args: Sequence[str] = (),
         state_dir: Path | None = None,
         sock_dir: Path | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
+        """``prefix`` wraps the command (e.g. ``unshare --mount``: the driver's mounts then
+        stay in its own mount namespace); the wrapper must exec the driver in the end."""
         self.sock_dir = sock_dir or short_tmpdir("csis")
         self.owns_state = state_dir is None
         self.state_dir = state_dir or short_tmpdir("csid")
@@ -77,6 +80,7 @@ class DriverProcess:
         self.endpoint = f"unix://{self.socket_path}"
         self.node_id = node_id
         self.args = list(args)
+        self.prefix = list(prefix)
         self.stderr_path = self.sock_dir.parent / f"{self.sock_dir.name}.stderr"
         self.proc: subprocess.Popen[bytes] | None = None
         self._stubs: Stubs | None = None
@@ -85,6 +89,7 @@ class DriverProcess:
 
     def command(self) -> list[str]:
         return [
+            *self.prefix,
             PYTHON,
             "-m",
             "csi_driver",
