@@ -27,21 +27,20 @@ NAME_LIMIT = 255  # bytes in one path component (NAME_MAX)
 
 def normalised_path(value: str, name: str) -> str:
     """A path field as the driver uses it: absolute, normalised (no empty, '.' or '..'
-    component; one trailing slash is dropped), no NUL, no component over NAME_MAX
-    bytes.  Anything else → INVALID_ARGUMENT, before any file is looked at."""
+    component, no trailing slash: the path os.path.normpath leaves as it is), no NUL,
+    no component over NAME_MAX bytes.  Anything else → INVALID_ARGUMENT, before any
+    file is looked at."""
     if "\0" in value:
         raise InvalidArgument(f"{name} must not contain a NUL byte")
     if not value.startswith("/"):
         raise InvalidArgument(f"{name} {value!r} must be an absolute path")
-    canonical = value.rstrip("/") or "/"
-    for part in canonical.split("/")[1:] if canonical != "/" else ():
+    for part in value.split("/")[1:] if value != "/" else ():
         if part in ("", ".", ".."):
-            raise InvalidArgument(
-                f"{name} {value!r} must be normalised (no empty, '.' or '..' components)"
-            )
+            raise InvalidArgument(f"{name} {value!r} must be normalised (no empty, '.' or "
+                                  "'..' components, no trailing slash)")
         if len(part.encode("utf-8", "surrogateescape")) > NAME_LIMIT:
             raise InvalidArgument(f"{name} has a component longer than {NAME_LIMIT} bytes")
-    return canonical
+    return value
 
 
 class Found(Enum):

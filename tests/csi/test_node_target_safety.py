@@ -204,7 +204,7 @@ def test_a_symlink_at_the_target_fails_precondition_and_stays(setup: Setup,
     target.unlink()
 
 
-@pytest.mark.parametrize("target", ["relative/target", "/a/../b", "/a/./b", "/a//b",
+@pytest.mark.parametrize("target", ["relative/target", "/a/../b", "/a/./b", "/a//b", "/a/b/",
                                     "/x/" + "n" * 256, "/a/b\0c"])
 def test_a_target_path_that_is_not_absolute_and_normalised_is_invalid(
     setup: Setup, target: str
