@@ -1,7 +1,9 @@
-"""Node-side rules: stage, publish, unpublish, unstage, stats and expansion (pure domain).
+"""Node-side rules: stage, publish, unpublish, unstage, stats and expansion.
 
-Stage is a durable record (the plugin needs no device work between the shared
-store and the staging path); publish makes the data appear at target_path.
+Stage is a durable record, plus, for a filesystem volume that is an ext4 image, its
+loop mount at the staging path (``staged_images``); publish makes the data (or the
+staged filesystem) appear at target_path (``mounter``).  What touches files goes
+through those modules, which only ever change what the driver made.
 """
 
 from __future__ import annotations
