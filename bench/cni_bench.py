@@ -25,7 +25,10 @@ matters for a cycle of several execs; the target is 2x. Cases are timed
 interleaved, one cycle of each in turn, so background load weighs on all rows
 alike.
 
-Run: ``.venv/bin/python -m bench.cni_bench [--cycles N]``.
+Then, as root beside the reference Go plugins, the linux-dataplane rows (ADD and DEL
+timed apart, a fresh netns per cycle, ratios to the reference): see bench/cni_linux.py.
+
+Run: ``.venv/bin/python -m bench cni [--cycles N] [--linux-cycles N] [--only-linux]``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from bench import cni_linux
 
 REFERENCE_HOST_LOCAL = "/usr/lib/cni/host-local"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -294,11 +299,18 @@ IN_PROCESS_TWINS = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cni_bench", description="CNI ADD+DEL exec benchmark")
     parser.add_argument("--cycles", type=int, default=30)
+    parser.add_argument("--linux-cycles", type=int, default=20,
+                        help="cycles of the linux-dataplane rows (root only; 0: leave out)")
+    parser.add_argument("--only-linux", action="store_true",
+                        help="print only the linux-dataplane rows")
     opts = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cnibench") as tmp:
         root = Path(tmp)
         bin_dir = root / "bin"
         how = install_plugins(bin_dir)
+        if opts.only_linux:
+            print(cni_linux.report(root / "linux", bin_dir, opts.linux_cycles))
+            return 0
         netns = str(root / "netns")
         Path(netns).touch()
         ipam = {"type": "emu-host-local", "subnet": "10.88.0.0/16",
@@ -347,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CNI ADD+DEL cycles: median of {opts.cycles}; plugins installed by: {how}")
         print(format_table(rows, floor_ms, rows[0].peak_kib))
         print("\n".join(verdicts(rows, floor_ms)))
+        if opts.linux_cycles > 0:
+            print()
+            print(cni_linux.report(root / "linux", bin_dir, opts.linux_cycles))
     return 0
 
 
