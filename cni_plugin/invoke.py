@@ -7,9 +7,7 @@ its own cniVersion (or the config's) and returned in the current shape.
 
 from __future__ import annotations
 
-import _signal
 import errno
-import select
 import sys
 import time
 
@@ -71,64 +69,11 @@ def _plugin_error(returncode: int, stdout: bytes, stderr: bytes) -> CNIError:
                            f"{go_quote(stdout.decode(errors='replace'))}: {e}")
 
 
-def _run(path: str, stdin_data: bytes, env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
-    """Spawn `path` with pipes on 0, 1 and 2; (exit code, stdout, stderr).
-
-    posix_spawn and select rather than subprocess, whose import alone costs
-    more than a whole IPAM call.
-    """
-    in_r, in_w = lightos.pipe()
-    out_r, out_w = lightos.pipe()
-    err_r, err_w = lightos.pipe()
-    try:
-        pid = lightos.posix_spawn(path, [path], dict(env), file_actions=[
-            (lightos.POSIX_SPAWN_DUP2, in_r, 0), (lightos.POSIX_SPAWN_DUP2, out_w, 1),
-            (lightos.POSIX_SPAWN_DUP2, err_w, 2)],
-            # Python ignores these; the child gets the default back, as subprocess does.
-            setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
-    except OSError:
-        for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
-            lightos.close(fd)
-        raise
-    for fd in (in_r, out_w, err_w):
-        lightos.close(fd)
-    pending = memoryview(stdin_data)
-    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
-    readers = [out_r, err_r]
-    writers = [in_w] if pending else []
-    if not pending:
-        lightos.close(in_w)
-    try:
-        while readers or writers:
-            readable, writable, _ = select.select(readers, writers, [])
-            if writable:
-                try:
-                    pending = pending[lightos.write(in_w, pending[:65536]):]
-                except BrokenPipeError:
-                    pending = pending[:0]
-                if not pending:
-                    lightos.close(in_w)
-                    writers = []
-            for fd in readable:
-                data = lightos.read(fd, 65536)
-                if data:
-                    chunks[fd].append(data)
-                else:
-                    readers.remove(fd)
-                    lightos.close(fd)
-    finally:
-        for fd in (*readers, *writers):
-            lightos.close(fd)
-        _, status = lightos.waitpid(pid, 0)
-    return (lightos.waitstatus_to_exitcode(status), b"".join(chunks[out_r]),
-            b"".join(chunks[err_r]))
-
-
 def exec_plugin(plugin_path: str, stdin_data: bytes, env: Mapping[str, str]) -> bytes:
     """Run the plugin; its stdout on success, CNIError (its own code) on failure."""
     for attempt in range(TEXT_FILE_BUSY_RETRIES + 1):
         try:
-            returncode, stdout, stderr = _run(plugin_path, stdin_data, env)
+            returncode, stdout, stderr = lightos.run_captured([plugin_path], stdin_data, env)
         except OSError as e:
             if e.errno == errno.ETXTBSY and attempt < TEXT_FILE_BUSY_RETRIES:
                 time.sleep(1)

@@ -4,8 +4,8 @@ Importing `os` costs every plugin start about 1 ms (it loads _collections_abc, s
 posixpath and genericpath and builds os.environ): a seventh of the interpreter's own
 start. The functions below are `posix`'s own, or path text handling with the rules
 of posixpath (join, dirname, basename, normpath) and os.makedirs, so callers see the
-same results and the same OSErrors. The linux dataplane and the installer, which are
-not on the emulated exec path, use `os` itself.
+same results and the same OSErrors; run_captured stands in for subprocess.run. The
+installer, which is not on the exec path, uses `os` itself.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ from posix import (
     write,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = [
     "O_CLOEXEC",
     "O_CREAT",
@@ -77,6 +81,7 @@ __all__ = [
     "posix_spawn",
     "read",
     "replace",
+    "run_captured",
     "scandir",
     "unlink",
     "urandom",
@@ -208,3 +213,59 @@ def makedirs(name: str, mode: int = 0o777, exist_ok: bool = False) -> None:
     except OSError:
         if not exist_ok or not _isdir(name):
             raise
+
+
+def run_captured(argv: list[str], stdin_data: bytes,
+                 env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    """Spawn argv[0] (a path) with pipes on 0, 1 and 2; (exit code, stdout, stderr).
+
+    posix_spawn and select rather than subprocess, whose import alone costs
+    more than a whole IPAM call.
+    """
+    import _signal
+    import select
+
+    in_r, in_w = pipe()
+    out_r, out_w = pipe()
+    err_r, err_w = pipe()
+    try:
+        pid = posix_spawn(argv[0], argv, dict(env), file_actions=[
+            (POSIX_SPAWN_DUP2, in_r, 0), (POSIX_SPAWN_DUP2, out_w, 1),
+            (POSIX_SPAWN_DUP2, err_w, 2)],
+            # Python ignores these; the child gets the default back, as subprocess does.
+            setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
+    except OSError:
+        for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+            close(fd)
+        raise
+    for fd in (in_r, out_w, err_w):
+        close(fd)
+    pending = memoryview(stdin_data)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    readers = [out_r, err_r]
+    writers = [in_w] if pending else []
+    if not pending:
+        close(in_w)
+    try:
+        while readers or writers:
+            readable, writable, _ = select.select(readers, writers, [])
+            if writable:
+                try:
+                    pending = pending[write(in_w, pending[:65536]):]
+                except BrokenPipeError:
+                    pending = pending[:0]
+                if not pending:
+                    close(in_w)
+                    writers = []
+            for fd in readable:
+                data = read(fd, 65536)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    readers.remove(fd)
+                    close(fd)
+    finally:
+        for fd in (*readers, *writers):
+            close(fd)
+        _, status = waitpid(pid, 0)
+    return waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
