@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cni_plugin.install import install
+from tests.netns_support import delete_link, fresh_netns, unique_name
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +66,21 @@ def recording_ipam(tmp_path: Path) -> RecordingIPAM:
 def dataplane_dir(tmp_path: Path) -> Iterator[str]:
     path = tmp_path / "dataplane"
     yield str(path)
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """A fresh real network namespace (root only): its path, as CNI_NETNS carries it."""
+    with fresh_netns() as path:
+        yield path
+
+
+@pytest.fixture
+def bridge_name() -> Iterator[str]:
+    """A unique host bridge name; the bridge is deleted afterwards."""
+    name = unique_name()
+    yield name
+    delete_link(name)
 
 
 def is_root() -> bool:

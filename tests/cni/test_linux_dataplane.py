@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,19 +23,6 @@ from .conftest import RecordingIPAM
 from .procharness import cni_env, exec_plugin
 
 pytestmark = [needs_root, pytest.mark.root]
-
-
-@pytest.fixture
-def netns() -> Iterator[str]:
-    with fresh_netns() as path:
-        yield path
-
-
-@pytest.fixture
-def bridge_name() -> Iterator[str]:
-    name = unique_name()
-    yield name
-    delete_link(name)
 
 
 def conf(ipam: RecordingIPAM | None, bridge: str, **fields: Any) -> dict[str, Any]:
