@@ -2,7 +2,8 @@
 
 Each executable is a tiny script whose shebang starts this interpreter directly
 with -I -S (isolated, no site import: nothing but the stdlib and this project
-is imported) and which puts the project's import path on sys.path itself.
+is imported) and which puts the project's import path on sys.path itself; it ends
+without the interpreter's teardown (lightos.run_then_exit).
 The names never collide with the reference plugins'.
 """
 
@@ -30,7 +31,8 @@ def script_text(module: str, interpreter: str = sys.executable,
             "import sys\n"
             f"sys.path.insert(0, {project_root!r})\n"
             f"from {module} import main\n"
-            "main()\n")
+            "from cni_plugin.lightos import run_then_exit\n"
+            "run_then_exit(main)\n")
 
 
 def install(bin_dir: str, interpreter: str = sys.executable) -> list[str]:

@@ -45,7 +45,8 @@ from posix import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+    from typing import NoReturn
 
 __all__ = [
     "O_CLOEXEC",
@@ -82,6 +83,7 @@ __all__ = [
     "read",
     "replace",
     "run_captured",
+    "run_then_exit",
     "scandir",
     "unlink",
     "urandom",
@@ -269,3 +271,31 @@ def run_captured(argv: list[str], stdin_data: bytes,
             close(fd)
         _, status = waitpid(pid, 0)
     return waitstatus_to_exitcode(status), b"".join(chunks[out_r]), b"".join(chunks[err_r])
+
+
+def run_then_exit(main: Callable[[], object]) -> NoReturn:
+    """Run a plugin's main() and end the process as its sys.exit() would, without the
+    interpreter's teardown (freeing every module and object: a millisecond or two that a
+    short-lived plugin does not need). Exit handlers run and stdout and stderr are
+    flushed first; an exception other than SystemExit ends the process the usual way."""
+    import atexit
+
+    try:
+        main()
+        code: object = None
+    except SystemExit as done:
+        code = done.code
+    atexit._run_exitfuncs()
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xFF
+    else:
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed by the reader: nothing more to deliver
+            status = status or 120
+    posix._exit(status)

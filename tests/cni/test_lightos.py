@@ -67,3 +67,25 @@ def test_environment_is_read_without_loading_os() -> None:
     out = subprocess.run([sys.executable, "-IS", "-c", code], env=env, capture_output=True,
                          check=True).stdout
     assert out == b"v\xff v\xff False\n"
+
+
+@pytest.mark.parametrize(("ending", "status"), [("sys.exit(3)", 3), ("sys.exit(0)", 0),
+                                                ("return None", 0)])
+def test_run_then_exit_ends_as_sys_exit_with_output_flushed_and_exit_handlers_run(
+        ending: str, status: int, tmp_path: Path) -> None:
+    marker = tmp_path / "atexit-ran"
+    code = (f"import sys; sys.path.insert(0, {PROJECT_ROOT!r})\n"
+            "import atexit\n"
+            "from cni_plugin.lightos import run_then_exit\n"
+            "def main():\n"
+            f"    atexit.register(lambda: open({str(marker)!r}, 'w').close())\n"
+            "    sys.stdout.write('result on stdout')\n"
+            "    sys.stderr.write('note on stderr')\n"
+            f"    {ending}\n"
+            "run_then_exit(main)\n"
+            "print('never reached')\n")
+    proc = subprocess.run([sys.executable, "-IS", "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (status, "result on stdout",
+                                                           "note on stderr")
+    assert marker.exists()
