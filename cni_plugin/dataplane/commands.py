@@ -26,8 +26,10 @@ class CommandFailed(Exception):
 
 
 def which(tool: str) -> str | None:
-    """The tool's path on $PATH, as shutil.which (without its import)."""
-    for directory in (lightos.getenv("PATH") or "").split(":"):
+    """The tool's path on $PATH (os.defpath without one), as shutil.which, without its
+    import."""
+    path = lightos.getenv("PATH")
+    for directory in (path if path is not None else "/bin:/usr/bin").split(":"):
         candidate = lightos.join(directory or ".", tool)
         if lightos.isfile(candidate) and lightos.access(candidate, lightos.X_OK):
             return candidate
