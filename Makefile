@@ -19,14 +19,25 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The reference CNI plugins (differential tests) and iproute2 (netns tests).
-# Installed only where we are root and apt exists; elsewhere those tests skip.
+# Debian packages the root tests need: the reference CNI plugins (differential tests),
+# iproute2 (netns tests), podman + crun + a static busybox (the container runtime test:
+# podman 4.x still has the CNI network backend; the image is built from busybox).
+# Only what is missing is installed, where we are root and apt exists; elsewhere those
+# tests skip with their reason.
+SYSTEM_PACKAGES := containernetworking-plugins iproute2 podman crun busybox-static
+
 system-deps:
-	@if [ ! -x $(REFERENCE_CNI) ] || ! command -v ip >/dev/null; then \
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -qx 'install ok installed' \
+	    || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      containernetworking-plugins iproute2 >/dev/null; \
-	  else echo "note: not root; reference CNI plugins not installed, their tests will skip"; fi; \
+	    log=$$(mktemp); \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        --no-install-recommends $$missing; } >$$log 2>&1 \
+	      || { cat $$log; rm -f $$log; exit 1; }; \
+	    rm -f $$log; \
+	  else echo "note: not root or no apt-get: not installed: $$missing (their tests skip)"; fi; \
 	fi
 
 lint: $(STAMP)
