@@ -22,7 +22,10 @@ def cmd_add(args: CmdArgs) -> Result:
     addrs = open_dataplane(conf, args).loopback_up(args.netns)
     if conf.prev_result is not None:
         return conf.prev_result
-    result = Result(interfaces=[Interface(name=LOOPBACK, mac="00:00:00:00:00:00",
+    # As the reference: the current result type labelled with the config's version, so it
+    # is printed unconverted (0.3.x/0.4.0 without ips[].version, 0.1.0/0.2.0 with ips).
+    result = Result(cni_version=conf.cni_version,
+                    interfaces=[Interface(name=LOOPBACK, mac="00:00:00:00:00:00",
                                           sandbox=args.netns)])
     for want_v4 in (True, False):
         first = next((a for a in addrs if (":" not in a) == want_v4), None)
