@@ -61,13 +61,22 @@ def test_may_enter_namespaces_follows_cap_sys_admin() -> None:
 
 def test_hand_run_example_with_a_plain_file_is_recorded_in_the_emulated_state(
         tmp_path: Path, cni_bin: str) -> None:
-    """The README's example, whoever runs it (root included)."""
+    """The README's example (state and leases under tmp_path), whoever runs it."""
     plain = tmp_path / "netns-demo"
     plain.touch()
-    add = loopback("ADD", str(plain), loopback_conf(tmp_path / "dp"), cni_bin)
+    conf = {"cniVersion": "1.0.0", "name": "demo", "type": "emu-bridge", "bridge": "cni0",
+            "isGateway": True, "dataplaneDir": str(tmp_path / "dp"),
+            "ipam": {"type": "emu-host-local", "subnet": "10.22.0.0/24",
+                     "dataDir": str(tmp_path / "ipam")}}
+    add = exec_plugin(f"{cni_bin}/emu-bridge", cni_env("ADD", "c1", str(plain), "eth0", cni_bin),
+                      conf)
     assert add.status == 0, add.stdout
-    lo = EmulatedDataplane(str(tmp_path / "dp")).get_link(str(plain), "lo")
-    assert lo is not None and lo.up
+    eth0 = EmulatedDataplane(str(tmp_path / "dp")).get_link(str(plain), "eth0")
+    assert eth0 is not None and eth0.up and eth0.addrs == ["10.22.0.2/24"]
+    lo = loopback("ADD", str(plain), loopback_conf(tmp_path / "dp"), cni_bin)
+    assert lo.status == 0, lo.stdout
+    lo_link = EmulatedDataplane(str(tmp_path / "dp")).get_link(str(plain), "lo")
+    assert lo_link is not None and lo_link.up
 
 
 @needs_root
@@ -135,9 +144,12 @@ def masquerade_rules_of(container_id: str) -> list[str]:
 
 @needs_root
 @pytest.mark.root
-def test_containerd_teardown_on_the_linux_dataplane_leaves_nothing(tmp_path: Path,
-                                                                  cni_bin: str) -> None:
-    """DEL with CNI_NETNS, the netns deleted, DEL again with CNI_NETNS="" (no key set)."""
+@pytest.mark.parametrize("first_del_with_netns", [True, False],
+                         ids=["containerd", "netns-lost-before-del"])
+def test_containerd_teardown_on_the_linux_dataplane_leaves_nothing(
+        first_del_with_netns: bool, tmp_path: Path, cni_bin: str) -> None:
+    """DEL with CNI_NETNS, the netns deleted, DEL again with CNI_NETNS="" (no key set);
+    or only the DEL without CNI_NETNS: the lease and the masquerade rules go all the same."""
     from tests.netns_support import delete_link, unique_name
 
     bridge, cid = unique_name(), unique_name("ctr")
@@ -153,7 +165,7 @@ def test_containerd_teardown_on_the_linux_dataplane_leaves_nothing(tmp_path: Pat
             eth0 = ip_json("addr", "show", "dev", "eth0", netns=netns)[0]
             assert "10.66.0.2" in [a["local"] for a in eth0["addr_info"]]
             assert masquerade_rules_of(cid) != []
-            for plugin, conf, ifname in reversed(nets):
+            for plugin, conf, ifname in reversed(nets if first_del_with_netns else []):
                 delete = exec_plugin(f"{cni_bin}/{plugin}",
                                      cni_env("DEL", cid, netns, ifname, cni_bin), conf)
                 assert (delete.status, delete.stdout) == (0, "")
