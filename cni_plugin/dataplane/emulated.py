@@ -288,10 +288,10 @@ class EmulatedDataplane(Dataplane):
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
         def step(state: dict[str, Any]) -> None:
-            sandbox_end = _ns(state, None)["links"].get(host_iface, {})
+            host_end = _ns(state, None)["links"].get(host_iface, {})  # its peer: the ifname
             state.setdefault("macspoofchk", {})[ref_id] = {
                 "iface": host_iface, "mac": mac, "network": self.network,
-                "container_id": self.container_id, "ifname": sandbox_end.get("peer_name", "")}
+                "container_id": self.container_id, "ifname": host_end.get("peer_name", "")}
 
         self._change(step)
 
