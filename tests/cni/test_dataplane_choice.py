@@ -192,3 +192,21 @@ def test_second_del_without_netns_after_the_netns_is_gone_succeeds_on_linux(
         delete = loopback("DEL", path, conf, cni_bin)
         assert (delete.status, delete.stdout, delete.stderr) == (0, "", "")
     assert not (tmp_path / "dp").exists()
+
+
+@needs_root
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv not installed")
+@pytest.mark.parametrize(("command", "version"), [("DEL", "0.3.1"), ("GC", "1.1.0")])
+def test_without_cap_sys_admin_del_and_gc_of_nothing_create_no_state(
+        command: str, version: str, tmp_path: Path, cni_bin: str) -> None:
+    """An unprivileged runtime's DEL without CNI_NETNS, or GC, with nothing recorded: the
+    emulated dataplane answers without making its state directory (the default one,
+    /var/lib/cni/emu-dataplane, is not writable for such a process)."""
+    conf = loopback_conf(tmp_path / "dp", cniVersion=version)
+    env = {**os.environ, **cni_env(command, "pod1", "", "lo", cni_bin)}
+    proc = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin",
+                           f"{cni_bin}/emu-loopback"], input=json.dumps(conf).encode(),
+                          env=env, capture_output=True, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert not (tmp_path / "dp").exists()
