@@ -9,6 +9,7 @@ Executable names (never the reference plugins' names, so both can share a bin di
 
 They are console scripts of this package and can be laid into a CNI bin dir with
 ``python -m cni_plugin.install DIR`` (``make cni-bin DIR=...``). Network configs
-choose ``"dataplane": "emulated"`` (default: recorded in ``dataplaneDir``, no root)
-or ``"linux"`` (real bridge, veth, addresses and routes).
+choose ``"dataplane": "emulated"`` (recorded in ``dataplaneDir``, no root) or
+``"linux"`` (real bridge, veth, addresses and routes); without the key each command
+takes the one that fits its CNI_NETNS (cni_plugin.dataplane.choice).
 """

@@ -32,10 +32,6 @@ KNOWN_ARGS = frozenset({"MAC"})  # as the reference's MacEnvArgs
 CONTAINER_INDEX = 2  # interfaces: [bridge, host veth, container veth]
 
 
-def _dataplane(conf: BridgeConf) -> Dataplane:
-    return open_dataplane(conf.net.dataplane, conf.net.dataplane_dir)
-
-
 def gateway_for(address: str) -> str:
     """The first address of the subnet, as the reference's calcGatewayIP."""
     return ipnet.first_host(address)
@@ -67,7 +63,7 @@ def cmd_add(args: CmdArgs) -> Result:
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
     if conf.hairpin_mode and conf.promisc_mode:
         raise internal("cannot set hairpin mode and promiscuous mode at the same time.")
-    dp = _dataplane(conf)
+    dp = open_dataplane(conf.net, args)
     bridge = dp.ensure_bridge(conf.bridge, conf.mtu, conf.promisc_mode, conf.vlan != 0)
     dp.require_netns(args.netns)
     undo: list[Callable[[], None]] = []
@@ -155,15 +151,18 @@ def _quietly(step: Callable[..., object], *args: object) -> None:
 
 
 def cmd_del(args: CmdArgs) -> None:
-    """Idempotent: a missing netns, link or lease is not an error."""
+    """Idempotent: a missing netns, link or lease is not an error. Without a netns
+    (containerd's second DEL sends none) the attachment's records go all the same."""
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
 
     def ipam_del() -> None:
         if conf.is_layer3:
             invoke.delegate_del(conf.net.ipam_type, args.stdin_data, args)
 
-    dp = _dataplane(conf)
-    if args.netns != "":
+    dp = open_dataplane(conf.net, args)
+    if args.netns == "":
+        dp.forget_attachment(args.ifname)
+    else:
         try:  # noqa: SIM105 - contextlib is slow to import on the exec path
             dp.delete_link(args.netns, args.ifname)
         except NetnsNotFound:
@@ -181,7 +180,7 @@ def cmd_check(args: CmdArgs) -> None:
     from cni_plugin.bridge_check import check_attachment
 
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
-    check_attachment(args, conf, _dataplane(conf))
+    check_attachment(args, conf, open_dataplane(conf.net, args))
 
 
 def cmd_status(args: CmdArgs) -> None:
@@ -192,11 +191,12 @@ def cmd_status(args: CmdArgs) -> None:
 
 def cmd_gc(args: CmdArgs) -> None:
     """IPAM GC (it releases leases of attachments not in cni.dev/valid-attachments), then
-    the dataplane forgets links of sandboxes that no longer exist."""
+    the dataplane forgets what belongs to those attachments and to sandboxes that no
+    longer exist."""
     conf = load_bridge_conf(args.stdin_data, args.args_raw)
     if conf.is_layer3:
         invoke.delegate_gc(conf.net.ipam_type, args.stdin_data, args)
-    _dataplane(conf).collect_garbage()
+    open_dataplane(conf.net, args).collect_garbage(conf.net.valid_attachments)
 
 
 HANDLERS = Handlers(add=cmd_add, delete=cmd_del, check=cmd_check, status=cmd_status,

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DATAPLANES = ("emulated", "linux")
+CHOSEN_BY_NETNS = ""  # no "dataplane" key: chosen per command (cni_plugin.dataplane.choice)
 DEFAULT_DATAPLANE_DIR = "/var/lib/cni/emu-dataplane"
 
 
@@ -28,7 +29,7 @@ class NetConf(Record):
                  runtime_config: dict[str, Any] | None = None,
                  args: dict[str, Any] | None = None,
                  capabilities: dict[str, bool] | None = None,
-                 dataplane: str = "emulated", dataplane_dir: str = DEFAULT_DATAPLANE_DIR,
+                 dataplane: str = CHOSEN_BY_NETNS, dataplane_dir: str = DEFAULT_DATAPLANE_DIR,
                  valid_attachments: list[tuple[str, str]] | None = None,
                  raw: dict[str, Any] | None = None) -> None:
         self.cni_version = cni_version
@@ -81,8 +82,10 @@ def load_netconf(stdin_data: bytes) -> NetConf:
         capabilities = _obj(conf, "capabilities")
     except ValueError as e:
         raise internal(f"failed to load netconf: {e}") from e
-    dataplane = conf.get("dataplane", "emulated")
-    if dataplane not in DATAPLANES:
+    dataplane = conf.get("dataplane")
+    if dataplane is None:
+        dataplane = CHOSEN_BY_NETNS
+    elif dataplane not in DATAPLANES:
         raise CNIError(ERR_INVALID_NETWORK_CONFIG,
                        f"invalid dataplane {dataplane!r}: must be one of {', '.join(DATAPLANES)}")
     dataplane_dir = conf.get("dataplaneDir") or DEFAULT_DATAPLANE_DIR

@@ -27,6 +27,7 @@ from posix import (
     access,
     close,
     fsync,
+    geteuid,
     getpid,
     link,
     listdir,
@@ -64,11 +65,13 @@ __all__ = [
     "access",
     "basename",
     "close",
+    "device",
     "dirname",
     "environ_copy",
     "exists",
     "fsync",
     "getenv",
+    "geteuid",
     "getpid",
     "isfile",
     "join",
@@ -177,11 +180,22 @@ def abspath(path: str) -> str:
     return normpath(path)
 
 
-def _mode(path: str) -> int | None:
+def _stat(path: str) -> posix.stat_result | None:
     try:
-        return posix.stat(path).st_mode
+        return posix.stat(path)
     except (OSError, ValueError):
         return None
+
+
+def _mode(path: str) -> int | None:
+    st = _stat(path)
+    return None if st is None else st.st_mode
+
+
+def device(path: str) -> int | None:
+    """st_dev of what `path` names (links followed); None if it cannot be stat'ed."""
+    st = _stat(path)
+    return None if st is None else st.st_dev
 
 
 def exists(path: str) -> bool:

@@ -55,20 +55,28 @@ def greater_or_equal(version: str, other: str) -> bool:
 def result_to_json(result: Result, version: str) -> dict[str, Any]:
     """The result as a plugin prints it for a config of `version`.
 
+    A result already labelled with `version` is printed as it is, in the current shape,
+    whatever the version: Go's converter returns a result unchanged when it is asked for
+    the version it carries, and the reference loopback labels its current-typed result
+    with the config's version (so its 0.x results have no ips[].version, its 0.1.0/0.2.0
+    ones no ip4/ip6).
+
     ValueError when the version is unknown or the result cannot be expressed in it
     (0.1.0/0.2.0 need at least one IP address), as the reference's converters fail.
     """
-    if version in CURRENT_SHAPE_VERSIONS:
+    if version not in ALL_VERSIONS:
+        raise ValueError(f"unsupported CNI result version {go_quote(version)}")
+    if version in CURRENT_SHAPE_VERSIONS or result.cni_version == version:
         out = result.to_json()
         out["cniVersion"] = version
-        if version == "1.0.0" and "dns" not in out:
-            out["dns"] = {}  # reference plugins built for spec 1.0.0 always print "dns"
+        if version != "1.1.0" and "dns" not in out:
+            # Plugins built against the CNI 1.0 types always print "dns" (later types
+            # leave an empty one out, and only they know 1.1.0).
+            out["dns"] = {}
         return out
     if version in IPS_VERSIONS:
         return _to_ips_shape(result, version)
-    if version in LEGACY_VERSIONS:
-        return _to_legacy_shape(result, version)
-    raise ValueError(f"unsupported CNI result version {go_quote(version)}")
+    return _to_legacy_shape(result, version)
 
 
 def _to_ips_shape(result: Result, version: str) -> dict[str, Any]:

@@ -14,13 +14,15 @@ if TYPE_CHECKING:
 
 
 class Link(Record):
-    __slots__ = ("addrs", "hairpin", "ifindex", "kind", "mac", "master", "mtu", "name",
-                 "peer_ifindex", "peer_name", "peer_netns", "promisc", "up", "vlan")
+    __slots__ = ("addrs", "container_id", "hairpin", "ifindex", "kind", "mac", "master", "mtu",
+                 "name", "network", "peer_ifindex", "peer_name", "peer_netns", "promisc", "up",
+                 "vlan")
 
     def __init__(self, name: str, kind: str, mac: str = "", mtu: int = 1500, up: bool = False,
                  promisc: bool = False, master: str = "", hairpin: bool = False, vlan: int = 0,
                  peer_netns: str = "", peer_name: str = "", addrs: list[str] | None = None,
-                 ifindex: int = 0, peer_ifindex: int = 0) -> None:
+                 ifindex: int = 0, peer_ifindex: int = 0, network: str = "",
+                 container_id: str = "") -> None:
         self.name = name
         self.kind = kind                # bridge | veth | loopback
         self.mac = mac
@@ -35,6 +37,8 @@ class Link(Record):
         self.addrs: list[str] = list(addrs or [])  # CIDRs, e.g. "10.1.0.2/24"
         self.ifindex = ifindex          # linux only: kernel index, and the veth peer's index
         self.peer_ifindex = peer_ifindex
+        self.network = network          # emulated only: the attachment (network, container
+        self.container_id = container_id  # id) whose ADD made the link, for DEL and GC
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -179,9 +183,15 @@ class Dataplane(ABC):
         """Wait until the host end of a veth is operationally up (the reference retries
         for about 2.5 s and then fails with "bridge port in error state")."""
 
-    def collect_garbage(self) -> None:  # noqa: B027 - deliberately a no-op by default
-        """Forget what belongs to sandboxes that no longer exist (the kernel does this
-        by itself for real namespaces, so only the emulated dataplane has work here)."""
+    def forget_attachment(self, ifname: str) -> None:  # noqa: B027 - a no-op by default
+        """DEL with no sandbox to enter (CNI_NETNS empty, or the namespace is gone): drop
+        what this attachment left on `ifname`. A kernel drops a deleted namespace's links
+        by itself, so only the emulated dataplane has work here."""
+
+    def collect_garbage(self, valid: list[tuple[str, str]]) -> None:  # noqa: B027 - no-op
+        """GC: forget what belongs to sandboxes that no longer exist and to this network's
+        attachments not in `valid` (container id, ifname). The kernel does the first by
+        itself for real namespaces, so only the emulated dataplane has work here."""
 
 
 def ensure_addr_conflicts(existing: list[str], cidr: str) -> list[str]:

@@ -5,6 +5,12 @@ Links, MACs, addresses and routes of every namespace live in one JSON document
 simulator's connectivity queries see exactly what ADD did. The host namespace
 is the key "".
 
+Every record an ADD writes (a sandbox link and its veth peer, a masquerade chain, a
+spoof check) names the attachment that made it (network, container id), so DEL finds
+it when CNI_NETNS is empty or the namespace is gone (containerd's second DEL), and GC
+when the runtime no longer lists the attachment: the state does not grow with pods
+that no longer exist.
+
 Each change is a step, a function of the state document. Alone, a step is one
 transaction. Inside ``with dataplane.batch():`` steps are tried on a snapshot
 when asked for (so each fails where, and as, it would alone) and written again
@@ -86,9 +92,19 @@ class _Batch(StepGroup):
 
 
 class EmulatedDataplane(Dataplane):
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, network: str = "", container_id: str = "") -> None:
+        """network, container_id: the attachment this command acts for; its records say so."""
         self.state = StateFile(state_dir)
+        self.network = network
+        self.container_id = container_id
         self._batch: _Batch | None = None
+
+    def _owns(self, record: dict[str, Any], container_id: str | None = None) -> bool:
+        """Whether a record was made by this network's attachment `container_id` (by this
+        command's container id when None; by any of the network's when "")."""
+        wanted = self.container_id if container_id is None else container_id
+        return record.get("network") == self.network and \
+            (wanted == "" or record.get("container_id") == wanted)
 
     def batch(self) -> StepGroup:
         return _Batch(self)
@@ -111,7 +127,11 @@ class EmulatedDataplane(Dataplane):
     def get_link(self, netns: str | None, name: str) -> Link | None:
         space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
         found = space.get("links", {}).get(name)
-        return _link(found) if found else None
+        if found:
+            return _link(found)
+        if netns is not None and name == "lo" and lightos.exists(netns):
+            return _idle_loopback()  # every namespace has one; it is recorded once up
+        return None
 
     def links(self, netns: str | None) -> list[Link]:
         space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
@@ -152,10 +172,59 @@ class EmulatedDataplane(Dataplane):
                                 "bridge": peer["master"]})
         return out
 
-    def collect_garbage(self) -> None:
-        gone = [ns for ns in self.namespaces() if ns != HOST and not lightos.exists(ns)]
-        for netns in gone:
-            self._forget_netns(netns)
+    def holds_records(self) -> bool:
+        """Whether the state records anything of this attachment (of any of the network's
+        attachments when the container id is "")."""
+        state = self.state.read_unlocked()  # no lock, nothing created: it is replaced whole
+        for key, space in state.get("namespaces", {}).items():
+            if key != HOST and any(self._owns(link) for link in space["links"].values()):
+                return True
+        return any(self._owns(entry) for kind in ("masquerade", "macspoofchk")
+                   for entry in state.get(kind, {}).values())
+
+    def _has_link(self, ifname: str) -> bool:
+        """Whether this attachment has a link named `ifname` anywhere (lock-free read)."""
+        spaces = self.state.read_unlocked().get("namespaces", {})
+        return any(key != HOST and self._owns(space["links"].get(ifname) or {})
+                   for key, space in spaces.items())
+
+    def forget_attachment(self, ifname: str) -> None:
+        if not self._has_link(ifname):
+            return  # nothing to write (and no state directory to create)
+        with self.state.transaction() as state:
+            for key, space in list(state.get("namespaces", {}).items()):
+                link = space["links"].get(ifname)
+                if key == HOST or link is None or not self._owns(link):
+                    continue
+                if lightos.exists(key):
+                    _drop_link(state, key, ifname)
+                else:
+                    _drop_namespace(state, key)
+
+    def collect_garbage(self, valid: list[tuple[str, str]]) -> None:
+        if not lightos.exists(self.state.path):
+            return  # nothing recorded (and no state directory to create)
+        attachments = set(valid)
+        container_ids = {container_id for container_id, _ in valid}
+        with self.state.transaction() as state:
+            for key, space in list(state.get("namespaces", {}).items()):
+                if key == HOST:
+                    continue
+                if not lightos.exists(key):
+                    _drop_namespace(state, key)
+                    continue
+                for name, link in list(space["links"].items()):
+                    if self._owns(link, "") and (link["container_id"], name) not in attachments:
+                        _drop_link(state, key, name)
+            chains = state.get("masquerade", {})
+            for chain, entry in list(chains.items()):
+                if self._owns(entry, "") and entry["container_id"] not in container_ids:
+                    del chains[chain]
+            checks = state.get("macspoofchk", {})
+            for ref_id, entry in list(checks.items()):
+                if self._owns(entry, "") and \
+                        (entry["container_id"], entry["ifname"]) not in attachments:
+                    del checks[ref_id]
 
     # --- host side ---------------------------------------------------------------------
     def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
@@ -206,7 +275,8 @@ class EmulatedDataplane(Dataplane):
     def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
         def step(state: dict[str, Any]) -> None:
             entry = state.setdefault("masquerade", {}).setdefault(
-                chain, {"comment": comment, "sources": []})
+                chain, {"comment": comment, "sources": [], "network": self.network,
+                        "container_id": self.container_id})
             if cidr not in entry["sources"]:
                 entry["sources"].append(cidr)
 
@@ -218,7 +288,10 @@ class EmulatedDataplane(Dataplane):
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
         def step(state: dict[str, Any]) -> None:
-            state.setdefault("macspoofchk", {})[ref_id] = {"iface": host_iface, "mac": mac}
+            host_end = _ns(state, None)["links"].get(host_iface, {})  # its peer: the ifname
+            state.setdefault("macspoofchk", {})[ref_id] = {
+                "iface": host_iface, "mac": mac, "network": self.network,
+                "container_id": self.container_id, "ifname": host_end.get("peer_name", "")}
 
         self._change(step)
 
@@ -228,11 +301,12 @@ class EmulatedDataplane(Dataplane):
 
     def delete_host_link(self, name: str) -> None:
         with self.state.transaction() as state:
-            link = _ns(state, None)["links"].pop(name, None)
-            if link and link["kind"] == "veth":
-                peer_space = state.get("namespaces", {}).get(link["peer_netns"], {})
-                peer_space.get("links", {}).pop(link["peer_name"], None)
-                self._drop_routes(peer_space, link["peer_name"])
+            link = _ns(state, None)["links"].get(name)
+            if link is None:
+                return
+            if link["kind"] == "veth" and link["peer_netns"] in state["namespaces"]:
+                _drop_link(state, link["peer_netns"], link["peer_name"])
+            _ns(state, None)["links"].pop(name, None)
 
     # --- sandbox side ------------------------------------------------------------------
     def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
@@ -261,10 +335,12 @@ class EmulatedDataplane(Dataplane):
                     host_name = random_veth_name()
                 drawn.append(host_name)
             container = Link(name=ifname, kind="veth", mac=container_mac, mtu=mtu or 1500,
-                             peer_netns=HOST, peer_name=host_name)
+                             peer_netns=HOST, peer_name=host_name, network=self.network,
+                             container_id=self.container_id)
             host_end = Link(name=host_name, kind="veth", mac=host_mac, mtu=mtu or 1500,
                             up=True, master=bridge, hairpin=hairpin, vlan=vlan,
-                            peer_netns=_key(netns), peer_name=ifname)
+                            peer_netns=_key(netns), peer_name=ifname, network=self.network,
+                            container_id=self.container_id)
             inside[ifname] = container.to_dict()
             host[host_name] = host_end.to_dict()
             return host_end, container
@@ -303,45 +379,58 @@ class EmulatedDataplane(Dataplane):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
-            space = _ns(state, netns)
-            link = space["links"].pop(ifname, None)
-            if not space["links"]:
-                del state["namespaces"][_key(netns)]  # keep the state small: no empty records
+            link = _drop_link(state, _key(netns), ifname)
             if link is None:
                 return None
-            self._drop_routes(space, ifname)
-            if link["kind"] == "veth":
-                _ns(state, None)["links"].pop(link["peer_name"], None)
             return [a for a in link["addrs"] if not ipnet.is_link_local_or_loopback(a)]
 
     def loopback_up(self, netns: str) -> list[str]:
         self.require_netns(netns)
         with self.state.transaction() as state:
             links = _ns(state, netns)["links"]
-            lo = links.setdefault("lo", Link(name="lo", kind="loopback",
-                                                    mac="00:00:00:00:00:00", mtu=65536,
-                                                    addrs=list(LOOPBACK_ADDRS)).to_dict())
-            lo["up"] = True
+            lo = links.setdefault("lo", _idle_loopback().to_dict())
+            lo.update(up=True, network=self.network, container_id=self.container_id)
             return list(lo["addrs"])
 
     def _forget_netns(self, netns: str) -> None:
-        """The namespace is gone, and with it (as the kernel does) its links and veth peers."""
         with self.state.transaction() as state:
-            gone = state.get("namespaces", {}).pop(_key(netns), {"links": {}})
-            host = _ns(state, None)["links"]
-            for link in gone["links"].values():
-                if link["kind"] == "veth" and link["peer_netns"] == HOST:
-                    host.pop(link["peer_name"], None)
+            _drop_namespace(state, _key(netns))
 
     def loopback_down(self, netns: str) -> None:
+        """A loopback that is down is what every namespace has: its record goes."""
         if not lightos.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
-            lo = _ns(state, netns)["links"].get("lo")
-            if lo is not None:
-                lo["up"] = False
+            _drop_link(state, _key(netns), "lo")
 
-    @staticmethod
-    def _drop_routes(space: dict[str, Any], ifname: str) -> None:
+
+def _idle_loopback() -> Link:
+    return Link(name="lo", kind="loopback", mac="00:00:00:00:00:00", mtu=65536,
+                addrs=list(LOOPBACK_ADDRS))
+
+
+def _drop_link(state: dict[str, Any], key: str, ifname: str) -> dict[str, Any] | None:
+    """Remove a sandbox link, its routes and its veth peer; a namespace left with nothing
+    is not kept (no empty records). The link removed, None if there was none."""
+    spaces = state.get("namespaces", {})
+    space = spaces.get(key)
+    if space is None:
+        return None
+    link = space["links"].pop(ifname, None)
+    if link is not None:
         space["routes"] = [r for r in space.get("routes", []) if r["dev"] != ifname]
+        if link["kind"] == "veth":
+            spaces.get(HOST, {}).get("links", {}).pop(link["peer_name"], None)
+    if not space["links"]:
+        del spaces[key]
+    return link
+
+
+def _drop_namespace(state: dict[str, Any], key: str) -> None:
+    """The namespace is gone, and with it (as the kernel does) its links and veth peers."""
+    gone = state.get("namespaces", {}).pop(key, None)
+    host = state.get("namespaces", {}).get(HOST, {}).get("links", {})
+    for link in (gone or {"links": {}})["links"].values():
+        if link["kind"] == "veth" and link["peer_netns"] == HOST:
+            host.pop(link["peer_name"], None)

@@ -334,7 +334,8 @@ def test_gc_forgets_links_of_sandboxes_that_are_gone(recording_ipam: RecordingIP
     run("ADD", conf, sandbox, cni_bin, cid="gone")
     run("ADD", conf, str(kept), cni_bin, cid="kept")
     os.unlink(sandbox)
-    assert run("GC", conf, "", cni_bin).status == 0
+    valid = [{"containerID": "kept", "ifname": "eth0"}]
+    assert run("GC", {**conf, "cni.dev/valid-attachments": valid}, "", cni_bin).status == 0
     dp = EmulatedDataplane(dataplane_dir)
     assert sandbox not in dp.namespaces()
     assert [a["netns"] for a in dp.attachments()] == [str(kept)]
@@ -357,7 +358,8 @@ def test_macspoofchk_is_recorded_for_the_container_mac_and_removed_on_del(
     dp = EmulatedDataplane(dataplane_dir)
     assert dp.state.snapshot()["macspoofchk"] == {
         "ctr1-eth0": {"iface": body["interfaces"][1]["name"],
-                      "mac": body["interfaces"][2]["mac"]}}
+                      "mac": body["interfaces"][2]["mac"], "network": "emnet",
+                      "container_id": "ctr1", "ifname": "eth0"}}
     run("DEL", conf, sandbox, cni_bin)
     assert dp.state.snapshot()["macspoofchk"] == {}
     assert sandbox not in dp.namespaces()

@@ -27,20 +27,30 @@ def run(command: str, config: dict[str, Any], netns: str) -> Outcome:
 
 
 @pytest.mark.parametrize("version", ALL_VERSIONS)
-def test_add_brings_lo_up_with_both_loopback_addresses(version: str, dataplane_dir: str,
-                                                       sandbox: str) -> None:
+def test_add_brings_lo_up_and_prints_the_current_shape_labelled_with_the_config_version(
+        version: str, dataplane_dir: str, sandbox: str) -> None:
+    """As the reference loopback: its result is never converted, so no version prints
+    ips[].version or ip4/ip6 (test_reference_loopback compares the two)."""
     out = run("ADD", conf(dataplane_dir, version), sandbox)
     assert out.status == 0, out.stdout
-    body = out.json()
-    if version in ("0.1.0", "0.2.0"):
-        assert body["ip4"] == {"ip": "127.0.0.1/8"}
-        assert body["ip6"] == {"ip": "::1/128"}
-    else:
-        assert body["interfaces"] == [{"name": "lo", "mac": "00:00:00:00:00:00",
-                                       "sandbox": sandbox}]
-        assert [ip["address"] for ip in body["ips"]] == ["127.0.0.1/8", "::1/128"]
+    expected = {"cniVersion": version,
+                "interfaces": [{"name": "lo", "mac": "00:00:00:00:00:00", "sandbox": sandbox}],
+                "ips": [{"interface": 0, "address": "127.0.0.1/8"},
+                        {"interface": 0, "address": "::1/128"}]}
+    if version != "1.1.0":
+        expected["dns"] = {}
+    assert out.json() == expected
     lo = EmulatedDataplane(dataplane_dir).get_link(sandbox, "lo")
     assert lo is not None and lo.up and lo.addrs == ["127.0.0.1/8", "::1/128"]
+
+
+@pytest.mark.parametrize("version", ["0.2.0", "0.3.1", "0.4.0"])
+def test_add_with_prev_result_prints_it_in_the_shape_of_the_config_version(
+        version: str, dataplane_dir: str, sandbox: str) -> None:
+    prev = ({"cniVersion": version, "ip4": {"ip": "10.9.0.3/24"}} if version == "0.2.0" else
+            {"cniVersion": version, "ips": [{"version": "4", "address": "10.9.0.3/24"}]})
+    out = run("ADD", conf(dataplane_dir, version, prevResult=prev), sandbox)
+    assert out.json() == {**prev, "dns": {}}
 
 
 def test_add_with_prev_result_passes_it_through(dataplane_dir: str, sandbox: str) -> None:

@@ -70,6 +70,22 @@ def test_1_0_0_always_prints_dns_and_1_1_0_omits_it_when_empty() -> None:
     assert result_to_json(DUAL, "1.1.0")["interfaces"][0]["mtu"] == 1400
 
 
+@pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "0.3.1", "0.4.0"])
+def test_a_result_labelled_with_the_version_asked_for_is_printed_unconverted(
+        version: str) -> None:
+    """Go's converter returns such a result as it is (the reference loopback's case)."""
+    labelled = Result(cni_version=version, interfaces=[Interface(name="lo", sandbox="/ns")],
+                      ips=[IPConfig(address="127.0.0.1/8", interface=0)])
+    assert result_to_json(labelled, version) == {
+        "cniVersion": version, "interfaces": [{"name": "lo", "sandbox": "/ns"}],
+        "ips": [{"interface": 0, "address": "127.0.0.1/8"}], "dns": {}}
+
+
+def test_an_unknown_version_is_refused_even_for_a_result_labelled_with_it() -> None:
+    with pytest.raises(ValueError, match="unsupported CNI result version"):
+        result_to_json(Result(cni_version="9.9.9"), "9.9.9")
+
+
 @pytest.mark.parametrize("version", ALL_VERSIONS)
 def test_round_trip_through_every_version_keeps_what_that_version_can_hold(version: str) -> None:
     back = result_from_json(result_to_json(DUAL, version), version)
