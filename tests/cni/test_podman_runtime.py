@@ -277,8 +277,6 @@ def test_container_sees_the_same_network_with_ours_as_with_the_reference(
     assert ours.var_lib_cni_after_rm == reference.var_lib_cni_after_rm == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: without a dataplane key our plugins use the "
-                                       "emulated dataplane even in a real network namespace")
 def test_our_plugins_without_a_dataplane_key_configure_the_real_netns(
         life_cycles: LifeCycles) -> None:
     seen = life_cycles.of(OURS_NO_DATAPLANE_KEY)
