@@ -19,8 +19,11 @@ from .skelharness import Outcome, run_in_process
 
 def bridge_conf(ipam: RecordingIPAM | None, dp_dir: str, version: str = "1.0.0",
                 **fields: Any) -> dict[str, Any]:
+    # The emulated dataplane by name: as root, a path that is no netns would otherwise
+    # make the plugin choose the linux dataplane and touch the host's links.
     conf: dict[str, Any] = {"cniVersion": version, "name": "emnet", "type": "emu-bridge",
-                            "bridge": "emtbr0", "dataplaneDir": dp_dir}
+                            "bridge": "emtbr0", "dataplane": "emulated",
+                            "dataplaneDir": dp_dir}
     if ipam is not None:
         conf["ipam"] = ipam.ipam_conf()
     conf.update(fields)
