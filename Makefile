@@ -43,6 +43,7 @@ system-deps:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy csi_driver cni_plugin kubelet_sim
+	$(VENV)/bin/lint-imports
 
 test: $(STAMP) system-deps lint
 	$(PY) -m pytest -q -p no:cacheprovider
