@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from kubelet_sim.api.errors import ApiError
+from kubelet_sim.client.manifests import ManifestError, apply_manifests, load_file
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.describe import claim_reasons, pod_reasons
-from kubelet_sim.errors import ApiError
-from kubelet_sim.manifests import ManifestError, apply_manifests, load_file
-from kubelet_sim.trace import START_UP, Trace, trace_lines
+from kubelet_sim.utils.trace import START_UP, Trace, trace_lines
 
 APPLY = "apply"  # the trace phase of what the manifests caused
 

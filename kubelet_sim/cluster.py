@@ -4,7 +4,7 @@ Every node has its own kubelet root, its own CSI node-plugin process (own socket
 id and topology) registering through ``plugins_registry`` as node-driver-registrar
 does, and its own CNI conf dir with a bridge + host-local conflist for its podCIDR.
 One controller-plugin process serves the controllers. Pods on different nodes reach
-each other through host-gw routes (:mod:`kubelet_sim.network`).
+each other through host-gw routes (:mod:`kubelet_sim.network.host_gw`).
 
 `Cluster.settle()` runs the controllers and kubelets until nothing changes, so tests and
 the demo are deterministic; `run()`/`stop()` start their loops for a live cluster.
@@ -23,22 +23,22 @@ from pathlib import Path
 
 from cni_plugin.install import install as install_cni_plugins
 from csi_driver.registration import RegistrationServer, serve_registration
-from kubelet_sim import builders
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.cni_conf import loopback_network
-from kubelet_sim.cni_exec import RealExec
-from kubelet_sim.cni_pod_network import PodNetwork
-from kubelet_sim.cni_runtime import LibCNI
+from kubelet_sim.api import builders
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.controllers import build_controller_manager
 from kubelet_sim.controllers.base import ControllerManager
-from kubelet_sim.controllers.secrets import SecretStore
-from kubelet_sim.csi_client import GrpcCsiClient
-from kubelet_sim.events import EventRecorder
-from kubelet_sim.kubelet import Kubelet
-from kubelet_sim.linux_nodes import LinuxNodes
-from kubelet_sim.processes import DriverProcess
-from kubelet_sim.runtime import ContainerRuntime
-from kubelet_sim.trace import Trace
+from kubelet_sim.csi.client import GrpcCsiClient
+from kubelet_sim.kubelet.kubelet import Kubelet
+from kubelet_sim.network.linux_nodes import LinuxNodes
+from kubelet_sim.plugin_processes import DriverProcess
+from kubelet_sim.runtime.containerd import ContainerRuntime
+from kubelet_sim.runtime.libcni.api import LibCNI
+from kubelet_sim.runtime.libcni.conf import loopback_network
+from kubelet_sim.runtime.libcni.invoke import RealExec
+from kubelet_sim.runtime.pod_network import PodNetwork
+from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.utils.trace import Trace
 
 DRIVER_NAME = "csi-mini.example.com"
 TOPOLOGY_NODE_KEY = f"topology.{DRIVER_NAME}/node"

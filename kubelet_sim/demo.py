@@ -17,14 +17,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubelet_sim import builders
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.describe import pod_reasons
-from kubelet_sim.linux_probe import probe_pod_to_pod
-from kubelet_sim.model import Resource
-from kubelet_sim.network import ClusterNetwork
-from kubelet_sim.paths import attachment_name
-from kubelet_sim.trace import Trace, trace_lines
+from kubelet_sim.kubelet.paths import attachment_name
+from kubelet_sim.network.host_gw import ClusterNetwork
+from kubelet_sim.pod_probe import probe_pod_to_pod
+from kubelet_sim.utils.trace import Trace, trace_lines
 
 STORAGE_CLASS = "mini"
 

@@ -13,10 +13,10 @@ first, so the last line is the most recent cause.
 
 from __future__ import annotations
 
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.errors import NotFound
-from kubelet_sim.events import WARNING, Event, EventRecorder
-from kubelet_sim.model import Resource, condition
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import Resource, condition
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import WARNING, Event, EventRecorder
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.clock import Clock
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import Event, EventRecorder
 from kubelet_sim.controllers.attach_detach import AttachDetachController
-from kubelet_sim.controllers.attacher import ExternalAttacher, attacher_finalizer
 from kubelet_sim.controllers.base import Controller, ControllerManager, NotSettled
 from kubelet_sim.controllers.binder import VolumeBinder
 from kubelet_sim.controllers.protection import StorageProtection
-from kubelet_sim.controllers.provisioner import ExternalProvisioner
-from kubelet_sim.controllers.resizer import ExternalResizer, finish_node_expansion
 from kubelet_sim.controllers.scheduler import Scheduler
-from kubelet_sim.controllers.secrets import SecretStore
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
-from kubelet_sim.controllers.snapshotter import CsiSnapshotter
-from kubelet_sim.csi_client import CsiClient
-from kubelet_sim.events import Event, EventRecorder
+from kubelet_sim.csi.client import CsiClient
+from kubelet_sim.sidecars.attacher import ExternalAttacher, attacher_finalizer
+from kubelet_sim.sidecars.provisioner import ExternalProvisioner
+from kubelet_sim.sidecars.resizer import ExternalResizer, finish_node_expansion
+from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
+from kubelet_sim.utils.clock import Clock
 
 __all__ = [
     "AttachDetachController",

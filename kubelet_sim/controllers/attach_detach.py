@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kubelet_sim.api.errors import AlreadyExists, NotFound
+from kubelet_sim.api.model import JSON, Resource, new
+from kubelet_sim.client.events import WARNING
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,
@@ -27,10 +30,7 @@ from kubelet_sim.controllers.common import (
     unique_volume_name,
     write_status,
 )
-from kubelet_sim.errors import AlreadyExists, NotFound
-from kubelet_sim.events import WARNING
-from kubelet_sim.model import JSON, Resource, new
-from kubelet_sim.paths import attachment_name
+from kubelet_sim.kubelet.paths import attachment_name
 
 
 @dataclass(frozen=True)

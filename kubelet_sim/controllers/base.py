@@ -18,10 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.clock import Clock, ExponentialBackoff, RealClock
-from kubelet_sim.events import EventRecorder
-from kubelet_sim.watch import Watch
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.watch import Watch
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.selectors import node_selector_matches
+from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
@@ -34,9 +37,6 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
-from kubelet_sim.events import NORMAL, WARNING
-from kubelet_sim.model import JSON, Resource
-from kubelet_sim.selectors import node_selector_matches
 
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 

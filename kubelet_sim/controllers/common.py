@@ -8,13 +8,13 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from csi_protos import csi_pb2
-from kubelet_sim.apiserver import APIServer, retry_on_conflict
-from kubelet_sim.clock import RealClock
-from kubelet_sim.csi_client import CsiClient
-from kubelet_sim.errors import NotFound
-from kubelet_sim.model import JSON, Resource
-from kubelet_sim.quantity import Quantity, parse_storage
-from kubelet_sim.volume_spec import csi_access_mode
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.quantity import Quantity, parse_storage
+from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.csi.client import CsiClient
+from kubelet_sim.csi.volume_spec import csi_access_mode
+from kubelet_sim.utils.clock import RealClock
 
 # Annotations and finalizers, spelled as Kubernetes spells them.
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"

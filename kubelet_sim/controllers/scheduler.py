@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kubelet_sim.api.model import JSON, Resource, set_condition
+from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.binder import volume_admits_node
 from kubelet_sim.controllers.common import (
@@ -40,8 +42,6 @@ from kubelet_sim.controllers.common import (
 )
 from kubelet_sim.controllers.scheduler_cache import Snapshot
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
-from kubelet_sim.model import JSON, Resource, set_condition
-from kubelet_sim.selectors import node_selector_matches
 
 SCHEDULER_NAME = "default-scheduler"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.model import Resource
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.server import APIServer
 
 FINISHED = ("Succeeded", "Failed")
 

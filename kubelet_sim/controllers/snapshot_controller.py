@@ -1,6 +1,6 @@
 """external-snapshotter's common controller (``snapshot-controller``): VolumeSnapshot ↔
 VolumeSnapshotContent binding; it makes no CSI calls (the sidecar does, see
-:mod:`kubelet_sim.controllers.snapshotter`).
+:mod:`kubelet_sim.sidecars.snapshotter`).
 
 - Dynamic: a VolumeSnapshot of a bound claim gets the content ``snapcontent-<snapshot UID>``
   (source ``volumeHandle`` of the claim's PV, the class's driver and deletionPolicy, a
@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 from datetime import UTC, datetime
 
+from kubelet_sim.api.errors import AlreadyExists, NotFound
+from kubelet_sim.api.model import JSON, Resource, format_time, new
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     add_finalizer,
@@ -35,8 +37,6 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
-from kubelet_sim.errors import AlreadyExists, NotFound
-from kubelet_sim.model import JSON, Resource, format_time, new
 
 GROUP = "snapshot.storage.k8s.io"
 FIN_AS_SOURCE = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from kubelet_sim.api.model import Resource
 from kubelet_sim.controllers.scheduler_cache import Snapshot
-from kubelet_sim.model import Resource
 
 EXCEEDED = "node(s) exceed max volume count"
 _UNBOUND = "\x00unbound-claim/"  # a NUL never appears in a real volume handle

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import grpc
 import pytest
 
+from kubelet_sim.api.model import Resource
 from kubelet_sim.controllers import Controller, ControllerManager, NotSettled
-from kubelet_sim.model import Resource
-from tests.kubelet_sim.controllers.conftest import Cluster
+from tests.kubelet_sim.controller_cluster import Cluster
 
 GUARD_SECONDS = 10.0  # only a guard against hangs, never asserted on
 

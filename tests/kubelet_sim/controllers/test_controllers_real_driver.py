@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from csi_driver.config import DEFAULT_DRIVER_NAME, TOPOLOGY_NODE_KEY
-from kubelet_sim import builders
-from kubelet_sim.apiserver import APIServer
-from kubelet_sim.clock import FakeClock
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import JSON, Resource, condition, new
+from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers import ControllerManager, EventRecorder, cluster_controllers
-from kubelet_sim.csi_client import GrpcCsiClient
-from kubelet_sim.model import JSON, Resource, condition, new
-from kubelet_sim.trace import Trace
+from kubelet_sim.csi.client import GrpcCsiClient
+from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.utils.trace import Trace
 from tests.csi.driver_process import DriverProcess
 
 DRIVER = DEFAULT_DRIVER_NAME

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kubelet_sim import builders
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource, condition
 from kubelet_sim.controllers.common import ANN_SELECTED_NODE, unique_volume_name
-from kubelet_sim.model import Resource, condition
-from tests.kubelet_sim.controllers.conftest import DRIVER, TOPOLOGY_KEY, Cluster
+from tests.kubelet_sim.controller_cluster import DRIVER, TOPOLOGY_KEY, Cluster
 
 
 def scheduled(pod: Resource) -> dict[str, object]:

@@ -1,0 +1,1 @@
+"""The object model: kinds, builders, quantities, selectors and API errors."""

@@ -1,0 +1,1 @@
+"""The API server: storage with resourceVersions, watch, defaulting, validation, update rules."""

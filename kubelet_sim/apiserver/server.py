@@ -1,0 +1,420 @@
+"""An in-process Kubernetes API server.
+
+Verbs: :meth:`APIServer.create`, ``get``, ``list``, ``update``, ``update_status``,
+``patch`` (JSON merge patch), ``delete`` and ``watch``. The rules it keeps are the
+API server's:
+
+* one global ``resourceVersion`` counter, bumped on every write (a no-op update is not a
+  write and changes nothing, as in Kubernetes);
+* optimistic concurrency: a write carrying a stale ``resourceVersion`` raises
+  :class:`Conflict` (409); a write without one is unconditional;
+* ``metadata.generation`` starts at 1 and moves only when the desired state (``spec``,
+  or the top-level fields of StorageClass-like kinds) changes, or a graceful delete starts;
+* kinds with a status subresource: ``update`` ignores ``status``, ``update_status``
+  writes only ``status``;
+* delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
+  until its finalizers are gone; a scheduled Pod stays for its grace period until
+  deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
+  deleting a Namespace deletes its contents and the Namespace goes once it is empty;
+* defaulting and validation run on every write (:mod:`kubelet_sim.apiserver.defaulting`,
+  :mod:`kubelet_sim.apiserver.validation`), and updates keep Kubernetes' immutability and
+  resize-admission rules (:mod:`kubelet_sim.apiserver.update_rules`).
+
+All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in memory) and
+serialised by a lock, so worker threads may call them too; ``watch`` hands back an
+async iterator. Returned objects are private copies. client-go's helpers
+(:func:`retry_on_conflict`, :func:`merge_patch`) are re-exported from
+:mod:`kubelet_sim.client.retry`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import functools
+import random
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+)
+from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
+from kubelet_sim.api.selectors import LabelSelector, query_predicate
+from kubelet_sim.apiserver.defaulting import apply_defaults
+from kubelet_sim.apiserver.storage import ObjectStore
+from kubelet_sim.apiserver.update_rules import validate_update
+from kubelet_sim.apiserver.validation import validate
+from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED, Watch, WatchEvent
+from kubelet_sim.client.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
+from kubelet_sim.utils.clock import Clock, RealClock
+
+__all__ = [
+    "APIServer",
+    "ResourceList",
+    "merge_patch",
+    "retry_on_conflict",
+    "retry_on_conflict_async",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Serialise a verb: the store may be used from the event loop and from worker threads
+    (``asyncio.to_thread``) at once."""
+
+    @functools.wraps(method)
+    def wrapper(self: APIServer, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+_PROTECTION_FINALIZERS = {
+    "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
+    "PersistentVolume": "kubernetes.io/pv-protection",
+}
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+
+
+@dataclass
+class ResourceList:
+    """A list answer: the items and the resourceVersion to start a watch from."""
+
+    items: list[Resource]
+    resource_version: str
+
+
+@dataclass
+class _Injected:
+    count: int
+    verbs: tuple[str, ...]
+
+
+class APIServer:
+    """The store plus the verbs. ``bootstrap_namespaces`` exist from the start, as
+    ``default`` and ``kube-system`` do in a real cluster.
+
+    ``storage_object_in_use_protection`` turns on that admission plugin: every new
+    PersistentVolumeClaim gets the ``kubernetes.io/pvc-protection`` finalizer and every
+    new PersistentVolume ``kubernetes.io/pv-protection``, so a deleted claim or volume
+    stays (Terminating) until a protection controller removes the finalizer."""
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        history_limit: int = 1000,
+        bootstrap_namespaces: tuple[str, ...] = ("default", "kube-system"),
+        storage_object_in_use_protection: bool = False,
+    ) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.storage_protection = storage_object_in_use_protection
+        self._store = ObjectStore(history_limit)
+        self._lock = threading.RLock()
+        self._injected: dict[str, _Injected] = {}
+        self._rng = random.Random()
+        for name in bootstrap_namespaces:
+            self.create(new("Namespace", name))
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def resource_version(self) -> str:
+        """The newest resourceVersion handed out."""
+        return str(self._store.version)
+
+    @_locked
+    def get(self, kind: str, name: str, namespace: str = "") -> Resource:
+        """The object, or :class:`NotFound`."""
+        return self._current(kind, name, namespace).copy()
+
+    @_locked
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | None = None,
+        where: Callable[[Resource], bool] | None = None,
+    ) -> ResourceList:
+        """Objects of ``kind`` (in ``namespace``; None or "" = all), filtered, sorted by
+        namespace then name. ``where`` is an extra in-process filter (an informer
+        index's role): it sees the stored object and must not modify it."""
+        matches = query_predicate(kind, namespace, label_selector, field_selector)
+        items = [
+            o.copy() for o in self._store.sorted(kind) if matches(o) and (where is None or where(o))
+        ]
+        return ResourceList(items, self.resource_version)
+
+    # ------------------------------------------------------------------ writes
+    @_locked
+    def create(self, obj: Resource | JSON) -> Resource:
+        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
+        obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
+        info = kind_info(obj.kind)
+        meta = obj.metadata
+        meta.namespace = (meta.namespace or "default") if info.namespaced else ""
+        if not meta.name and meta.generate_name:
+            suffix = "".join(self._rng.choice(_NAME_CHARS) for _ in range(5))
+            meta.name = meta.generate_name + suffix
+        if not meta.name:
+            raise Invalid("metadata.name", "Required value: name or generateName is required")
+        if meta.resource_version:
+            raise BadRequest("resourceVersion should not be set on objects to be created")
+        if info.namespaced:
+            ns = self._store.lookup("Namespace", "", meta.namespace)
+            if ns is None:
+                raise NotFound("Namespace", meta.namespace)
+            if ns.is_terminating:
+                raise Forbidden(
+                    f"unable to create new content in namespace {meta.namespace} because it "
+                    "is being terminated"
+                )
+        meta.uid = str(uuid.uuid4())
+        meta.generation = 1
+        meta.creation_timestamp = format_time(self.clock.now())
+        meta.deletion_timestamp = None
+        meta.deletion_grace_period_seconds = None
+        if info.create_status is not None:
+            obj.status = copy.deepcopy(info.create_status)
+        protection = _PROTECTION_FINALIZERS.get(obj.kind) if self.storage_protection else None
+        if protection and protection not in meta.finalizers:
+            meta.finalizers.append(protection)
+        apply_defaults(obj)
+        validate(obj)
+        if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
+            raise AlreadyExists(obj.kind, meta.name, meta.namespace)
+        self._store.commit(ADDED, obj, None)
+        return obj.copy()
+
+    @_locked
+    def update(self, obj: Resource | JSON) -> Resource:
+        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
+        return self._update(obj, status_only=False, verb="update")
+
+    @_locked
+    def update_status(self, obj: Resource | JSON) -> Resource:
+        """Replace only ``status`` (the status subresource); everything else is ignored."""
+        kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
+        if not kind_info(kind).status_subresource:
+            raise NotFound(f"{kind}/status", "the server could not find the requested resource")
+        return self._update(obj, status_only=True, verb="update_status")
+
+    @_locked
+    def patch(
+        self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = ""
+    ) -> Resource:
+        """Apply a JSON merge patch. A ``metadata.resourceVersion`` in the patch is a
+        precondition; without it the patch applies to the current object."""
+        if subresource not in ("", "status"):
+            raise NotFound(f"{kind}/{subresource}", name)
+        current = self._current(kind, name, namespace)
+        merged = merge_patch(current.to_dict(), patch)
+        verb = "patch_status" if subresource else "patch"
+        return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
+
+    @_locked
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> Resource:
+        """Delete gracefully; returns the object as it stands after the call (its last state
+        when it is gone). ``uid``/``resource_version`` are preconditions (Conflict)."""
+        current = self._current(kind, name, namespace)
+        meta = current.metadata
+        stale = resource_version and resource_version != meta.resource_version
+        if (uid and uid != meta.uid) or stale:
+            raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
+        grace = self._grace_period(current, grace_period_seconds)
+        if current.is_terminating:
+            pending = meta.deletion_grace_period_seconds or 0
+            if grace >= pending:
+                return current.copy()
+            updated = current.copy()
+            self._mark_deleting(updated, grace)
+        else:
+            updated = current.copy()
+            updated.metadata.generation += 1
+            self._mark_deleting(updated, grace)
+            if kind == "Namespace":
+                updated.status["phase"] = "Terminating"
+        if grace == 0 and not updated.metadata.finalizers and kind != "Namespace":
+            return self._remove(current)
+        self._store.commit(MODIFIED, updated, current)
+        if kind == "Namespace":
+            self._delete_namespace_contents(name)
+            self._finish_namespace(name)
+        return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
+
+    # ------------------------------------------------------------------ watch
+    @_locked
+    def watch(
+        self,
+        kind: str | None = None,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | None = None,
+        resource_version: str | int | None = None,
+    ) -> Watch:
+        """Subscribe to changes. With ``resource_version`` the watch first replays exactly
+        the retained events after it (:class:`Gone` if too old); without, it starts with a
+        synthetic ``ADDED`` for every current object, as Kubernetes does."""
+        matches = query_predicate(kind, namespace, label_selector, field_selector)
+        since = None if resource_version in (None, "", "0") else int(str(resource_version))
+        return self._store.watch(kind, matches, since)
+
+    @_locked
+    def events_since(
+        self, resource_version: str | int, kind: str | None = None, namespace: str | None = None
+    ) -> builtins.list[WatchEvent]:
+        """The retained events after ``resource_version`` (:class:`Gone` if too old)."""
+        matches = query_predicate(kind, namespace, None, None)
+        return self._store.events_since(int(str(resource_version)), kind, matches)
+
+    # ------------------------------------------------------------------ fault injection
+    @_locked
+    def inject_conflicts(
+        self, kind: str, count: int, verbs: tuple[str, ...] = ("update", "update_status")
+    ) -> None:
+        """Make the next ``count`` writes of ``kind`` through ``verbs`` (any of update,
+        update_status, patch, patch_status) fail with :class:`Conflict`, as if another
+        writer had raced them. The object is left untouched. A new call replaces the
+        pending count for ``kind``; ``count=0`` clears it."""
+        kind_info(kind)
+        self._injected[kind] = _Injected(count, verbs)
+
+    @_locked
+    def close_watches(self) -> int:
+        """End every live watch, as an API server restart or a watch timeout does; clients
+        must watch again from the last resourceVersion they saw. Returns how many ended."""
+        return self._store.close_watches()
+
+    # ------------------------------------------------------------------ internals
+    def _stored_storage_class(self, name: str) -> Resource | None:
+        return self._store.lookup("StorageClass", "", name)
+
+    def _current(self, kind: str, name: str, namespace: str) -> Resource:
+        info = kind_info(kind)
+        ns = (namespace or "default") if info.namespaced else ""
+        obj = self._store.lookup(kind, ns, name)
+        if obj is None:
+            raise NotFound(kind, name, ns)
+        return obj
+
+    def _exists(self, kind: str, name: str, namespace: str) -> bool:
+        try:
+            self._current(kind, name, namespace)
+        except NotFound:
+            return False
+        return True
+
+    def _take_injected(self, kind: str, verb: str) -> None:
+        injected = self._injected.get(kind)
+        if injected and injected.count > 0 and verb in injected.verbs:
+            injected.count -= 1
+            raise Conflict(
+                f"Operation cannot be fulfilled on {kind}: the object has been modified; "
+                "please apply your changes to the latest version and try again (injected)"
+            )
+
+    def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str) -> Resource:
+        obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
+        info = kind_info(obj.kind)
+        current = self._current(obj.kind, obj.metadata.name, obj.metadata.namespace)
+        self._take_injected(obj.kind, verb)
+        sent = obj.metadata
+        if sent.resource_version and sent.resource_version != current.metadata.resource_version:
+            raise Conflict(
+                f"Operation cannot be fulfilled on {obj.kind} {sent.name!r}: the object has "
+                "been modified; please apply your changes to the latest version and try again"
+            )
+        if sent.uid and sent.uid != current.metadata.uid:
+            raise Conflict(f"Precondition failed: UID in object meta: {sent.uid}")
+        if status_only:
+            updated = current.copy()
+            updated.status = obj.status
+        else:
+            updated = obj
+            cur = current.metadata
+            for attr in ("name", "namespace", "uid", "resource_version", "generation",
+                         "creation_timestamp", "deletion_timestamp",
+                         "deletion_grace_period_seconds"):
+                setattr(updated.metadata, attr, getattr(cur, attr))
+            if info.status_subresource:
+                updated.status = copy.deepcopy(current.status)
+            if current.is_terminating:
+                added = set(updated.metadata.finalizers) - set(cur.finalizers)
+                if added:
+                    raise Invalid("metadata.finalizers",
+                                  "Forbidden: no new finalizers can be added if the object "
+                                  "is being deleted")
+        apply_defaults(updated)
+        validate(updated)
+        if not status_only:
+            validate_update(current, updated, self._stored_storage_class)
+        if updated.desired_state() != current.desired_state():
+            updated.metadata.generation = current.metadata.generation + 1
+        if updated.to_dict() == current.to_dict():
+            return current.copy()  # a no-op update writes nothing
+        gone = (
+            updated.is_terminating
+            and not updated.metadata.finalizers
+            and (updated.metadata.deletion_grace_period_seconds or 0) == 0
+            and updated.kind != "Namespace"
+        )
+        if gone:
+            # The API server deletes instead of writing the emptied finalizer list.
+            return self._remove(updated)
+        self._store.commit(MODIFIED, updated, current)
+        if updated.kind == "Namespace" and updated.is_terminating:
+            self._finish_namespace(updated.name)
+        return updated.copy()
+
+    def _grace_period(self, obj: Resource, requested: int | None) -> int:
+        """Only scheduled, non-terminal Pods are deleted gracefully (kubelet's job)."""
+        if obj.kind != "Pod":
+            return 0
+        if not obj.spec.get("nodeName") or obj.status.get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(0, requested)
+        return int(obj.spec.get("terminationGracePeriodSeconds", 30))
+
+    def _mark_deleting(self, obj: Resource, grace: int) -> None:
+        obj.metadata.deletion_timestamp = format_time(self.clock.now() + timedelta(seconds=grace))
+        obj.metadata.deletion_grace_period_seconds = grace
+
+    def _remove(self, current: Resource) -> Resource:
+        final = current.copy()
+        self._store.commit(DELETED, final, current)
+        if current.kind != "Namespace" and current.namespace:
+            self._finish_namespace(current.namespace)
+        return final.copy()
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        for kind, name in self._store.names_in_namespace(namespace):
+            if self._store.lookup(kind, namespace, name) is not None:
+                self.delete(kind, name, namespace)
+
+    def _finish_namespace(self, namespace: str) -> None:
+        ns = self._store.lookup("Namespace", "", namespace)
+        if ns is None or not ns.is_terminating or ns.metadata.finalizers:
+            return
+        if not self._store.names_in_namespace(namespace):
+            self._store.commit(DELETED, ns.copy(), ns)

@@ -1,0 +1,104 @@
+"""The storage layer under the API server: etcd plus the watch cache, in memory.
+
+It keeps the objects, hands out the global ``resourceVersion`` (one counter, bumped by
+every commit), records each commit in the bounded :class:`~kubelet_sim.apiserver.watch.EventHistory`
+and fans it out to live watches. It applies no API rules: defaulting, validation,
+concurrency and deletion semantics live in :mod:`kubelet_sim.apiserver.server`, which also
+serialises access with its lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+from kubelet_sim.api.model import Resource, kind_info
+from kubelet_sim.apiserver.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
+
+Predicate = Callable[[Resource], bool]
+
+
+class ObjectStore:
+    """Objects by kind and (namespace, name). Returned objects are the stored ones: the
+    API server copies before handing them out."""
+
+    def __init__(self, history_limit: int) -> None:
+        self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
+        self._counter = itertools.count(1)
+        self.version = 0
+        self._history = EventHistory(history_limit)
+        self._watches: list[Watch] = []
+
+    # ------------------------------------------------------------------ reads
+    def lookup(self, kind: str, namespace: str, name: str) -> Resource | None:
+        return self._objects.get(kind, {}).get((namespace, name))
+
+    def sorted(self, kind: str) -> list[Resource]:
+        """Every stored object of ``kind``, by namespace then name."""
+        kind_info(kind)
+        objects = self._objects.get(kind, {})
+        return [objects[k] for k in sorted(objects)]
+
+    def kinds(self) -> list[str]:
+        return sorted(self._objects)
+
+    def names_in_namespace(self, namespace: str) -> list[tuple[str, str]]:
+        """(kind, name) of every namespaced object in ``namespace``."""
+        return [
+            (kind, name)
+            for kind, objects in sorted(self._objects.items())
+            if kind_info(kind).namespaced
+            for ns, name in sorted(objects)
+            if ns == namespace
+        ]
+
+    # ------------------------------------------------------------------ writes
+    def commit(self, event_type: str, obj: Resource, prev: Resource | None) -> Resource:
+        """Store (or, for DELETED, drop) ``obj`` under the next resourceVersion, which is
+        written into ``obj``; record and fan out the event. Returns the stored copy."""
+        self.version = next(self._counter)
+        obj.metadata.resource_version = str(self.version)
+        stored = obj.copy()
+        key = (obj.namespace, obj.name)
+        if event_type == DELETED:
+            self._objects.get(obj.kind, {}).pop(key, None)
+        else:
+            self._objects.setdefault(obj.kind, {})[key] = stored
+        change = Change(event_type, stored, prev)
+        self._history.record(change)
+        for w in list(self._watches):
+            w._offer(change)
+        return stored
+
+    # ------------------------------------------------------------------ watch
+    def watch(self, kind: str | None, matches: Predicate, since: int | None) -> Watch:
+        """A live watch; it first replays the retained changes after ``since`` (Gone when
+        too old) or, with ``since=None``, a synthetic ADDED per current object."""
+        w = Watch(kind, matches, self._unsubscribe)
+        if since is not None:
+            for change in self._history.since(since):
+                w._offer(change)
+        else:
+            for k in [kind] if kind else self.kinds():
+                for obj in self.sorted(k):
+                    if matches(obj):
+                        w._push(WatchEvent(ADDED, obj.copy()))
+        self._watches.append(w)
+        return w
+
+    def events_since(self, since: int, kind: str | None, matches: Predicate) -> list[WatchEvent]:
+        """The retained changes after ``since`` as a watcher with ``matches`` sees them."""
+        w = Watch(kind, matches, lambda _w: None)
+        for change in self._history.since(since):
+            w._offer(change)
+        return w.drain()
+
+    def close_watches(self) -> int:
+        watches = list(self._watches)
+        for w in watches:
+            w.stop()
+        return len(watches)
+
+    def _unsubscribe(self, watch: Watch) -> None:
+        if watch in self._watches:
+            self._watches.remove(watch)

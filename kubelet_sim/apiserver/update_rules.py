@@ -1,0 +1,129 @@
+"""What an update may change: Kubernetes' update validation and the admission checks the
+simulator's controllers run into.
+
+* Pod: the spec is immutable except container images, ``activeDeadlineSeconds``,
+  ``tolerations`` (additions), and ``nodeName`` while it is still empty (the scheduler's
+  binding, which this API server accepts as a plain update).
+* PersistentVolumeClaim: the spec is immutable except ``volumeName`` while empty (the
+  binder) and, for a Bound claim, ``resources.requests``; a request may not fall
+  below ``status.capacity`` (or the previous request when there is none), and growing
+  it needs a StorageClass with ``allowVolumeExpansion`` (the PersistentVolumeClaimResize
+  admission plugin: Forbidden otherwise).
+* PersistentVolume: the volume source (``csi``, ...) is immutable.
+* StorageClass: ``provisioner``, ``parameters``, ``reclaimPolicy`` and
+  ``volumeBindingMode`` are immutable.
+* VolumeAttachment: the spec is immutable.
+* VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubelet_sim.api.errors import Forbidden, Invalid
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.quantity import QuantityError, parse_storage
+
+StorageClassLookup = Callable[[str], Resource | None]
+
+
+def validate_update(old: Resource, new: Resource, storage_class: StorageClassLookup) -> None:
+    """Raise :class:`Invalid` (or :class:`Forbidden` for admission) when ``new`` changes
+    what may not change. ``storage_class(name)`` returns the StorageClass or None."""
+    check = _RULES.get(new.kind)
+    if check is not None:
+        check(old, new, storage_class)
+
+
+def _pod(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    def comparable(spec: JSON) -> JSON:
+        out = {k: v for k, v in spec.items()
+               if k not in ("activeDeadlineSeconds", "tolerations", "nodeName")}
+        out["containers"] = [{k: v for k, v in c.items() if k != "image"}
+                             for c in spec.get("containers") or []]
+        return out
+
+    if comparable(old.spec) != comparable(new.spec):
+        raise Invalid("spec", "Forbidden: pod updates may not change fields other than "
+                      "`spec.containers[*].image`, `spec.activeDeadlineSeconds` or "
+                      "`spec.tolerations` (only additions to existing tolerations)")
+    old_node, new_node = old.spec.get("nodeName"), new.spec.get("nodeName")
+    if old_node and new_node != old_node:
+        raise Invalid("spec.nodeName", "Forbidden: pod is already bound to a node")
+    old_tol = old.spec.get("tolerations") or []
+    if any(t not in (new.spec.get("tolerations") or []) for t in old_tol):
+        raise Invalid("spec.tolerations", "Forbidden: existing toleration can not be modified")
+
+
+def _storage(resources: Any) -> int | None:
+    try:
+        value = ((resources or {}).get("requests") or {}).get("storage")
+        return None if value is None else parse_storage(value)
+    except (QuantityError, AttributeError):
+        return None
+
+
+def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> None:
+    def comparable(spec: JSON) -> JSON:
+        return {k: v for k, v in spec.items() if k not in ("resources", "volumeName")}
+
+    if comparable(old.spec) != comparable(new.spec):
+        raise Invalid("spec", "Forbidden: spec is immutable after creation except "
+                      "resources.requests and volumeAttributesClassName for bound claims")
+    old_volume = old.spec.get("volumeName")
+    if old_volume and new.spec.get("volumeName") != old_volume:
+        raise Invalid("spec.volumeName", "Forbidden: spec.volumeName is immutable once set")
+    old_size, new_size = _storage(old.spec.get("resources")), _storage(new.spec.get("resources"))
+    if old_size == new_size and old.spec.get("resources") == new.spec.get("resources"):
+        return
+    path = "spec.resources.requests.storage"
+    if old.status.get("phase") != "Bound":
+        raise Invalid("spec", "Forbidden: spec is immutable after creation except "
+                      "resources.requests and volumeAttributesClassName for bound claims")
+    if new_size is None or old_size is None:
+        raise Invalid(path, "Required value")
+    capacity = (old.status.get("capacity") or {}).get("storage")
+    floor = parse_storage(capacity) if capacity else old_size
+    if new_size < floor:
+        raise Invalid(path, "Forbidden: field can not be less than status.capacity")
+    if new_size > old_size:
+        sc_name = new.spec.get("storageClassName") or ""
+        sc = storage_class(sc_name) if sc_name else None
+        if sc is None or not sc.body.get("allowVolumeExpansion"):
+            raise Forbidden("only dynamically provisioned pvc can be resized and the "
+                            "storageclass that provisions the pvc must support resize")
+
+
+def _pv(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    for source in ("csi", "hostPath", "local", "nfs"):
+        if old.spec.get(source) != new.spec.get(source):
+            raise Invalid("spec.persistentvolumesource",
+                          "Forbidden: spec.persistentvolumesource is immutable after creation")
+
+
+def _storage_class(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    for key in ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"):
+        if old.body.get(key) != new.body.get(key):
+            raise Invalid(key, f"Forbidden: updates to {key} are forbidden.")
+
+
+def _volume_attachment(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    if old.spec != new.spec:
+        raise Invalid("spec", "Invalid value: field is immutable")
+
+
+def _snapshot_source(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    if old.spec.get("source") != new.spec.get("source"):
+        raise Invalid("spec.source", "Invalid value: spec.source is immutable")
+
+
+_RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
+    "Pod": _pod,
+    "PersistentVolumeClaim": _pvc,
+    "PersistentVolume": _pv,
+    "StorageClass": _storage_class,
+    "VolumeAttachment": _volume_attachment,
+    "VolumeSnapshot": _snapshot_source,
+    "VolumeSnapshotContent": _snapshot_source,
+}

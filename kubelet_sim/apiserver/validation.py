@@ -1,0 +1,337 @@
+"""Validation the API server runs on every write; errors are :class:`Invalid` naming the
+JSON path of the field (``spec.containers[0].ports[1].containerPort``).
+
+The rules are the subset of Kubernetes' validation that the simulator's components rely
+on: names, labels, required fields, enumerations, exactly-one-of volume sources, CIDRs,
+port numbers and names, quantities.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from typing import Any
+
+from kubelet_sim.api.errors import Invalid
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.api.selectors import LabelSelector
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+
+
+def _check(ok: bool, path: str, message: str) -> None:
+    if not ok:
+        raise Invalid(path, message)
+
+
+def _one_of(value: Any, allowed: tuple[str, ...], path: str) -> None:
+    _check(value in allowed, path, f"Unsupported value: {value!r}: supported values: {allowed}")
+
+
+def dns_subdomain(value: Any, path: str) -> None:
+    _check(isinstance(value, str) and bool(value), path, "Required value")
+    _check(
+        len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value)),
+        path,
+        f"Invalid value: {value!r}: a lowercase RFC 1123 subdomain must consist of lower case "
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric",
+    )
+
+
+def dns_label(value: Any, path: str) -> None:
+    _check(isinstance(value, str) and bool(value), path, "Required value")
+    _check(
+        len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value)),
+        path,
+        f"Invalid value: {value!r}: a lowercase RFC 1123 label must consist of lower case "
+        "alphanumeric characters or '-', start and end with an alphanumeric, at most 63",
+    )
+
+
+def label_key(key: str, path: str) -> None:
+    prefix, _, name = key.rpartition("/")
+    if prefix:
+        dns_subdomain(prefix, path)
+    _check(
+        0 < len(name) <= 63 and bool(_LABEL_VALUE.fullmatch(name)),
+        path,
+        f"Invalid value: {key!r}: name part must be at most 63 alphanumeric characters, "
+        "'-', '_' or '.', starting and ending with an alphanumeric",
+    )
+
+
+def port_name(value: Any, path: str) -> None:
+    """IANA_SVC_NAME: at most 15 lowercase alphanumerics or '-', one letter at least, no
+    leading, trailing or doubled '-'."""
+    ok = (
+        isinstance(value, str)
+        and 0 < len(value) <= 15
+        and bool(_PORT_NAME.fullmatch(value))
+        and "--" not in value
+        and any(c.isalpha() for c in value)
+    )
+    _check(ok, path, f"Invalid value: {value!r}: must be an IANA_SVC_NAME")
+
+
+def port_number(value: Any, path: str) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+    _check(ok, path, f"Invalid value: {value!r}: must be between 1 and 65535, inclusive")
+
+
+def cidr(value: Any, path: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(str(value), strict=False)
+    except ValueError:
+        raise Invalid(path, f"Invalid value: {value!r}: must be a valid CIDR") from None
+
+
+def storage(value: Any, path: str) -> int:
+    try:
+        return parse_storage(value)
+    except QuantityError as exc:
+        raise Invalid(path, str(exc)) from None
+
+
+def validate(obj: Resource) -> None:
+    """Validate metadata and the kind-specific fields of ``obj``."""
+    meta = obj.metadata
+    if obj.kind == "Namespace":
+        dns_label(meta.name, "metadata.name")
+    else:
+        dns_subdomain(meta.name, "metadata.name")
+    for key, value in meta.labels.items():
+        label_key(key, f"metadata.labels[{key}]")
+        _check(
+            value == "" or (len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))),
+            f"metadata.labels[{key}]",
+            f"Invalid value: {value!r}: a label value must be empty or at most 63 "
+            "alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric",
+        )
+    for key in meta.annotations:
+        label_key(key, f"metadata.annotations[{key}]")
+    validator = _VALIDATORS.get(obj.kind)
+    if validator is None:
+        return
+    try:
+        validator(obj)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        # A list where an object belongs, or similar: still a 422, never a crash.
+        raise Invalid("spec" if obj.spec else "<root>", f"malformed object: {exc}") from None
+
+
+def _pod(obj: Resource) -> None:
+    containers = obj.spec.get("containers") or []
+    _check(isinstance(containers, list) and bool(containers), "spec.containers", "Required value")
+    seen: set[str] = set()
+    for i, c in enumerate(containers):
+        path = f"spec.containers[{i}]"
+        _check(isinstance(c, dict), path, "must be an object")
+        dns_label(c.get("name"), f"{path}.name")
+        _check(c["name"] not in seen, f"{path}.name", f"Duplicate value: {c['name']!r}")
+        seen.add(c["name"])
+        _check(bool(c.get("image")), f"{path}.image", "Required value")
+        names: set[str] = set()
+        for j, port in enumerate(c.get("ports") or []):
+            ppath = f"{path}.ports[{j}]"
+            port_number(port.get("containerPort"), f"{ppath}.containerPort")
+            _one_of(port.get("protocol", "TCP"), PROTOCOLS, f"{ppath}.protocol")
+            if port.get("name") is not None:
+                port_name(port["name"], f"{ppath}.name")
+                _check(port["name"] not in names, f"{ppath}.name", "Duplicate value")
+                names.add(port["name"])
+    vol_names: set[str] = set()
+    for i, vol in enumerate(obj.spec.get("volumes") or []):
+        path = f"spec.volumes[{i}]"
+        dns_label(vol.get("name"), f"{path}.name")
+        _check(vol["name"] not in vol_names, f"{path}.name", "Duplicate value")
+        vol_names.add(vol["name"])
+        sources = [k for k in vol if k != "name"]
+        _check(len(sources) == 1, path, "must specify exactly one volume source")
+        if "persistentVolumeClaim" in vol:
+            dns_subdomain(
+                (vol["persistentVolumeClaim"] or {}).get("claimName"),
+                f"{path}.persistentVolumeClaim.claimName",
+            )
+        if "csi" in vol:
+            _check(bool((vol["csi"] or {}).get("driver")), f"{path}.csi.driver", "Required value")
+    if obj.spec.get("nodeName"):
+        dns_subdomain(obj.spec["nodeName"], "spec.nodeName")
+
+
+def _access_modes(spec: JSON, path: str) -> None:
+    modes = spec.get("accessModes") or []
+    _check(isinstance(modes, list) and bool(modes), path, "Required value")
+    for i, mode in enumerate(modes):
+        _one_of(mode, ACCESS_MODES, f"{path}[{i}]")
+
+
+def _pvc(obj: Resource) -> None:
+    _access_modes(obj.spec, "spec.accessModes")
+    requests = (obj.spec.get("resources") or {}).get("requests") or {}
+    _check("storage" in requests, "spec.resources.requests.storage", "Required value")
+    size = storage(requests["storage"], "spec.resources.requests.storage")
+    _check(size > 0, "spec.resources.requests.storage", "must be greater than zero")
+    _one_of(obj.spec.get("volumeMode", "Filesystem"), ("Filesystem", "Block"), "spec.volumeMode")
+
+
+def _pv(obj: Resource) -> None:
+    spec = obj.spec
+    _access_modes(spec, "spec.accessModes")
+    _check("storage" in (spec.get("capacity") or {}), "spec.capacity.storage", "Required value")
+    storage(spec["capacity"]["storage"], "spec.capacity.storage")
+    known = ("csi", "hostPath", "local", "nfs")
+    sources = [k for k in known if k in spec]
+    _check(len(sources) == 1, "spec", "must specify exactly one volume source")
+    if "csi" in spec:
+        csi = spec["csi"] or {}
+        _check(bool(csi.get("driver")), "spec.csi.driver", "Required value")
+        _check(bool(csi.get("volumeHandle")), "spec.csi.volumeHandle", "Required value")
+    _one_of(
+        spec.get("persistentVolumeReclaimPolicy", "Retain"),
+        ("Retain", "Delete", "Recycle"),
+        "spec.persistentVolumeReclaimPolicy",
+    )
+
+
+def _storage_class(obj: Resource) -> None:
+    dns_subdomain(obj.body.get("provisioner"), "provisioner")
+    _one_of(obj.body.get("reclaimPolicy", "Delete"), ("Delete", "Retain"), "reclaimPolicy")
+    _one_of(
+        obj.body.get("volumeBindingMode", "Immediate"),
+        ("Immediate", "WaitForFirstConsumer"),
+        "volumeBindingMode",
+    )
+    for key, value in (obj.body.get("parameters") or {}).items():
+        _check(isinstance(value, str), f"parameters.{key}", "must be a string")
+
+
+def _csi_driver(obj: Resource) -> None:
+    for i, mode in enumerate(obj.spec.get("volumeLifecycleModes") or []):
+        _one_of(mode, ("Persistent", "Ephemeral"), f"spec.volumeLifecycleModes[{i}]")
+    _one_of(
+        obj.spec.get("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+        ("ReadWriteOnceWithFSType", "File", "None"),
+        "spec.fsGroupPolicy",
+    )
+
+
+def _csi_node(obj: Resource) -> None:
+    for i, drv in enumerate(obj.spec.get("drivers") or []):
+        _check(bool(drv.get("name")), f"spec.drivers[{i}].name", "Required value")
+        _check(bool(drv.get("nodeID")), f"spec.drivers[{i}].nodeID", "Required value")
+
+
+def _node(obj: Resource) -> None:
+    if obj.spec.get("podCIDR"):
+        cidr(obj.spec["podCIDR"], "spec.podCIDR")
+    for i, c in enumerate(obj.spec.get("podCIDRs") or []):
+        cidr(c, f"spec.podCIDRs[{i}]")
+
+
+def _volume_attachment(obj: Resource) -> None:
+    _check(bool(obj.spec.get("attacher")), "spec.attacher", "Required value")
+    dns_subdomain(obj.spec.get("nodeName"), "spec.nodeName")
+    source = obj.spec.get("source") or {}
+    count = sum(1 for k in ("persistentVolumeName", "inlineVolumeSpec") if source.get(k))
+    _check(count == 1, "spec.source", "must specify exactly one of persistentVolumeName, "
+           "inlineVolumeSpec")
+
+
+def _volume_snapshot(obj: Resource) -> None:
+    source = obj.spec.get("source") or {}
+    count = sum(
+        1 for k in ("persistentVolumeClaimName", "volumeSnapshotContentName") if source.get(k)
+    )
+    _check(count == 1, "spec.source", "exactly one of persistentVolumeClaimName and "
+           "volumeSnapshotContentName should be specified")
+
+
+def _volume_snapshot_content(obj: Resource) -> None:
+    spec = obj.spec
+    _check(bool(spec.get("driver")), "spec.driver", "Required value")
+    _one_of(spec.get("deletionPolicy"), ("Delete", "Retain"), "spec.deletionPolicy")
+    source = spec.get("source") or {}
+    count = sum(1 for k in ("volumeHandle", "snapshotHandle") if source.get(k))
+    _check(count == 1, "spec.source", "exactly one of volumeHandle and snapshotHandle")
+    ref = spec.get("volumeSnapshotRef") or {}
+    _check(bool(ref.get("name")), "spec.volumeSnapshotRef.name", "Required value")
+
+
+def _volume_snapshot_class(obj: Resource) -> None:
+    _check(bool(obj.body.get("driver")), "driver", "Required value")
+    _one_of(obj.body.get("deletionPolicy"), ("Delete", "Retain"), "deletionPolicy")
+
+
+def _network_policy(obj: Resource) -> None:
+    spec = obj.spec
+    _check(isinstance(spec.get("podSelector"), dict), "spec.podSelector", "Required value")
+    LabelSelector.from_dict(spec["podSelector"], "spec.podSelector")
+    for i, ptype in enumerate(spec.get("policyTypes") or []):
+        _one_of(ptype, ("Ingress", "Egress"), f"spec.policyTypes[{i}]")
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            path = f"spec.{direction}[{i}]"
+            for j, peer in enumerate(rule.get(peers_key) or []):
+                _peer(peer, f"{path}.{peers_key}[{j}]")
+            for j, port in enumerate(rule.get("ports") or []):
+                _policy_port(port, f"{path}.ports[{j}]")
+
+
+def _peer(peer: JSON, path: str) -> None:
+    kinds = ("podSelector", "namespaceSelector", "ipBlock")
+    present = [k for k in kinds if peer.get(k) is not None]
+    _check(bool(present), path, "must specify a peer")
+    if "ipBlock" in present:
+        _check(len(present) == 1, path, "may not specify more than 1 peer when ipBlock is set")
+        block = peer["ipBlock"]
+        net = cidr(block.get("cidr"), f"{path}.ipBlock.cidr")
+        for k, exc in enumerate(block.get("except") or []):
+            sub = cidr(exc, f"{path}.ipBlock.except[{k}]")
+            _check(
+                sub.version == net.version and sub.subnet_of(net) and sub != net,  # type: ignore[arg-type]
+                f"{path}.ipBlock.except[{k}]",
+                f"Invalid value: {exc!r}: must be a strict subset of `cidr`",
+            )
+    for key in ("podSelector", "namespaceSelector"):
+        if key in present:
+            LabelSelector.from_dict(peer[key], f"{path}.{key}")
+
+
+def _policy_port(port: JSON, path: str) -> None:
+    _one_of(port.get("protocol", "TCP"), PROTOCOLS, f"{path}.protocol")
+    value = port.get("port")
+    if isinstance(value, str):  # IntOrString: a string is always a port name
+        port_name(value, f"{path}.port")
+        _check("endPort" not in port, f"{path}.endPort", "may not be specified when `port` "
+               "is non-numeric")
+    elif value is not None:
+        port_number(value, f"{path}.port")
+    if "endPort" in port:
+        _check(isinstance(value, int), f"{path}.endPort",
+               "may not be specified when `port` is not a number")
+        port_number(port["endPort"], f"{path}.endPort")
+        _check(port["endPort"] >= int(value or 0), f"{path}.endPort",
+               "must be greater than or equal to `port`")
+
+
+_VALIDATORS: dict[str, Callable[[Resource], None]] = {
+    "Pod": _pod,
+    "PersistentVolumeClaim": _pvc,
+    "PersistentVolume": _pv,
+    "StorageClass": _storage_class,
+    "CSIDriver": _csi_driver,
+    "CSINode": _csi_node,
+    "Node": _node,
+    "VolumeAttachment": _volume_attachment,
+    "VolumeSnapshot": _volume_snapshot,
+    "VolumeSnapshotContent": _volume_snapshot_content,
+    "VolumeSnapshotClass": _volume_snapshot_class,
+    "NetworkPolicy": _network_policy,
+}

@@ -1,0 +1,60 @@
+"""client-go's client-side helpers: JSON merge patch and retry on conflict."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from kubelet_sim.api.errors import Conflict
+from kubelet_sim.utils.clock import DEFAULT_RETRY, Backoff, Clock, RealClock
+
+T = TypeVar("T")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge recursively, ``null`` deletes, anything
+    else (lists included) replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def retry_on_conflict(
+    fn: Callable[[], T], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
+) -> T:
+    """client-go's ``retry.RetryOnConflict``: call ``fn`` up to ``backoff.steps`` times,
+    sleeping between attempts while it raises :class:`Conflict`; other errors and the
+    last Conflict propagate. ``fn`` must re-read the object each time."""
+    delays = backoff.delays()
+    sleeper = clock or RealClock()
+    for attempt in range(backoff.steps):
+        try:
+            return fn()
+        except Conflict:
+            if attempt == backoff.steps - 1:
+                raise
+            sleeper.sleep_sync(delays[attempt])
+    raise AssertionError("unreachable: backoff.steps must be >= 1")
+
+
+async def retry_on_conflict_async(
+    fn: Callable[[], Awaitable[T]], backoff: Backoff = DEFAULT_RETRY, clock: Clock | None = None
+) -> T:
+    """:func:`retry_on_conflict` for coroutine functions; sleeps with ``clock.sleep``."""
+    delays = backoff.delays()
+    sleeper = clock or RealClock()
+    for attempt in range(backoff.steps):
+        try:
+            return await fn()
+        except Conflict:
+            if attempt == backoff.steps - 1:
+                raise
+            await sleeper.sleep(delays[attempt])
+    raise AssertionError("unreachable: backoff.steps must be >= 1")

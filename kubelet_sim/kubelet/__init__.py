@@ -1,0 +1,1 @@
+"""The kubelet: pod sync, plugin watcher and registration, volume manager, pod volumes, paths."""

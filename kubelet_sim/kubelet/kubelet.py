@@ -1,0 +1,422 @@
+"""The kubelet of one simulated node: plugin registration, volumes, sandboxes, status.
+
+Order is the real kubelet's. Start of a pod: its volumes are attached (the attach/detach
+controller's VolumeAttachment reports attached) and mounted — NodeStage once per node,
+NodePublish per pod — before the sandbox is created and CNI ADD runs; then the pod is
+Running with its IP. Delete: the sandbox stops (CNI DEL), then NodeUnpublish, then
+NodeUnstage when no other pod on the node uses the volume, then the volume leaves
+``node.status.volumesInUse`` so the attach/detach controller may detach it, and the pod
+object is removed (grace period 0, as the kubelet's final delete).
+
+The node's ``Ready`` condition follows the runtime's NetworkReady (CNI STATUS and the
+presence of a network config); while it is false no pod sandbox is started.
+
+Why a pod waits is written to its ``Ready`` condition and recorded as a Warning event on
+the pod, with the kubelet's event reasons: ``FailedMount`` (a volume not yet attached or
+bound, a failed NodeStage/NodePublish), ``NetworkNotReady``, ``FailedCreatePodSandBox``
+(the CNI error). A new event is recorded only when the reason changes. A failed sandbox
+is retried after a per-pod exponential backoff (500 ms doubling), as the kubelet's pod
+workers back off a failed sync, not on every pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubelet_sim.api.errors import Conflict, NotFound
+from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.api.quantity import parse_storage
+from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.client.events import WARNING, EventRecorder
+from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
+from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
+from kubelet_sim.kubelet.paths import KubeletPaths
+from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
+from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
+from kubelet_sim.kubelet.volume_manager import VolumeManager
+from kubelet_sim.runtime.containerd import (
+    ContainerRuntime,
+    NetworkCondition,
+    PodSandboxConfig,
+    PortMapping,
+    SandboxError,
+)
+from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
+from kubelet_sim.utils.trace import Trace
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Any  # Callable[[str], CsiClient]; kept loose to accept the watcher's type
+
+
+@dataclass
+class PodRecord:
+    """What this kubelet set up for one pod (kept in memory, like the kubelet's caches)."""
+
+    sandbox_id: str = ""
+    volumes: list[CsiVolume] = field(default_factory=list)
+    ips: list[str] = field(default_factory=list)
+
+
+class Kubelet:
+    def __init__(
+        self,
+        *,
+        api: APIServer,
+        node_name: str,
+        root_dir: Path,
+        runtime: ContainerRuntime,
+        trace: Trace,
+        client_factory: ClientFactory | None = None,
+        clock: Clock | None = None,
+        runtime_status_period: float = 5.0,
+        recorder: EventRecorder | None = None,
+        secrets: SecretLookup | None = None,  # the cluster's Secrets
+    ) -> None:
+        self.api = api
+        self.recorder = recorder or EventRecorder()
+        self.node_name = node_name
+        self.paths = KubeletPaths(root_dir)
+        self.runtime = runtime
+        self.trace = trace
+        self.clock: Clock = clock or RealClock()
+        self.watcher = PluginWatcher(
+            registry_dir=self.paths.plugins_registry_dir,
+            node_name=node_name,
+            trace=trace,
+            on_register=self._on_register,
+            on_deregister=self._on_deregister,
+            client_factory=client_factory,
+            clock=self.clock,
+        )
+        self.volumes = VolumeManager(
+            node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
+            clock=self.clock, secrets=secrets,
+        )
+        self.pods: dict[str, PodRecord] = {}
+        self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
+        self.sandbox_backoff = ExponentialBackoff(self.clock)
+        self._sandbox_failed: set[str] = set()  # pod uids backing off a failed sandbox
+        self.network_ready = False
+        # The kubelet asks the runtime for its status (CNI STATUS) every few seconds,
+        # not on every pass.
+        self.runtime_status_period = runtime_status_period
+        self._status_checked_at: float | None = None
+        self._network_condition: NetworkCondition | None = None
+
+    # -- start-up --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """What the kubelet does once at start: dirs, runtime GC, first status."""
+        for d in (self.paths.plugins_registry_dir, self.paths.pods_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._runtime_gc)
+        await self.sync_node_status()
+
+    def _runtime_gc(self) -> None:
+        with contextlib.suppress(Exception):  # a broken network config must not stop start-up
+            self.runtime.garbage_collect()
+
+    # -- plugin registration ---------------------------------------------------------------
+
+    async def _on_register(self, reg: CsiNodeRegistration) -> None:
+        record_registration(self.api, self.node_name, reg)
+
+    async def _on_deregister(self, driver: str) -> None:
+        try:
+            forget_registration(self.api, self.node_name, driver)
+        except Conflict as err:  # the driver is gone either way; a new registration rewrites
+            log.warning("cleanup after deregistering %s failed: %s", driver, err)
+
+    def client_for(self, driver: str) -> CsiClient:
+        return self.watcher.client_for(driver)
+
+    # -- the sync loop ---------------------------------------------------------------------
+
+    async def sync_once(self) -> bool:
+        """One pass: registration, node status, every pod bound to this node."""
+        changed = False
+        before = set(self.watcher.drivers)
+        await self.watcher.scan()
+        changed |= set(self.watcher.drivers) != before
+        changed |= await self.sync_node_status()
+        pods = self.api.list("Pod", field_selector=f"spec.nodeName={self.node_name}").items
+        for pod in pods:
+            if pod.is_terminating:
+                changed |= await self._kill_pod(pod)
+            elif pod.status.get("phase") in (None, "", "Pending"):
+                changed |= await self._start_pod(pod)
+        changed |= await self._finish_expansions(pods)
+        return changed
+
+    async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
+        await self.start()
+        while not stop.is_set():
+            try:
+                await self.sync_once()
+            except Exception:  # the loop must survive any one bad pass, as the kubelet does
+                log.exception("kubelet %s sync failed", self.node_name)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), period)
+
+    # -- node status -----------------------------------------------------------------------
+
+    async def _runtime_network_status(self) -> NetworkCondition:
+        now = self.clock.monotonic()
+        due = (self._status_checked_at is None
+               or now - self._status_checked_at >= self.runtime_status_period)
+        if due or self._network_condition is None:
+            self._network_condition = await asyncio.to_thread(self.runtime.network_status)
+            self._status_checked_at = now
+        return self._network_condition
+
+    async def sync_node_status(self) -> bool:
+        condition = await self._runtime_network_status()
+        self.network_ready = condition.ready
+        in_use = sorted({
+            unique_volume_name(v.driver, v.volume_handle)
+            for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
+        })
+        now = format_time(self.clock.now())
+        ready: JSON = {
+            "type": "Ready",
+            "status": "True" if condition.ready else "False",
+            "reason": "KubeletReady" if condition.ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if condition.ready else (
+                "container runtime network not ready: NetworkReady=false "
+                f"reason:{condition.reason} message:{condition.message}"),
+        }
+
+        def write() -> bool:
+            node = self.api.get("Node", self.node_name)
+            status = node.status
+            conds = [c for c in status.get("conditions", []) if c.get("type") != "Ready"]
+            old: JSON = next(
+                (c for c in status.get("conditions", []) if c.get("type") == "Ready"), {})
+            same = all(old.get(k) == ready[k] for k in ready)
+            if same and status.get("volumesInUse", []) == in_use:
+                return False
+            cond = dict(ready, lastHeartbeatTime=now,
+                        lastTransitionTime=old.get("lastTransitionTime", now)
+                        if old.get("status") == ready["status"] else now)
+            status["conditions"] = [*conds, cond]
+            status["volumesInUse"] = in_use
+            self.api.update_status(node)
+            return True
+        try:
+            return retry_on_conflict(write)
+        except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
+            log.warning("node %s status update failed: %s", self.node_name, err)
+            return True
+
+    # -- pod start -------------------------------------------------------------------------
+
+    async def _start_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.setdefault(uid, PodRecord())
+        resolved = resolve(self.api, pod, self.node_name)
+        if resolved.waiting:
+            return self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
+                              + "; ".join(resolved.waiting))
+        info = pod_info(pod)
+        # Report the volumes in use before mounting, so they are not detached under us.
+        record.volumes = resolved.volumes
+        await self.sync_node_status()
+        for volume in resolved.volumes:
+            try:
+                await self.volumes.mount(info, volume)
+            except (CsiError, Exception) as err:  # FailedMount: retried on the next pass
+                return self._wait(
+                    pod, "FailedMount",
+                    f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
+        if not self.network_ready:
+            cond = self._network_condition or NetworkCondition(ready=False)
+            return self._wait(pod, "NetworkNotReady",
+                              "network is not ready: container runtime network not ready: "
+                              f"NetworkReady=false reason:{cond.reason} message:{cond.message}")
+        if not record.sandbox_id:
+            if not self.sandbox_backoff.ready(uid):
+                return False
+            try:
+                sandbox = await asyncio.to_thread(self.runtime.run_pod_sandbox, sandbox_config(pod))
+            except SandboxError as err:
+                self.sandbox_backoff.failed(uid)
+                self._sandbox_failed.add(uid)
+                return self._wait(pod, "FailedCreatePodSandBox",
+                                  f"Failed to create pod sandbox: {err}")
+            self._forget_sandbox_failures(uid)
+            record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
+        self.waiting.pop(uid, None)
+        try:
+            self._set_running(pod, record)
+        except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
+            log.warning("status of pod %s not written: %s", pod.name, err)
+        return True
+
+    @property
+    def retries_pending(self) -> bool:
+        """True while a pod waits out the backoff after a failed sandbox."""
+        return bool(self._sandbox_failed)
+
+    def retry_due(self) -> bool:
+        return any(self.sandbox_backoff.ready(uid) for uid in self._sandbox_failed)
+
+    def _forget_sandbox_failures(self, uid: str) -> None:
+        self.sandbox_backoff.succeeded(uid)
+        self._sandbox_failed.discard(uid)
+
+    def _wait(self, pod: Resource, reason: str, message: str) -> bool:
+        """The pod stays Pending (ContainerCreating) for ``reason`` (an event reason)."""
+        uid = pod.metadata.uid
+        if self.waiting.get(uid) == message:
+            return False
+        self.waiting[uid] = message
+        self.recorder.record("Pod", pod.namespace, pod.name, WARNING, reason, message,
+                             "kubelet")
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            current.status.setdefault("phase", "Pending")
+            current.status["conditions"] = _conditions(
+                current, ready=False, reason="ContainerCreating", message=f"{reason}: {message}",
+                now=self._now())
+            self.api.update_status(current)
+        try:
+            retry_on_conflict(write)
+        except NotFound:
+            pass
+        except Conflict as err:  # the status manager writes it again on the next pass
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            self.waiting.pop(uid, None)
+        return True
+
+    def _set_running(self, pod: Resource, record: PodRecord) -> None:
+        node = self.api.get("Node", self.node_name)
+        host_ip = next((a["address"] for a in node.status.get("addresses", [])
+                        if a.get("type") == "InternalIP"), "")
+        now = self._now()
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            st = current.status
+            st["phase"] = "Running"
+            st["hostIP"] = host_ip
+            if host_ip:
+                st["hostIPs"] = [{"ip": host_ip}]
+            if record.ips:
+                st["podIP"] = record.ips[0]
+                st["podIPs"] = [{"ip": ip} for ip in record.ips]
+            st.setdefault("startTime", now)
+            st["conditions"] = _conditions(current, ready=True, reason="", message="", now=now)
+            st["containerStatuses"] = [
+                {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,
+                 "started": True, "restartCount": 0, "state": {"running": {"startedAt": now}}}
+                for c in current.spec.get("containers", [])
+            ]
+            self.api.update_status(current)
+        retry_on_conflict(write)
+
+    # -- pod teardown ----------------------------------------------------------------------
+
+    async def _kill_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.get(uid, PodRecord())
+        if record.sandbox_id:
+            await asyncio.to_thread(self.runtime.remove_pod_sandbox, record.sandbox_id)
+            record.sandbox_id = ""
+        info = pod_info(pod)
+        remaining: list[CsiVolume] = []
+        for volume in record.volumes:
+            try:
+                await self.volumes.unmount(info, volume)
+            except Exception as err:  # UnmountVolume failed: keep it, retry next pass
+                log.warning("unmount of %s for pod %s failed: %s", volume.spec_name, pod.name, err)
+                remaining.append(volume)
+        record.volumes = remaining
+        if remaining:
+            return True
+        self.pods.pop(uid, None)
+        self.waiting.pop(uid, None)
+        self._forget_sandbox_failures(uid)
+        await self.sync_node_status()
+        with contextlib.suppress(NotFound):
+            self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
+        return True
+
+    # -- expansion -------------------------------------------------------------------------
+
+    async def _finish_expansions(self, pods: list[Resource]) -> bool:
+        """NodeExpandVolume for mounted volumes whose claim waits for the file system resize."""
+        from kubelet_sim.sidecars.resizer import finish_node_expansion
+
+        changed = False
+        for pod in pods:
+            record = self.pods.get(pod.metadata.uid)
+            if record is None or not record.volumes:
+                continue
+            for vol in pod.spec.get("volumes", []):
+                claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+                if not claim:
+                    continue
+                try:
+                    pvc = self.api.get("PersistentVolumeClaim", claim, pod.namespace)
+                except NotFound:
+                    continue
+                if not any(c.get("type") == "FileSystemResizePending" and c.get("status") == "True"
+                           for c in pvc.status.get("conditions", [])):
+                    continue
+                volume = next((v for v in record.volumes
+                               if v.spec_name == pvc.spec.get("volumeName")), None)
+                if volume is None:
+                    continue
+                pv = self.api.get("PersistentVolume", volume.spec_name)
+                size = _quantity_bytes(pv.spec.get("capacity", {}).get("storage", "0"))
+                try:
+                    await self.volumes.expand(volume, size, pod_info(pod))
+                except Exception as err:
+                    log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
+                    continue
+                finish_node_expansion(self.api, pvc, size)
+                changed = True
+        return changed
+
+    def _now(self) -> str:
+        return format_time(self.clock.now())
+
+
+def _quantity_bytes(text: str) -> int:
+    return parse_storage(text)
+
+
+def _conditions(pod: Resource, *, ready: bool, reason: str, message: str, now: str) -> list[JSON]:
+    status = "True" if ready else "False"
+    conds: list[JSON] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now}]
+    conds.append({"type": "Initialized", "status": "True", "lastTransitionTime": now})
+    for kind in ("ContainersReady", "Ready"):
+        cond: JSON = {"type": kind, "status": status, "lastTransitionTime": now}
+        if not ready:
+            cond["reason"] = "ContainersNotReady"
+            cond["message"] = f"{reason}: {message}"
+        conds.append(cond)
+    return conds
+
+
+def sandbox_config(pod: Resource) -> PodSandboxConfig:
+    ports = [
+        PortMapping(container_port=int(p["containerPort"]), host_port=int(p.get("hostPort", 0)),
+                    protocol=p.get("protocol", "TCP"), host_ip=p.get("hostIP", ""))
+        for c in pod.spec.get("containers", []) for p in c.get("ports", [])
+    ]
+    return PodSandboxConfig(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid=pod.metadata.uid,
+        annotations=dict(pod.metadata.annotations),
+        port_mappings=ports,
+    )

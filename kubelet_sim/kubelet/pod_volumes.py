@@ -1,0 +1,158 @@
+"""Turn a pod's volumes into the CSI volumes the kubelet mounts, from API objects.
+
+This is the kubelet's desired-state populator and the part of its CSI plugin that reads the
+volume spec (``csi_plugin`` NewMounter, ``csi_attacher`` MountDevice, ``csi_mounter``
+SetUpAt), done once per pod volume:
+
+- a ``persistentVolumeClaim`` volume needs its claim Bound and its PV (a CSI PV) present.
+  When the driver requires attach (its CSIDriver object says so, or there is none, as in
+  Kubernetes) the VolumeAttachment must report ``attached``; its ``attachmentMetadata`` is
+  the publish context. Handle, fsType and volumeAttributes come from ``spec.csi``; access
+  mode, ``mountOptions`` and volume mode from the PV spec.
+- an inline ``csi`` volume is ephemeral: no claim, no attach.
+- NodePublish ``readonly`` is the pod's word only, as ``getReadOnlyFromSpec`` reads it:
+  ``persistentVolumeClaim.readOnly`` for a claim, ``csi.readOnly`` for an inline volume.
+  A PV's ``spec.csi.readOnly`` belongs to ControllerPublish (the attacher sends it), and a
+  container's ``volumeMounts[].readOnly`` to the container runtime; neither reaches the
+  node plugin.
+- secrets: NodeStage's is the PV's ``nodeStageSecretRef``, NodePublish's its
+  ``nodePublishSecretRef``, NodeExpand's its ``nodeExpandSecretRef`` (external-provisioner
+  records them there, resolved from the StorageClass's ``csi.storage.k8s.io/node-*-secret-*``
+  templates); an inline volume's ``nodePublishSecretRef`` names a secret in the pod's
+  namespace. They go on as references: the volume manager reads each secret when it makes
+  the call, so a missing NodePublish secret still lets the volume stage, as in Kubernetes.
+
+Anything not ready yet — a claim not bound, a volume not attached — comes back as a reason
+to wait (the kubelet retries), never as an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
+from kubelet_sim.kubelet.paths import attachment_name
+
+CSI_PLUGIN = "kubernetes.io/csi"
+
+
+def unique_volume_name(driver: str, volume_handle: str) -> str:
+    """The name the kubelet reports in node.status.volumesInUse/volumesAttached."""
+    return f"{CSI_PLUGIN}/{driver}^{volume_handle}"
+
+
+@dataclass
+class ResolvedVolumes:
+    volumes: list[CsiVolume] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # why the pod cannot mount yet
+
+
+class NotReady(Exception):
+    """One pod volume cannot be mounted yet; the message says why."""
+
+
+def pod_info(pod: Resource) -> PodInfo:
+    return PodInfo(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid=pod.metadata.uid,
+        service_account=pod.spec.get("serviceAccountName") or "default",
+    )
+
+
+def csi_driver_object(api: APIServer, driver: str) -> JSON:
+    """The CSIDriver spec, or {} when none exists (Kubernetes' defaults then apply)."""
+    try:
+        return api.get("CSIDriver", driver).spec
+    except NotFound:
+        return {}
+
+
+def resolve(api: APIServer, pod: Resource, node_name: str) -> ResolvedVolumes:
+    """Every CSI volume of ``pod`` as ``node_name``'s kubelet mounts it, or why it waits."""
+    out = ResolvedVolumes()
+    for vol in pod.spec.get("volumes", []):
+        try:
+            if "csi" in vol:
+                out.volumes.append(_inline(api, pod, vol))
+            elif "persistentVolumeClaim" in vol:
+                out.volumes.append(_claimed(api, pod, vol["persistentVolumeClaim"], node_name))
+        except NotReady as why:
+            out.waiting.append(str(why))
+    return out
+
+
+def _inline(api: APIServer, pod: Resource, vol: JSON) -> CsiVolume:
+    src = vol["csi"]
+    driver = src.get("driver", "")
+    publish_ref = src.get("nodePublishSecretRef")
+    if publish_ref:  # a LocalObjectReference: the pod's namespace
+        publish_ref = {"name": publish_ref.get("name", ""), "namespace": pod.namespace}
+    return CsiVolume(
+        driver=driver,
+        spec_name=vol.get("name", ""),
+        volume_attributes=dict(src.get("volumeAttributes") or {}),
+        fs_type=src.get("fsType", ""),
+        read_only=bool(src.get("readOnly")),
+        ephemeral=True,
+        pod_info_on_mount=bool(csi_driver_object(api, driver).get("podInfoOnMount")),
+        node_publish_secret_ref=publish_ref,
+    )
+
+
+def _claimed(api: APIServer, pod: Resource, claim: JSON, node_name: str) -> CsiVolume:
+    claim_name = claim.get("claimName", "")
+    pv = _bound_pv(api, pod.namespace, claim_name)
+    csi = pv.spec.get("csi")
+    if not csi:
+        raise NotReady(f'persistentvolume "{pv.name}" is not a CSI volume')
+    driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
+    driver_spec = csi_driver_object(api, driver)
+    publish_context: dict[str, str] = {}
+    if driver_spec.get("attachRequired", True):
+        publish_context = _attachment_metadata(api, pv.name, handle, driver, node_name)
+    return CsiVolume(
+        driver=driver,
+        spec_name=pv.name,
+        volume_handle=handle,
+        volume_attributes=dict(csi.get("volumeAttributes") or {}),
+        publish_context=publish_context,
+        fs_type=csi.get("fsType", ""),
+        access_mode=str((pv.spec.get("accessModes") or ["ReadWriteOnce"])[0]),
+        read_only=bool(claim.get("readOnly")),
+        mount_options=tuple(pv.spec.get("mountOptions") or ()),
+        block=pv.spec.get("volumeMode") == "Block",
+        pod_info_on_mount=bool(driver_spec.get("podInfoOnMount")),
+        node_stage_secret_ref=csi.get("nodeStageSecretRef"),
+        node_publish_secret_ref=csi.get("nodePublishSecretRef"),
+        node_expand_secret_ref=csi.get("nodeExpandSecretRef"),
+    )
+
+
+def _bound_pv(api: APIServer, namespace: str, claim_name: str) -> Resource:
+    try:
+        pvc = api.get("PersistentVolumeClaim", claim_name, namespace)
+    except NotFound:
+        raise NotReady(f'persistentvolumeclaim "{claim_name}" not found') from None
+    pv_name = pvc.spec.get("volumeName")
+    if pvc.status.get("phase") != "Bound" or not pv_name:
+        raise NotReady(f'persistentvolumeclaim "{claim_name}" is not bound')
+    try:
+        return api.get("PersistentVolume", pv_name)
+    except NotFound:
+        raise NotReady(f'persistentvolume "{pv_name}" not found') from None
+
+
+def _attachment_metadata(api: APIServer, pv_name: str, handle: str, driver: str,
+                         node_name: str) -> dict[str, str]:
+    va_name = attachment_name(handle, driver, node_name)
+    try:
+        va = api.get("VolumeAttachment", va_name)
+    except NotFound:
+        raise NotReady(f'volume "{pv_name}" waits for VolumeAttachment {va_name}') from None
+    if not va.status.get("attached"):
+        raise NotReady(f'volume "{pv_name}" is not attached to {node_name} yet')
+    return dict(va.status.get("attachmentMetadata") or {})

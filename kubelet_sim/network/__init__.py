@@ -1,0 +1,1 @@
+"""Node networking: host-gw routes, the NetworkPolicy engine, Linux nodes."""

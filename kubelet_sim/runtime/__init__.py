@@ -1,0 +1,1 @@
+"""The container runtime (containerd's role) and its libcni."""

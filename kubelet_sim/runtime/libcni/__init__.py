@@ -1,0 +1,1 @@
+"""libcni: network configuration, result cache, plugin exec, results."""

@@ -1,0 +1,1 @@
+"""The CSI sidecars: external-provisioner, -attacher, -snapshotter, -resizer."""

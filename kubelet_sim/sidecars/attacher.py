@@ -1,0 +1,182 @@
+"""external-attacher for one CSI driver: VolumeAttachments whose ``spec.attacher`` is the
+driver.
+
+Attach: the finalizer ``external-attacher/<driver, non [A-Za-z0-9-] replaced by '-'>`` and
+the ``csi.alpha.kubernetes.io/node-id`` annotation go on the VolumeAttachment (and the
+finalizer on the PV), then ControllerPublishVolume with the node ID from CSINode (or the
+node's ``csi.volume.kubernetes.io/nodeid`` annotation), the PV's capability, readonly (when
+the driver has PUBLISH_READONLY), volumeAttributes and controller-publish secrets; success
+sets ``status.attached`` and ``attachmentMetadata`` (the publish context), failure
+``status.attachError``. A driver without PUBLISH_UNPUBLISH_VOLUME is attached trivially
+(no call), as the sidecar's trivial handler does.
+
+Detach (the VolumeAttachment is being deleted): ControllerUnpublishVolume, then
+``attached: false`` and the finalizer removed (failure: ``status.detachError``). The PV's
+finalizer goes once no VolumeAttachment names the PV.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+from csi_protos import csi_pb2
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import (
+    CachedControllerCapabilities,
+    CtrlRpc,
+    add_finalizer,
+    drop_finalizer,
+    get_or_none,
+    node_id_for,
+    pv_volume_capability,
+    set_annotation,
+    write_object,
+    write_status,
+)
+from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.sidecars.secrets import SecretStore
+
+COMPONENT = "external-attacher"
+ANN_VA_NODE_ID = "csi.alpha.kubernetes.io/node-id"
+ATTACH_TIMEOUT_SECONDS = 15.0  # the sidecar's --timeout default
+
+
+def attacher_finalizer(driver: str) -> str:
+    name = re.sub(r"[^a-zA-Z0-9-]", "-", driver)
+    if name.endswith("-"):
+        name += "X"
+    return f"external-attacher/{name}"
+
+
+class ExternalAttacher(Controller):
+    name = COMPONENT
+    kinds = ("VolumeAttachment", "PersistentVolume", "CSINode")
+
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
+        super().__init__(api, **kwargs)
+        self.csi = csi.with_component(COMPONENT, timeout=ATTACH_TIMEOUT_SECONDS)
+        self.driver = driver
+        self.finalizer = attacher_finalizer(driver)
+        self.secrets = secrets or SecretStore()
+        self._capabilities = CachedControllerCapabilities(self.csi)
+
+    async def _controller_rpcs(self) -> frozenset[int]:
+        return await self._capabilities.get()
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for va in self.api.list("VolumeAttachment").items:
+            if va.spec.get("attacher") != self.driver:
+                continue
+            if va.is_terminating:
+                action = self._detach
+            elif va.status.get("attached") is not True:
+                action = self._attach
+            else:
+                continue
+            changed = await self.step(f"va/{va.name}", action, va) or changed
+        named = {(va.spec.get("source") or {}).get("persistentVolumeName")
+                 for va in self.api.list("VolumeAttachment").items}
+        for pv in self.api.list("PersistentVolume").items:
+            if self.finalizer in pv.metadata.finalizers and pv.name not in named:
+                changed = drop_finalizer(self.api, "PersistentVolume", pv.name, "",
+                                         self.finalizer) or changed
+        return changed
+
+    async def _attach(self, va: Resource) -> bool:
+        node_name = str(va.spec.get("nodeName"))
+        pv_name = str((va.spec.get("source") or {}).get("persistentVolumeName"))
+        try:
+            node_id = node_id_for(self.api, self.driver, node_name)
+            pv = self.api.get("PersistentVolume", pv_name)
+            if pv.is_terminating:
+                raise RuntimeError(f'PersistentVolume "{pv_name}" is marked for deletion')
+
+            def mark(obj: Resource) -> bool:
+                added = add_finalizer(obj, self.finalizer)
+                return set_annotation(obj, ANN_VA_NODE_ID, node_id) or added
+
+            write_object(self.api, "VolumeAttachment", va.name, "", mark)
+            write_object(self.api, "PersistentVolume", pv_name, "",
+                         lambda o: add_finalizer(o, self.finalizer))
+            rpcs = await self._controller_rpcs()
+            metadata: dict[str, str] = {}
+            if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs:
+                metadata = await self._publish(pv, node_id, rpcs)
+        except (CsiError, LookupError, NotFound, RuntimeError, ValueError) as err:
+            self._save_error(va.name, "attachError", str(err))
+            raise
+
+        def attached(obj: Resource) -> bool:
+            obj.status["attached"] = True
+            obj.status.pop("attachError", None)
+            if metadata:
+                obj.status["attachmentMetadata"] = metadata
+            else:
+                obj.status.pop("attachmentMetadata", None)
+            return True
+
+        write_status(self.api, "VolumeAttachment", va.name, "", attached)
+        return True
+
+    async def _publish(self, pv: Resource, node_id: str, rpcs: frozenset[int]) -> dict[str, str]:
+        csi = pv.spec.get("csi") or {}
+        request = csi_pb2.ControllerPublishVolumeRequest(
+            volume_id=str(csi.get("volumeHandle")), node_id=node_id,
+            volume_capability=pv_volume_capability(
+                pv, single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs),
+            readonly=bool(csi.get("readOnly")) and CtrlRpc.PUBLISH_READONLY in rpcs,
+            secrets=self.secrets.get(csi.get("controllerPublishSecretRef")),
+            volume_context=dict(csi.get("volumeAttributes") or {}))
+        response = await self.csi.controller_publish_volume(request)
+        return dict(response.publish_context)
+
+    async def _detach(self, va: Resource) -> bool:
+        if self.finalizer not in va.metadata.finalizers:
+            return False
+        pv = get_or_none(self.api, "PersistentVolume",
+                         str((va.spec.get("source") or {}).get("persistentVolumeName")))
+        try:
+            rpcs = await self._controller_rpcs()
+            if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs and pv is not None:
+                csi = pv.spec.get("csi") or {}
+                node_id = va.metadata.annotations.get(ANN_VA_NODE_ID) or node_id_for(
+                    self.api, self.driver, str(va.spec.get("nodeName")))
+                await self.csi.controller_unpublish_volume(
+                    csi_pb2.ControllerUnpublishVolumeRequest(
+                        volume_id=str(csi.get("volumeHandle")), node_id=node_id,
+                        secrets=self.secrets.get(csi.get("controllerPublishSecretRef"))))
+        except (CsiError, LookupError) as err:
+            self._save_error(va.name, "detachError", str(err))
+            raise
+
+        def detached(obj: Resource) -> bool:
+            obj.status["attached"] = False
+            obj.status.pop("attachmentMetadata", None)
+            obj.status.pop("detachError", None)
+            return True
+
+        try:
+            write_status(self.api, "VolumeAttachment", va.name, "", detached)
+        except NotFound:
+            return True
+        drop_finalizer(self.api, "VolumeAttachment", va.name, "", self.finalizer)
+        return True
+
+    def _save_error(self, va_name: str, field: str, message: str) -> None:
+        error: JSON = {"message": message, "time": format_time(self.clock.now())}
+
+        def mutate(obj: Resource) -> bool:
+            if (obj.status.get(field) or {}).get("message") == message:
+                return False
+            obj.status[field] = error
+            return True
+
+        with contextlib.suppress(NotFound):
+            write_status(self.api, "VolumeAttachment", va_name, "", mutate)

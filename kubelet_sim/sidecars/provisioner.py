@@ -1,0 +1,285 @@
+"""external-provisioner for one CSI driver.
+
+Provision: a claim handed to this driver (``volume.kubernetes.io/storage-provisioner``; for
+WaitForFirstConsumer classes only once ``volume.kubernetes.io/selected-node`` is set) gets
+CreateVolume named ``pvc-<claim UID>`` with the class's parameters minus the known
+``csi.storage.k8s.io/`` keys (any other key with that prefix fails the claim before a call
+is made), ``required_bytes`` from the request, one capability per access mode, the
+provisioner secrets, accessibility requirements (when the plugin has
+VOLUME_ACCESSIBILITY_CONSTRAINTS) and the data source; then the PV (the binder binds it).
+Failures are ``ProvisioningFailed`` events and are retried with backoff; RESOURCE_EXHAUSTED
+for a claim with a selected node drops ``selected-node`` so the pod is scheduled again.
+
+Delete: a ``Released`` PV it provisioned with reclaim policy Delete, once no
+VolumeAttachment names it, gets DeleteVolume, then the PV object is deleted and the
+provisioner's finalizer dropped. Retain keeps the volume.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import grpc
+
+from csi_protos import csi_pb2
+from kubelet_sim.api.errors import AlreadyExists, NotFound
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import (
+    ANN_BETA_STORAGE_PROVISIONER,
+    ANN_PROVISIONED_BY,
+    ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER,
+    PROVISIONER_FINALIZER,
+    CtrlRpc,
+    add_finalizer,
+    controller_capabilities,
+    drop_finalizer,
+    get_or_none,
+    pvc_request_bytes,
+    write_object,
+)
+from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.sidecars.provision_request import (
+    ANN_DELETION_SECRET_NAME,
+    ANN_DELETION_SECRET_NAMESPACE,
+    ProvisionedVolume,
+    ProvisioningError,
+    accessibility_requirements,
+    content_source,
+    persistent_volume,
+    volume_capabilities,
+)
+from kubelet_sim.sidecars.secrets import (
+    FAMILIES,
+    FSTYPE_KEY,
+    PROVISIONER,
+    ParameterError,
+    SecretStore,
+    secret_reference,
+    strip_prefixed_parameters,
+)
+
+COMPONENT = "external-provisioner"
+CLONE_FINALIZER = "provisioner.storage.kubernetes.io/cloning-protection"
+CREATE_TIMEOUT_SECONDS = 10.0  # the sidecar's --timeout default
+
+
+class ExternalProvisioner(Controller):
+    name = COMPONENT
+    kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "VolumeAttachment",
+             "VolumeSnapshot", "VolumeSnapshotContent", "CSINode")
+
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+                 secrets: SecretStore | None = None, default_fs_type: str = "",
+                 strict_topology: bool = False, extra_create_metadata: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(api, **kwargs)
+        self.csi = csi.with_component(COMPONENT, timeout=CREATE_TIMEOUT_SECONDS)
+        self.driver = driver
+        self.secrets = secrets or SecretStore()
+        self.default_fs_type = default_fs_type
+        self.strict_topology = strict_topology
+        self.extra_create_metadata = extra_create_metadata
+        self.identity = f"{int(time.time() * 1000)}-{random.randint(1000, 9999)}-{driver}"
+        self._plugin_services: frozenset[int] | None = None
+        self._controller_rpcs: frozenset[int] = frozenset()
+
+    async def _capabilities(self) -> tuple[frozenset[int], frozenset[int]]:
+        if self._plugin_services is None:
+            plugin = await self.csi.get_plugin_capabilities()
+            ctrl = await self.csi.controller_get_capabilities()
+            self._controller_rpcs = controller_capabilities(ctrl)
+            self._plugin_services = frozenset(
+                c.service.type for c in plugin.capabilities if c.HasField("service"))
+        return self._plugin_services, self._controller_rpcs
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for pvc in self.api.list("PersistentVolumeClaim").items:
+            if self._wants_provisioning(pvc):
+                key = f"pvc/{pvc.namespace}/{pvc.name}"
+                changed = await self.step(key, self._provision, pvc) or changed
+        for pv in self.api.list("PersistentVolume").items:
+            if pv.metadata.annotations.get(ANN_PROVISIONED_BY) == self.driver:
+                changed = await self.step(f"pv/{pv.name}", self._reclaim, pv) \
+                    or changed
+        return changed
+
+    def _wants_provisioning(self, pvc: Resource) -> bool:
+        ann = pvc.metadata.annotations
+        handed = ann.get(ANN_STORAGE_PROVISIONER) or ann.get(ANN_BETA_STORAGE_PROVISIONER)
+        return (handed == self.driver and not pvc.spec.get("volumeName")
+                and not pvc.is_terminating)
+
+    # -- provision --------------------------------------------------------------------------
+
+    async def _provision(self, pvc: Resource) -> bool:
+        sc = get_or_none(self.api, "StorageClass", str(pvc.spec.get("storageClassName") or ""))
+        if sc is None or sc.body.get("provisioner") != self.driver:
+            return False
+        selected_name = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
+        if sc.body.get("volumeBindingMode") == "WaitForFirstConsumer" and not selected_name:
+            return False
+        pv_name = f"pvc-{pvc.metadata.uid}"
+        if get_or_none(self.api, "PersistentVolume", pv_name) is not None:
+            return False  # provisioned already; the binder finishes the binding
+        try:
+            request, spec = await self._create_request(pvc, sc, pv_name, selected_name)
+        except (ParameterError, ProvisioningError, LookupError) as err:
+            self._failed(pvc, sc, str(err))
+            raise
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Provisioning",
+                   f'External provisioner is provisioning volume for claim '
+                   f'"{pvc.namespace}/{pvc.name}"')
+        clone_source = self._protect_clone_source(pvc, request)
+        try:
+            response = await self.csi.create_volume(request)
+        except CsiError as err:
+            self._failed(pvc, sc, f"rpc error: code = {err.code.name} desc = {err.message}")
+            if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and selected_name and \
+                    request.HasField("accessibility_requirements"):
+                self._reschedule(pvc)
+            if err.final and clone_source:
+                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
+                               CLONE_FINALIZER)
+            raise
+        pv = persistent_volume(spec, pvc, sc, response.volume, request.capacity_range
+                               .required_bytes)
+        try:
+            self.api.create(pv)
+        except AlreadyExists:
+            return False
+        finally:
+            if clone_source:
+                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
+                               CLONE_FINALIZER)
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
+                   "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
+        return True
+
+    def _protect_clone_source(self, pvc: Resource,
+                              request: csi_pb2.CreateVolumeRequest) -> str:
+        """A clone's source claim carries ``cloning-protection`` while CreateVolume runs."""
+        if not request.volume_content_source.HasField("volume"):
+            return ""
+        source = str((pvc.spec.get("dataSource") or pvc.spec.get("dataSourceRef") or {})
+                     .get("name"))
+        write_object(self.api, "PersistentVolumeClaim", source, pvc.namespace,
+                     lambda o: add_finalizer(o, CLONE_FINALIZER))
+        return source
+
+    def _reschedule(self, pvc: Resource) -> None:
+        """No room in the selected node's topology: drop ``selected-node`` so the scheduler
+        picks a node again (the provisioner library's ProvisioningReschedule)."""
+        def unselect(obj: Resource) -> bool:
+            return obj.metadata.annotations.pop(ANN_SELECTED_NODE, None) is not None
+
+        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, unselect)
+
+    def _failed(self, pvc: Resource, sc: Resource, message: str) -> None:
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
+                   "ProvisioningFailed",
+                   f'failed to provision volume with StorageClass "{sc.name}": {message}')
+
+    async def _create_request(
+        self, pvc: Resource, sc: Resource, pv_name: str, selected_name: str | None,
+    ) -> tuple[csi_pb2.CreateVolumeRequest, ProvisionedVolume]:
+        raw = dict(sc.body.get("parameters") or {})
+        parameters = strip_prefixed_parameters(raw)
+        if self.extra_create_metadata:  # the sidecar's --extra-create-metadata
+            parameters.update({"csi.storage.k8s.io/pvc/name": pvc.name,
+                               "csi.storage.k8s.io/pvc/namespace": pvc.namespace,
+                               "csi.storage.k8s.io/pv/name": pv_name})
+        services, rpcs = await self._capabilities()
+        fs_type = raw.get(FSTYPE_KEY) or self.default_fs_type
+        refs = {}
+        for family in FAMILIES:
+            ref = secret_reference(family, raw, pv_name, pvc.name, pvc.namespace,
+                                   None if family is PROVISIONER else
+                                   pvc.metadata.annotations)
+            if ref is not None and family.pv_field:
+                refs[family.pv_field] = ref
+        provisioner_ref = secret_reference(PROVISIONER, raw, pv_name, pvc.name, pvc.namespace)
+        request = csi_pb2.CreateVolumeRequest(
+            name=pv_name, parameters=parameters,
+            volume_capabilities=volume_capabilities(
+                pvc, fs_type, list(sc.body.get("mountOptions") or []),
+                single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs),
+            secrets=self.secrets.get(provisioner_ref))
+        request.capacity_range.required_bytes = pvc_request_bytes(pvc)
+        source = content_source(self.api, self.driver, pvc, sc)
+        if source is not None:
+            request.volume_content_source.CopyFrom(source)
+        Service = csi_pb2.PluginCapability.Service
+        if Service.VOLUME_ACCESSIBILITY_CONSTRAINTS in services:
+            node = None
+            if selected_name:
+                node = get_or_none(self.api, "Node", selected_name)
+                if node is None:
+                    raise ProvisioningError(f"failed to get target node: node "
+                                            f"{selected_name!r} not found")
+            topology = accessibility_requirements(self.api, self.driver, pvc, sc, node,
+                                                  strict_topology=self.strict_topology)
+            if topology is not None:
+                request.accessibility_requirements.CopyFrom(topology)
+        spec = ProvisionedVolume(pv_name=pv_name, driver=self.driver, fs_type=fs_type,
+                                 identity=self.identity, secret_refs=refs,
+                                 deletion_secret=provisioner_ref)
+        return request, spec
+
+    # -- delete -----------------------------------------------------------------------------
+
+    async def _reclaim(self, pv: Resource) -> bool:
+        policy = pv.spec.get("persistentVolumeReclaimPolicy", "Retain")
+        released = pv.status.get("phase") == "Released"
+        if policy != "Delete":
+            if pv.is_terminating:  # Retain: the volume stays, the object may go
+                return drop_finalizer(self.api, "PersistentVolume", pv.name, "",
+                                      PROVISIONER_FINALIZER)
+            return False
+        if not released and not pv.is_terminating:
+            return False
+        if not released and pv.spec.get("claimRef") and self._claim_exists(pv):
+            return False  # deleted by hand while bound: wait until released
+        if PROVISIONER_FINALIZER not in pv.metadata.finalizers and pv.is_terminating:
+            return False
+        if self._attached(pv):
+            return False  # DeleteVolume only once no VolumeAttachment names the PV
+        await self._delete_volume(pv)
+        if not pv.is_terminating:
+            try:
+                self.api.delete("PersistentVolume", pv.name)
+            except NotFound:
+                return True
+        drop_finalizer(self.api, "PersistentVolume", pv.name, "", PROVISIONER_FINALIZER)
+        return True
+
+    def _claim_exists(self, pv: Resource) -> bool:
+        ref = pv.spec.get("claimRef") or {}
+        pvc = get_or_none(self.api, "PersistentVolumeClaim", ref.get("name", ""),
+                          ref.get("namespace", ""))
+        return pvc is not None and pvc.metadata.uid == ref.get("uid", pvc.metadata.uid)
+
+    def _attached(self, pv: Resource) -> bool:
+        return any((va.spec.get("source") or {}).get("persistentVolumeName") == pv.name
+                   for va in self.api.list("VolumeAttachment").items)
+
+    async def _delete_volume(self, pv: Resource) -> None:
+        ann = pv.metadata.annotations
+        ref = None
+        if ann.get(ANN_DELETION_SECRET_NAME):
+            ref = {"name": ann[ANN_DELETION_SECRET_NAME],
+                   "namespace": ann.get(ANN_DELETION_SECRET_NAMESPACE, "")}
+        request = csi_pb2.DeleteVolumeRequest(
+            volume_id=str((pv.spec.get("csi") or {}).get("volumeHandle")),
+            secrets=self.secrets.get(ref))
+        try:
+            await self.csi.delete_volume(request)
+        except CsiError as err:
+            self.event("PersistentVolume", "", pv.name, "Warning", "VolumeFailedDelete",
+                       f"rpc error: code = {err.code.name} desc = {err.message}")
+            raise

@@ -1,0 +1,218 @@
+"""external-resizer for one CSI driver, plus the kubelet's last step of a node expansion.
+
+A bound claim of this driver whose ``spec.resources.requests.storage`` exceeds
+``status.capacity`` (the API server's admission already required a class with
+``allowVolumeExpansion`` for the larger request) is expanded the way current
+Kubernetes records it (RecoverVolumeExpansionFailure): ``status.allocatedResources.storage``
+= the new size, ``allocatedResourceStatuses.storage`` = ``ControllerResizeInProgress`` and a
+``Resizing`` condition; then ControllerExpandVolume when the driver has EXPAND_VOLUME (a
+node-only driver skips it and always needs node expansion), the PV's capacity updated, and:
+
+- node expansion required → ``FileSystemResizePending`` ("Waiting for user to (re-)start a
+  pod to finish file system resize of volume on node.") and ``NodeResizePending``; the
+  kubelet calls NodeExpandVolume and then :func:`finish_node_expansion`;
+- otherwise → ``status.capacity`` = the new size, resize conditions and status cleared.
+
+A failed ControllerExpandVolume leaves a ``ControllerResizeError`` condition ("failed to
+expand pvc with ...") and is retried with backoff; an infeasible size (INVALID_ARGUMENT,
+OUT_OF_RANGE) is marked ``ControllerResizeInfeasible``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from csi_protos import csi_pb2
+from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import (
+    ANN_STORAGE_RESIZER,
+    CachedControllerCapabilities,
+    CtrlRpc,
+    Mutation,
+    bytes_quantity,
+    get_or_none,
+    pv_volume_capability,
+    pvc_request_bytes,
+    set_annotation,
+    storage_bytes,
+    write_object,
+    write_status,
+)
+from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.utils.clock import RealClock
+
+COMPONENT = "csi-resizer"
+RESIZING = "Resizing"
+FS_RESIZE_PENDING = "FileSystemResizePending"
+CONTROLLER_RESIZE_ERROR = "ControllerResizeError"
+RESIZE_CONDITIONS = (RESIZING, FS_RESIZE_PENDING, CONTROLLER_RESIZE_ERROR)
+FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system resize of "
+                     "volume on node.")
+INFEASIBLE_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
+
+
+def _set_resize_condition(status: JSON, cond_type: str, now: str, message: str = "") -> None:
+    kept = [c for c in status.get("conditions") or [] if c.get("type") not in RESIZE_CONDITIONS]
+    cond: JSON = {"type": cond_type, "status": "True", "lastProbeTime": None,
+                  "lastTransitionTime": now}
+    if message:
+        cond["message"] = message
+    status["conditions"] = [*kept, cond]
+
+
+def _clear_resize_state(status: JSON) -> None:
+    conds = [c for c in status.get("conditions") or [] if c.get("type") not in RESIZE_CONDITIONS]
+    if conds:
+        status["conditions"] = conds
+    else:
+        status.pop("conditions", None)
+    statuses = dict(status.get("allocatedResourceStatuses") or {})
+    statuses.pop("storage", None)
+    if statuses:
+        status["allocatedResourceStatuses"] = statuses
+    else:
+        status.pop("allocatedResourceStatuses", None)
+
+
+def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resource | None:
+    """The kubelet's final step after NodeExpandVolume succeeded: ``status.capacity`` becomes
+    ``new_size`` (bytes) and the FileSystemResizePending condition and NodeResizePending
+    status go. Retries on Conflict; returns the updated claim (None when nothing changed)."""
+    def attempt() -> Resource | None:
+        obj = api.get("PersistentVolumeClaim", pvc.name, pvc.namespace)
+        before = obj.to_dict()
+        obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
+        _clear_resize_state(obj.status)
+        if obj.to_dict() == before:
+            return None
+        return api.update_status(obj)
+
+    return retry_on_conflict(attempt, clock=RealClock())
+
+
+class ExternalResizer(Controller):
+    name = COMPONENT
+    kinds = ("PersistentVolumeClaim", "PersistentVolume")
+
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
+        super().__init__(api, **kwargs)
+        self.csi = csi.with_component(COMPONENT, timeout=10.0)
+        self.driver = driver
+        self.secrets = secrets or SecretStore()
+        self._capabilities = CachedControllerCapabilities(self.csi)
+
+    async def _controller_rpcs(self) -> frozenset[int]:
+        return await self._capabilities.get()
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for pvc in self.api.list("PersistentVolumeClaim").items:
+            pv = self._expandable_volume(pvc)
+            if pv is not None:
+                key = f"pvc/{pvc.namespace}/{pvc.name}"
+                changed = await self.step(key, self._expand, pvc, pv) \
+                    or changed
+        return changed
+
+    def _expandable_volume(self, pvc: Resource) -> Resource | None:
+        if pvc.status.get("phase") != "Bound" or pvc.is_terminating:
+            return None
+        requested = pvc_request_bytes(pvc)
+        if requested <= storage_bytes(pvc.status.get("capacity")):
+            return None
+        statuses = pvc.status.get("allocatedResourceStatuses") or {}
+        if statuses.get("storage") == "NodeResizePending" and requested <= storage_bytes(
+                pvc.status.get("allocatedResources")):
+            return None  # the kubelet's turn
+        if statuses.get("storage") == "ControllerResizeInfeasible" and requested == \
+                storage_bytes(pvc.status.get("allocatedResources")):
+            return None  # a user must change the request
+        pv = get_or_none(self.api, "PersistentVolume", str(pvc.spec.get("volumeName")))
+        if pv is None or (pv.spec.get("csi") or {}).get("driver") != self.driver:
+            return None
+        return pv
+
+    async def _expand(self, pvc: Resource, pv: Resource) -> bool:
+        new_size = pvc_request_bytes(pvc)
+        now = format_time(self.clock.now())
+        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                     lambda o: set_annotation(o, ANN_STORAGE_RESIZER, self.driver))
+
+        def in_progress(obj: Resource) -> bool:
+            obj.status.setdefault("allocatedResources", {})["storage"] = bytes_quantity(new_size)
+            obj.status.setdefault("allocatedResourceStatuses", {})["storage"] = \
+                "ControllerResizeInProgress"
+            _set_resize_condition(obj.status, RESIZING, now)
+            return True
+
+        self._write_claim(pvc, in_progress)
+        rpcs = await self._controller_rpcs()
+        if CtrlRpc.EXPAND_VOLUME in rpcs:
+            try:
+                capacity, node_required = await self._controller_expand(pv, new_size, rpcs)
+            except CsiError as err:
+                self._failed(pvc, err, now)
+                raise
+        else:
+            capacity, node_required = new_size, True
+        capacity = max(capacity, new_size)
+
+        def pv_capacity(obj: Resource) -> bool:
+            if storage_bytes(obj.spec.get("capacity")) >= capacity:
+                return False
+            obj.spec.setdefault("capacity", {})["storage"] = bytes_quantity(capacity)
+            return True
+
+        write_object(self.api, "PersistentVolume", pv.name, "", pv_capacity)
+
+        def done(obj: Resource) -> bool:
+            if node_required:
+                obj.status["allocatedResourceStatuses"]["storage"] = "NodeResizePending"
+                _set_resize_condition(obj.status, FS_RESIZE_PENDING, now, FS_RESIZE_MESSAGE)
+            else:
+                obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
+                _clear_resize_state(obj.status)
+            return True
+
+        self._write_claim(pvc, done)
+        reason = "FileSystemResizeRequired" if node_required else "VolumeResizeSuccessful"
+        message = ("Require file system resize of volume on node" if node_required
+                   else "Resize volume succeeded")
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", reason, message)
+        return True
+
+    async def _controller_expand(self, pv: Resource, size: int,
+                                 rpcs: frozenset[int]) -> tuple[int, bool]:
+        csi = pv.spec.get("csi") or {}
+        request = csi_pb2.ControllerExpandVolumeRequest(
+            volume_id=str(csi.get("volumeHandle")),
+            secrets=self.secrets.get(csi.get("controllerExpandSecretRef")),
+            volume_capability=pv_volume_capability(
+                pv, single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs))
+        request.capacity_range.required_bytes = size
+        response = await self.csi.controller_expand_volume(request)
+        return response.capacity_bytes, response.node_expansion_required
+
+    def _failed(self, pvc: Resource, err: CsiError, now: str) -> None:
+        message = f"failed to expand pvc with rpc error: code = {err.code.name} desc = " \
+                  f"{err.message}"
+
+        def mutate(obj: Resource) -> bool:
+            if err.code in INFEASIBLE_CODES:
+                obj.status.setdefault("allocatedResourceStatuses", {})["storage"] = \
+                    "ControllerResizeInfeasible"
+            _set_resize_condition(obj.status, CONTROLLER_RESIZE_ERROR, now, message)
+            return True
+
+        self._write_claim(pvc, mutate)
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
+                   "VolumeResizeFailed", message)
+
+    def _write_claim(self, pvc: Resource, mutate: Mutation) -> None:
+        write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, mutate)

@@ -1,0 +1,1 @@
+"""Small shared pieces: the clock (real and fake) and the call trace."""

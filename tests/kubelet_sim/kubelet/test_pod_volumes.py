@@ -1,0 +1,186 @@
+"""The kubelet's pod-volume builder: CsiVolume from the pod, its claim, the PV, the CSIDriver
+and the VolumeAttachment, as the kubelet reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import JSON, Resource, new
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.kubelet.paths import attachment_name
+from kubelet_sim.kubelet.pod_volumes import resolve
+
+DRIVER = "csi-mini.example.com"
+NODE = "node-1"
+
+
+@pytest.fixture
+def api() -> APIServer:
+    server = APIServer()
+    server.create(new("Namespace", "team-a"))
+    return server
+
+
+def bound_claim(api: APIServer, *, csi: JSON | None = None, attached: bool = True,
+                nfs: JSON | None = None, **pv_spec: Any) -> Resource:
+    """A Bound claim ``data`` in team-a, its PV ``pvc-0a1b`` (a CSI one with ``csi`` merged
+    into spec.csi, or an NFS one) with ``pv_spec`` merged into its spec, and, when
+    ``attached``, its attachment."""
+    pv = builders.csi_persistent_volume(
+        "pvc-0a1b", driver=DRIVER, volume_handle="vol-77", storage="1Gi", fs_type="xfs",
+        access_modes=["ReadWriteOncePod"], volume_attributes={"pool": "default"})
+    pv.spec["csi"].update(csi or {})
+    if nfs is not None:
+        pv.spec["nfs"] = nfs
+        del pv.spec["csi"]
+    pv.spec.update(pv_spec)
+    pv = api.create(pv)
+    claim = api.create(builders.persistent_volume_claim("data", "team-a", storage="1Gi"))
+    claim.spec["volumeName"] = pv.name
+    claim = api.update(claim)
+    claim.status["phase"] = "Bound"
+    claim = api.update_status(claim)
+    if attached:
+        va = api.create(builders.volume_attachment(
+            attachment_name("vol-77", DRIVER, NODE), DRIVER, NODE, pv.name))
+        va.status.update(attached=True, attachmentMetadata={"devicePath": "/dev/x"})
+        api.update_status(va)
+    return pv
+
+
+def claim_pod(read_only: bool = False, mounted_read_only: bool = False) -> Resource:
+    container = builders.container("main")
+    container["volumeMounts"] = [{"name": "data", "mountPath": "/data",
+                                  "readOnly": mounted_read_only}]
+    return builders.pod("app", "team-a", containers=[container], volumes=[
+        builders.pvc_volume("data", "data", read_only=read_only)])
+
+
+def test_a_pv_gives_handle_spec_name_fs_type_access_mode_options_and_context(
+    api: APIServer,
+) -> None:
+    bound_claim(api, mountOptions=["noatime"])
+
+    resolved = resolve(api, claim_pod(), NODE)
+
+    [volume] = resolved.volumes
+    assert resolved.waiting == []
+    assert (volume.driver, volume.spec_name, volume.volume_handle) == (DRIVER, "pvc-0a1b", "vol-77")
+    assert volume.fs_type == "xfs" and volume.access_mode == "ReadWriteOncePod"
+    assert volume.mount_options == ("noatime",) and volume.block is False
+    assert dict(volume.volume_attributes) == {"pool": "default"}
+    assert dict(volume.publish_context) == {"devicePath": "/dev/x"}
+
+
+def test_node_secret_references_are_the_pvs_for_the_volume_manager_to_read(
+    api: APIServer,
+) -> None:
+    stage = {"name": "stage", "namespace": "kube-system"}
+    publish = {"name": "publish", "namespace": "team-a"}
+    expand = {"name": "expand", "namespace": "team-a"}
+    bound_claim(api, csi={"nodeStageSecretRef": stage, "nodePublishSecretRef": publish,
+                          "nodeExpandSecretRef": expand})
+
+    [volume] = resolve(api, claim_pod(), NODE).volumes
+
+    assert volume.node_stage_secret_ref == stage
+    assert volume.node_publish_secret_ref == publish
+    assert volume.node_expand_secret_ref == expand
+
+
+def test_the_publish_context_is_the_attachment_metadata_only_when_attach_is_required(
+    api: APIServer,
+) -> None:
+    bound_claim(api, attached=False)
+    assert resolve(api, claim_pod(), NODE).waiting == [
+        f'volume "pvc-0a1b" waits for VolumeAttachment '
+        f'{attachment_name("vol-77", DRIVER, NODE)}']
+
+    api.create(builders.csi_driver(DRIVER, attach_required=False))
+
+    [volume] = resolve(api, claim_pod(), NODE).volumes
+    assert dict(volume.publish_context) == {}
+
+
+def test_read_only_is_the_pods_claim_read_only_not_the_pv_csi_source_nor_the_mount(
+    api: APIServer,
+) -> None:
+    bound_claim(api, csi={"readOnly": True})
+
+    [writable] = resolve(api, claim_pod(mounted_read_only=True), NODE).volumes
+    [read_only] = resolve(api, claim_pod(read_only=True), NODE).volumes
+
+    assert writable.read_only is False
+    assert read_only.read_only is True
+
+
+def test_pod_info_on_mount_comes_from_the_csidriver_object(
+    api: APIServer,
+) -> None:
+    bound_claim(api)
+    [without] = resolve(api, claim_pod(), NODE).volumes
+    api.create(builders.csi_driver(DRIVER, pod_info_on_mount=True))
+    [with_info] = resolve(api, claim_pod(), NODE).volumes
+
+    assert (without.pod_info_on_mount, with_info.pod_info_on_mount) == (False, True)
+
+
+def test_a_block_pv_is_a_block_volume(api: APIServer) -> None:
+    bound_claim(api, volumeMode="Block")
+
+    [volume] = resolve(api, claim_pod(), NODE).volumes
+
+    assert volume.block is True
+
+
+def test_a_pv_without_a_csi_source_makes_the_pod_wait(
+    api: APIServer,
+) -> None:
+    bound_claim(api, attached=False, nfs={"server": "nfs.example.com", "path": "/"})
+
+    assert resolve(api, claim_pod(), NODE).waiting == [
+        'persistentvolume "pvc-0a1b" is not a CSI volume']
+
+
+def test_a_missing_or_unbound_claim_makes_the_pod_wait(
+    api: APIServer,
+) -> None:
+    assert resolve(api, claim_pod(), NODE).waiting == [
+        'persistentvolumeclaim "data" not found']
+
+    api.create(builders.persistent_volume_claim("data", "team-a", storage="1Gi"))
+
+    assert resolve(api, claim_pod(), NODE).waiting == [
+        'persistentvolumeclaim "data" is not bound']
+
+
+def inline_pod(**csi: Any) -> Resource:
+    volume = builders.csi_inline_volume("scratch", DRIVER, {"size": "1Mi"}, fs_type="ext4")
+    volume["csi"].update(csi)
+    return builders.pod("app", "team-a", volumes=[volume])
+
+
+def test_an_inline_volume_is_ephemeral_with_its_secret_in_the_pods_namespace(
+    api: APIServer,
+) -> None:
+    api.create(builders.csi_driver(DRIVER, pod_info_on_mount=True))
+
+    [volume] = resolve(api, inline_pod(readOnly=True, nodePublishSecretRef={"name": "creds"}),
+                       NODE).volumes
+
+    assert volume.ephemeral and volume.spec_name == "scratch" and volume.read_only
+    assert volume.handle_for("uid-1").startswith("csi-")
+    assert volume.fs_type == "ext4" and dict(volume.volume_attributes) == {"size": "1Mi"}
+    assert volume.node_publish_secret_ref == {"name": "creds", "namespace": "team-a"}
+    assert volume.pod_info_on_mount is True
+
+
+def test_an_inline_volume_is_writable_unless_its_csi_source_says_read_only(
+    api: APIServer,
+) -> None:
+    [volume] = resolve(api, inline_pod(), NODE).volumes
+
+    assert volume.read_only is False
