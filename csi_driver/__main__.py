@@ -7,13 +7,14 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from csi_driver.cli import parse_config
 from csi_driver.config import Config, default_state_dir
-from csi_driver.endpoint import EndpointError
-from csi_driver.loop_fs import BackendUnavailable
-from csi_driver.registration import register_when_serving
-from csi_driver.server import serve
+from csi_driver.server.endpoint import EndpointError
+from csi_driver.server.server import serve
+from csi_driver.state.loop_fs import BackendUnavailable
+from node_driver_registrar.server import register_when_serving
 
 log = logging.getLogger("csi_driver")
 
@@ -23,7 +24,8 @@ async def _run(cfg: Config) -> None:
         await serve(cfg)
         return
     driver = asyncio.create_task(serve(cfg))
-    registrar = asyncio.create_task(register_when_serving(cfg, driver))
+    registrar = asyncio.create_task(register_when_serving(
+        Path(cfg.registration_dir), cfg.driver_name, cfg.endpoint, driver))
     try:
         await driver
     finally:

@@ -16,13 +16,12 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cni_plugin.install import install as install_cni_plugins
-from csi_driver.registration import RegistrationServer, serve_registration
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
@@ -39,6 +38,7 @@ from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.utils.trace import Trace
+from node_driver_registrar.server import RegistrationServer, serve_registration
 
 DRIVER_NAME = "csi-mini.example.com"
 TOPOLOGY_NODE_KEY = f"topology.{DRIVER_NAME}/node"
@@ -121,7 +121,7 @@ class Cluster:
     async def start(self) -> None:
         cfg = self.config
         if cfg.cni_bin_dir is None:
-            install_cni_plugins(str(self.cni_bin_dir))
+            install_cni_plugins(self.cni_bin_dir)
         self.csi_state_dir.mkdir(parents=True, exist_ok=True)
         common = ["--driver-name", DRIVER_NAME, "--state-dir", str(self.csi_state_dir),
                   *(["--attach-required"] if cfg.attach_required else ["--no-attach-required"]),
@@ -293,6 +293,16 @@ class Cluster:
 
 
 _RETRY_POLL_SECONDS = 0.05
+
+
+def install_cni_plugins(bin_dir: Path) -> None:
+    """Lay our plugin executables into ``bin_dir`` the way a user does (``python -m
+    cni_plugin.install DIR``), so the simulator never imports the plugins' code."""
+    done = subprocess.run([sys.executable, "-m", "cni_plugin.install", str(bin_dir.resolve())],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"installing the CNI plugins into {bin_dir} failed: "
+                           f"{done.stderr.strip() or done.stdout.strip()}")
 
 
 def _detach_mounts_under(root: Path) -> None:

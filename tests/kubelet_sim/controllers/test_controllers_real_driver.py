@@ -15,7 +15,7 @@ from kubelet_sim.controllers import ControllerManager, EventRecorder, cluster_co
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.utils.clock import FakeClock
 from kubelet_sim.utils.trace import Trace
-from tests.csi.driver_process import DriverProcess
+from tests.csi_driver.grpc.driver_process import DriverProcess
 
 DRIVER = DEFAULT_DRIVER_NAME
 

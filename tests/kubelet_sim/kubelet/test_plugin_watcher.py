@@ -1,6 +1,6 @@
 """The kubelet plugin watcher: registry sockets → GetInfo → NodeGetInfo → callback → verdict.
 
-The registrar is the real `csi_driver.registration` server on a unix socket; NodeGetInfo is
+The registrar is the real `node_driver_registrar.server` server on a unix socket; NodeGetInfo is
 answered by the in-memory fake driver (the real driver is in test_plugin_watcher_real.py).
 """
 
@@ -16,11 +16,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from csi_driver.registration import (
-    RegistrationServer,
-    serve_registration,
-    serve_registration_for_kubelet,
-)
 from kubelet_sim.csi.client import CsiClient, DriverNotRegistered
 from kubelet_sim.kubelet.plugin_watcher import (
     CsiNodeRegistration,
@@ -33,6 +28,11 @@ from kubelet_sim.kubelet.plugin_watcher import (
 )
 from kubelet_sim.testing.fake_csi import FakeCsiClient, FakeCsiDriver
 from kubelet_sim.utils.trace import Trace
+from node_driver_registrar.server import (
+    RegistrationServer,
+    serve_registration,
+    serve_registration_for_kubelet,
+)
 
 DRIVER = "csi-mini.example.com"
 TOPOLOGY_KEY = "topology.csi-mini.example.com/node"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from csi_driver.registration import serve_registration_for_kubelet
 from csi_protos import csi_pb2
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
@@ -22,7 +21,8 @@ from kubelet_sim.kubelet.plugin_watcher import (
 )
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.utils.trace import Trace
-from tests.csi.driver_process import DriverProcess, unmount_under
+from node_driver_registrar.server import serve_registration_for_kubelet
+from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
 
 DRIVER = "csi-mini.example.com"
 TOPOLOGY_KEY = "topology.csi-mini.example.com/node"
