@@ -42,7 +42,7 @@ system-deps:
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy csi_driver cni_plugin kubelet_sim node_driver_registrar
+	$(VENV)/bin/mypy csi_driver cni_spec cni_plugin kubelet_sim node_driver_registrar
 	$(VENV)/bin/lint-imports
 
 test: $(STAMP) system-deps lint

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from cni_plugin import invoke, ipnet
+from cni_plugin import invoke
 from cni_plugin.bridge_conf import (
     BridgeConf,
     load_bridge_conf,
@@ -19,9 +19,10 @@ from cni_plugin.bridge_conf import (
 )
 from cni_plugin.dataplane import Dataplane, open_dataplane
 from cni_plugin.dataplane.base import NetnsNotFound
-from cni_plugin.errors import CNIError, internal
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
-from cni_plugin.types import DefaultGatewayRoute, Interface, Result
+from cni_spec import ipnet
+from cni_spec.errors import CNIError, internal
+from cni_spec.types import DefaultGatewayRoute, Interface, Result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

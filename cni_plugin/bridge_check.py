@@ -11,9 +11,9 @@ from cni_plugin import invoke
 from cni_plugin.bridge_conf import BridgeConf
 from cni_plugin.dataplane import Dataplane
 from cni_plugin.dataplane.base import Link
-from cni_plugin.errors import internal
 from cni_plugin.skel import CmdArgs
-from cni_plugin.types import Interface
+from cni_spec.errors import internal
+from cni_spec.types import Interface
 
 
 def check_attachment(args: CmdArgs, conf: BridgeConf, dp: Dataplane) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from cni_plugin.config import NetConf, load_netconf
-from cni_plugin.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
-from cni_plugin.names import validate_interface_name
 from cni_plugin.skel import split_cni_args
-from cni_plugin.types import Record
+from cni_spec.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
+from cni_spec.names import validate_interface_name
+from cni_spec.types import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cni_plugin.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
-from cni_plugin.gojson import loads
-from cni_plugin.types import DNS, Record, Result
-from cni_plugin.version import DEFAULT_CONFIG_VERSION, result_from_json
+from cni_spec.errors import ERR_INVALID_NETWORK_CONFIG, CNIError, internal
+from cni_spec.gojson import loads
+from cni_spec.types import DNS, Record, Result
+from cni_spec.version import DEFAULT_CONFIG_VERSION, result_from_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,14 +19,14 @@ from __future__ import annotations
 import sys
 
 from cni_plugin.config import valid_attachments
-from cni_plugin.errors import ERR_PLUGIN_NOT_AVAILABLE, CNIError, internal
 from cni_plugin.ipam.addr import IP, try_parse_ip
 from cni_plugin.ipam.allocator import Allocation, AllocationError, Allocator
 from cni_plugin.ipam.disk import DiskStore, StoreError
 from cni_plugin.ipam.ipam_config import IPAMConfig, IPAMConfigError, load_ipam_config
 from cni_plugin.ipam.store import matching_leases
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
-from cni_plugin.types import DNS, IPConfig, Result, Route
+from cni_spec.errors import ERR_PLUGIN_NOT_AVAILABLE, CNIError, internal
+from cni_spec.types import DNS, IPConfig, Result, Route
 
 ABOUT = "emu-host-local: CNI host-local IPAM (cni-csi-mini)"
 KNOWN_ARGS = frozenset({"IP"})

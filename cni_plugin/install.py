@@ -3,7 +3,7 @@
 Each executable is a tiny script whose shebang starts this interpreter directly
 with -I -S (isolated, no site import: nothing but the stdlib and this project
 is imported) and which puts the project's import path on sys.path itself; it ends
-without the interpreter's teardown (lightos.run_then_exit).
+without the interpreter's teardown (posix_shim.run_then_exit).
 The names never collide with the reference plugins'.
 """
 
@@ -31,7 +31,7 @@ def script_text(module: str, interpreter: str = sys.executable,
             "import sys\n"
             f"sys.path.insert(0, {project_root!r})\n"
             f"from {module} import main\n"
-            "from cni_plugin.lightos import run_then_exit\n"
+            "from cni_plugin.posix_shim import run_then_exit\n"
             "run_then_exit(main)\n")
 
 

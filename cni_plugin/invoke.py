@@ -11,12 +11,12 @@ import errno
 import sys
 import time
 
-from cni_plugin import lightos
-from cni_plugin.errors import CNIError, internal
-from cni_plugin.gojson import go_quote, loads
+from cni_plugin import posix_shim as posix_shim
 from cni_plugin.skel import CmdArgs, config_version
-from cni_plugin.types import Result
-from cni_plugin.version import result_from_json
+from cni_spec.errors import CNIError, internal
+from cni_spec.gojson import go_quote, loads
+from cni_spec.types import Result
+from cni_spec.version import result_from_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ def find_in_path(plugin: str, paths: list[str]) -> str:
     if not paths:
         raise internal("no paths provided")
     for directory in paths:
-        candidate = lightos.join(directory, plugin)
-        if lightos.isfile(candidate):
+        candidate = posix_shim.join(directory, plugin)
+        if posix_shim.isfile(candidate):
             return candidate
     raise internal(f"failed to find plugin \"{plugin}\" in path [{' '.join(paths)}]")
 
@@ -42,7 +42,7 @@ def find_in_path(plugin: str, paths: list[str]) -> str:
 def delegate_env(cmd: CmdArgs, command: str,
                  base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Our environment for the child, with the CNI_* values of this call and CNI_COMMAND set."""
-    env = lightos.environ_copy() if base is None else dict(base)
+    env = posix_shim.environ_copy() if base is None else dict(base)
     env.update({"CNI_CONTAINERID": cmd.container_id, "CNI_NETNS": cmd.netns,
                 "CNI_IFNAME": cmd.ifname, "CNI_ARGS": cmd.args_raw,
                 "CNI_PATH": ":".join(cmd.path), "CNI_COMMAND": command})
@@ -73,7 +73,7 @@ def exec_plugin(plugin_path: str, stdin_data: bytes, env: Mapping[str, str]) -> 
     """Run the plugin; its stdout on success, CNIError (its own code) on failure."""
     for attempt in range(TEXT_FILE_BUSY_RETRIES + 1):
         try:
-            returncode, stdout, stderr = lightos.run_captured([plugin_path], stdin_data, env)
+            returncode, stdout, stderr = posix_shim.run_captured([plugin_path], stdin_data, env)
         except OSError as e:
             if e.errno == errno.ETXTBSY and attempt < TEXT_FILE_BUSY_RETRIES:
                 time.sleep(1)

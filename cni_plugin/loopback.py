@@ -7,9 +7,9 @@ import sys
 from cni_plugin.config import load_netconf
 from cni_plugin.dataplane import open_dataplane
 from cni_plugin.dataplane.base import NetnsNotFound
-from cni_plugin.errors import internal
 from cni_plugin.skel import CmdArgs, Handlers, plugin_main
-from cni_plugin.types import Interface, IPConfig, Result
+from cni_spec.errors import internal
+from cni_spec.types import Interface, IPConfig, Result
 
 ABOUT = "CNI loopback plugin (cni-csi-mini emu-loopback)"
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 import sys
 import time
 
-from cni_plugin import lightos
+from cni_plugin import posix_shim as posix_shim
 from cni_plugin.config import decode_object, load_netconf
 from cni_plugin.dataplane.statefile import StateFile
-from cni_plugin.errors import ERR_INTERNAL, CNIError
-from cni_plugin.gojson import loads
 from cni_plugin.skel import CmdArgs, Handlers, config_version, plugin_main, split_cni_args
-from cni_plugin.types import Result
-from cni_plugin.version import ALL_VERSIONS, result_from_json
+from cni_spec.errors import ERR_INTERNAL, CNIError
+from cni_spec.gojson import loads
+from cni_spec.types import Result
+from cni_spec.version import ALL_VERSIONS, result_from_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def debug_file(args: CmdArgs) -> str:
 
 def _record(path: str, args: CmdArgs) -> dict[str, Any]:
     """Append this call to the debug file; the instructions that apply to this command."""
-    store = StateFile(lightos.dirname(lightos.abspath(path)), lightos.basename(path))
+    store = StateFile(posix_shim.dirname(posix_shim.abspath(path)), posix_shim.basename(path))
     store.lock_path = path + ".lock"
     env = {"CNI_COMMAND": args.command, "CNI_CONTAINERID": args.container_id,
            "CNI_NETNS": args.netns, "CNI_IFNAME": args.ifname, "CNI_ARGS": args.args_raw,
@@ -74,7 +74,7 @@ def _obey(args: CmdArgs) -> dict[str, Any]:
         sys.stderr.flush()
     if plan.get("exitWithCode") is not None:
         sys.stdout.flush()
-        lightos._exit(int(plan["exitWithCode"]))
+        posix_shim._exit(int(plan["exitWithCode"]))
     if plan.get("reportError"):
         raise CNIError(int(plan.get("reportErrorCode", ERR_INTERNAL)), str(plan["reportError"]),
                        str(plan.get("reportErrorDetails", "")))
@@ -118,7 +118,7 @@ def supported_versions(getenv: Callable[[str], str | None]) -> tuple[str, ...]:
 
 def main() -> None:
     sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS,
-                         supported=supported_versions(lightos.getenv)))
+                         supported=supported_versions(posix_shim.getenv)))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from cni_plugin import lightos
+from cni_plugin import posix_shim as posix_shim
 from cni_plugin.config import decode_object
-from cni_plugin.errors import (
+from cni_spec.errors import (
     ERR_DECODING_FAILURE,
     ERR_INCOMPATIBLE_CNI_VERSION,
     ERR_INTERNAL,
@@ -21,10 +21,10 @@ from cni_plugin.errors import (
     CNIError,
     internal,
 )
-from cni_plugin.gojson import dumps_compact, dumps_indent, go_quote, go_quote_list
-from cni_plugin.names import validate_container_id, validate_interface_name, validate_network_name
-from cni_plugin.types import CURRENT_VERSION, Record, Result
-from cni_plugin.version import (
+from cni_spec.gojson import dumps_compact, dumps_indent, go_quote, go_quote_list
+from cni_spec.names import validate_container_id, validate_interface_name, validate_network_name
+from cni_spec.types import CURRENT_VERSION, Record, Result
+from cni_spec.version import (
     ALL_VERSIONS,
     DEFAULT_CONFIG_VERSION,
     VersionError,
@@ -294,7 +294,7 @@ def _unexpected(e: Exception, about: str) -> CNIError:
     import traceback  # only on this path: it is not cheap to import
 
     frames = traceback.extract_tb(e.__traceback__)
-    where = f"{lightos.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" \
+    where = f"{posix_shim.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" \
         if frames else ""
     return CNIError(ERR_INTERNAL, f"unexpected error in {about or 'plugin'}: "
                     f"{type(e).__name__}: {e}", where)
@@ -303,7 +303,7 @@ def _unexpected(e: Exception, about: str) -> CNIError:
 def plugin_main(handlers: Handlers, *, about: str,
                 supported: tuple[str, ...] = ALL_VERSIONS,
                 known_args: frozenset[str] | None = None,
-                getenv: Getenv = lightos.getenv,
+                getenv: Getenv = posix_shim.getenv,
                 stdin: IO[bytes] | None = None,
                 stdout: IO[str] | None = None,
                 stderr: IO[str] | None = None) -> int:

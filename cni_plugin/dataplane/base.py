@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from cni_plugin import ipnet, lightos
-from cni_plugin.errors import CNIError, internal
-from cni_plugin.types import IPConfig, Record, Route
+from cni_plugin import posix_shim as posix_shim
+from cni_spec import ipnet
+from cni_spec.errors import CNIError, internal
+from cni_spec.types import IPConfig, Record, Route
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,13 +73,13 @@ class LinkExists(CNIError):
 
 def random_mac() -> str:
     """A random locally administered unicast MAC, as the kernel gives a new veth."""
-    octets = bytearray(lightos.urandom(6))
+    octets = bytearray(posix_shim.urandom(6))
     octets[0] = (octets[0] & 0xFE) | 0x02
     return ":".join(f"{b:02x}" for b in octets)
 
 
 def random_veth_name() -> str:
-    return "veth" + lightos.urandom(4).hex()
+    return "veth" + posix_shim.urandom(4).hex()
 
 
 class StepGroup:

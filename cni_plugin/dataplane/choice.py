@@ -11,12 +11,12 @@ The rule (the README states it too):
   attachment, else the linux one when the process may enter namespaces (the kernel
   dropped the links with the namespace; what is left is IPAM and firewall cleanup).
 
-Two stat(2) calls and one read of /proc/self/status, through lightos (no `os` import).
+Two stat(2) calls and one read of /proc/self/status, through posix_shim (no `os` import).
 """
 
 from __future__ import annotations
 
-from cni_plugin import lightos
+from cni_plugin import posix_shim as posix_shim
 
 LINUX = "linux"
 EMULATED = "emulated"
@@ -39,26 +39,26 @@ def netns_kind(path: str) -> str:
     """
     if not path:
         return ""
-    device = lightos.device(path)
+    device = posix_shim.device(path)
     if device is None:
         return ""
-    return "nsfs" if device == lightos.device(OWN_NETNS) else "file"
+    return "nsfs" if device == posix_shim.device(OWN_NETNS) else "file"
 
 
 def effective_capabilities() -> int | None:
     """CapEff of this process (None when /proc cannot tell)."""
     try:
-        fd = lightos.open_fd(PROC_STATUS, lightos.O_RDONLY)
+        fd = posix_shim.open_fd(PROC_STATUS, posix_shim.O_RDONLY)
     except OSError:
         return None
     try:
         text = b""
-        while chunk := lightos.read(fd, 4096):
+        while chunk := posix_shim.read(fd, 4096):
             text += chunk
     except OSError:
         return None
     finally:
-        lightos.close(fd)
+        posix_shim.close(fd)
     for line in text.split(b"\n"):
         if line.startswith(b"CapEff:"):
             return int(line[7:].strip(), 16)
@@ -70,7 +70,7 @@ def may_enter_namespaces() -> bool:
     process granted it); root without /proc to ask is trusted to have it."""
     caps = effective_capabilities()
     if caps is None:
-        return lightos.geteuid() == 0
+        return posix_shim.geteuid() == 0
     return bool(caps >> CAP_SYS_ADMIN & 1)
 
 

@@ -3,8 +3,8 @@ turned into the reference's wording."""
 
 from __future__ import annotations
 
-from cni_plugin import lightos
-from cni_plugin.errors import CNIError, internal
+from cni_plugin import posix_shim as posix_shim
+from cni_spec.errors import CNIError, internal
 
 NOT_PERMITTED = "the linux dataplane needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
 
@@ -28,10 +28,10 @@ class CommandFailed(Exception):
 def which(tool: str) -> str | None:
     """The tool's path on $PATH (os.defpath without one), as shutil.which, without its
     import."""
-    path = lightos.getenv("PATH")
+    path = posix_shim.getenv("PATH")
     for directory in (path if path is not None else "/bin:/usr/bin").split(":"):
-        candidate = lightos.join(directory or ".", tool)
-        if lightos.isfile(candidate) and lightos.access(candidate, lightos.X_OK):
+        candidate = posix_shim.join(directory or ".", tool)
+        if posix_shim.isfile(candidate) and posix_shim.access(candidate, posix_shim.X_OK):
             return candidate
     return None
 
@@ -41,8 +41,8 @@ def run(argv: list[str], stdin: str = "") -> str:
     path = which(argv[0])
     if path is None:
         raise internal(f'exec: "{argv[0]}": executable file not found in $PATH')
-    returncode, out, err = lightos.run_captured([path, *argv[1:]], stdin.encode(),
-                                                lightos.environ_copy())
+    returncode, out, err = posix_shim.run_captured([path, *argv[1:]], stdin.encode(),
+                                                posix_shim.environ_copy())
     stderr = err.decode(errors="replace")
     if returncode != 0:
         if "Operation not permitted" in stderr:

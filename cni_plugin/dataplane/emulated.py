@@ -22,7 +22,7 @@ written nothing of it; an ADD answered success has written everything.
 
 from __future__ import annotations
 
-from cni_plugin import ipnet, lightos
+from cni_plugin import posix_shim as posix_shim
 from cni_plugin.dataplane.base import (
     Dataplane,
     Link,
@@ -36,8 +36,9 @@ from cni_plugin.dataplane.base import (
     random_veth_name,
 )
 from cni_plugin.dataplane.statefile import StateFile
-from cni_plugin.errors import ERR_TRY_AGAIN_LATER, CNIError, internal
-from cni_plugin.types import IPConfig, Route
+from cni_spec import ipnet
+from cni_spec.errors import ERR_TRY_AGAIN_LATER, CNIError, internal
+from cni_spec.types import IPConfig, Route
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
 
 
 def _key(netns: str | None) -> str:
-    return HOST if netns is None else lightos.abspath(netns)
+    return HOST if netns is None else posix_shim.abspath(netns)
 
 
 def _ns(state: dict[str, Any], netns: str | None) -> dict[str, Any]:
@@ -121,7 +122,7 @@ class EmulatedDataplane(Dataplane):
 
     # --- queries -----------------------------------------------------------------------
     def require_netns(self, netns: str) -> None:
-        if not lightos.exists(netns):
+        if not posix_shim.exists(netns):
             raise NetnsNotFound(netns)
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
@@ -129,7 +130,7 @@ class EmulatedDataplane(Dataplane):
         found = space.get("links", {}).get(name)
         if found:
             return _link(found)
-        if netns is not None and name == "lo" and lightos.exists(netns):
+        if netns is not None and name == "lo" and posix_shim.exists(netns):
             return _idle_loopback()  # every namespace has one; it is recorded once up
         return None
 
@@ -196,13 +197,13 @@ class EmulatedDataplane(Dataplane):
                 link = space["links"].get(ifname)
                 if key == HOST or link is None or not self._owns(link):
                     continue
-                if lightos.exists(key):
+                if posix_shim.exists(key):
                     _drop_link(state, key, ifname)
                 else:
                     _drop_namespace(state, key)
 
     def collect_garbage(self, valid: list[tuple[str, str]]) -> None:
-        if not lightos.exists(self.state.path):
+        if not posix_shim.exists(self.state.path):
             return  # nothing recorded (and no state directory to create)
         attachments = set(valid)
         container_ids = {container_id for container_id, _ in valid}
@@ -210,7 +211,7 @@ class EmulatedDataplane(Dataplane):
             for key, space in list(state.get("namespaces", {}).items()):
                 if key == HOST:
                     continue
-                if not lightos.exists(key):
+                if not posix_shim.exists(key):
                     _drop_namespace(state, key)
                     continue
                 for name, link in list(space["links"].items()):
@@ -375,7 +376,7 @@ class EmulatedDataplane(Dataplane):
         self._change(step)
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
-        if not lightos.exists(netns):
+        if not posix_shim.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
@@ -398,7 +399,7 @@ class EmulatedDataplane(Dataplane):
 
     def loopback_down(self, netns: str) -> None:
         """A loopback that is down is what every namespace has: its record goes."""
-        if not lightos.exists(netns):
+        if not posix_shim.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:

@@ -35,8 +35,8 @@ from cni_plugin.dataplane.base import (
 )
 from cni_plugin.dataplane.netlink import NetlinkError
 from cni_plugin.dataplane.netns_agent import NetnsAgent, read_sysctl, write_sysctl
-from cni_plugin.errors import CNIError, internal
-from cni_plugin.types import DefaultGatewayRoute, IPConfig, Route
+from cni_spec.errors import CNIError, internal
+from cni_spec.types import DefaultGatewayRoute, IPConfig, Route
 
 EPERM, ENODEV, EEXIST = 1, 19, 17
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from itertools import pairwise
 
 from cni_plugin.dataplane.commands import CommandFailed, run, which
-from cni_plugin.errors import CNIError, internal
-from cni_plugin.gojson import loads
+from cni_spec.errors import CNIError, internal
+from cni_spec.gojson import loads
 
 
 def _iptables(cidr: str) -> str:

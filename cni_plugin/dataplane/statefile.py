@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import fcntl
 
-from cni_plugin import lightos
-from cni_plugin.errors import ERR_IO_FAILURE, CNIError
-from cni_plugin.gojson import dumps_compact, loads
+from cni_plugin import posix_shim as posix_shim
+from cni_spec.errors import ERR_IO_FAILURE, CNIError
+from cni_spec.gojson import dumps_compact, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,20 +20,21 @@ if TYPE_CHECKING:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    directory = lightos.dirname(path) or "."
-    tmp = f"{path}.tmp.{lightos.getpid()}"
-    fd = lightos.open_fd(tmp, lightos.O_WRONLY | lightos.O_CREAT | lightos.O_TRUNC, 0o600)
+    directory = posix_shim.dirname(path) or "."
+    tmp = f"{path}.tmp.{posix_shim.getpid()}"
+    fd = posix_shim.open_fd(
+        tmp, posix_shim.O_WRONLY | posix_shim.O_CREAT | posix_shim.O_TRUNC, 0o600)
     try:
-        lightos.write(fd, data)
-        lightos.fsync(fd)
+        posix_shim.write(fd, data)
+        posix_shim.fsync(fd)
     finally:
-        lightos.close(fd)
-    lightos.replace(tmp, path)
-    dir_fd = lightos.open_fd(directory, lightos.O_RDONLY | lightos.O_DIRECTORY)
+        posix_shim.close(fd)
+    posix_shim.replace(tmp, path)
+    dir_fd = posix_shim.open_fd(directory, posix_shim.O_RDONLY | posix_shim.O_DIRECTORY)
     try:
-        lightos.fsync(dir_fd)
+        posix_shim.fsync(dir_fd)
     finally:
-        lightos.close(dir_fd)
+        posix_shim.close(dir_fd)
 
 
 class _Lock:
@@ -46,15 +47,16 @@ class _Lock:
 
     def __enter__(self) -> None:
         try:
-            lightos.makedirs(self.state.directory, mode=0o755, exist_ok=True)
-            self.fd = lightos.open_fd(self.state.lock_path, lightos.O_RDWR | lightos.O_CREAT, 0o600)
+            posix_shim.makedirs(self.state.directory, mode=0o755, exist_ok=True)
+            self.fd = posix_shim.open_fd(
+                self.state.lock_path, posix_shim.O_RDWR | posix_shim.O_CREAT, 0o600)
         except OSError as e:
             raise CNIError(ERR_IO_FAILURE,
                            f"cannot open dataplane state in {self.state.directory}: {e}") from e
         fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
 
     def __exit__(self, *exc: object) -> None:
-        lightos.close(self.fd)  # closing drops the lock
+        posix_shim.close(self.fd)  # closing drops the lock
 
 
 class _Transaction:
@@ -88,8 +90,8 @@ class _Transaction:
 class StateFile:
     def __init__(self, directory: str, name: str = "state.json") -> None:
         self.directory = directory
-        self.path = lightos.join(directory, name)
-        self.lock_path = lightos.join(directory, "lock")
+        self.path = posix_shim.join(directory, name)
+        self.lock_path = posix_shim.join(directory, "lock")
 
     def read_unlocked(self) -> dict[str, Any]:
         try:

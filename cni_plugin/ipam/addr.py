@@ -11,7 +11,7 @@ canonicalizeIP does.
 
 from __future__ import annotations
 
-from cni_plugin.ipnet import format_ipv4, parse_ipv4, parse_ipv6
+from cni_spec.ipnet import format_ipv4, parse_ipv4, parse_ipv6
 
 
 class IPParseError(ValueError):

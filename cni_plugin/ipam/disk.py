@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import fcntl
 
-from cni_plugin import lightos
+from cni_plugin import posix_shim as posix_shim
 from cni_plugin.ipam.store import Lease, matching_leases
 
 DEFAULT_DATA_DIR = "/var/lib/cni/networks"
@@ -42,7 +42,7 @@ def network_dir(data_dir: str, network: str) -> str:
     # The network name is a path component; refuse anything that leaves dataDir.
     if not network or "/" in network or "\x00" in network or network in (".", ".."):
         raise StoreError(f"invalid network name {network!r}")
-    return lightos.join(data_dir or DEFAULT_DATA_DIR, network)
+    return posix_shim.join(data_dir or DEFAULT_DATA_DIR, network)
 
 
 def parse_lease_content(data: bytes) -> tuple[str, str | None]:
@@ -55,27 +55,27 @@ class DiskStore:
     def __init__(self, network: str, data_dir: str) -> None:
         self.dir = network_dir(data_dir, network)
         try:
-            lightos.makedirs(self.dir, 0o755, exist_ok=True)
+            posix_shim.makedirs(self.dir, 0o755, exist_ok=True)
         except OSError as exc:
             raise StoreError(os_error_text("mkdir", self.dir, exc)) from exc
-        lock_path = lightos.join(self.dir, LOCK_NAME)
+        lock_path = posix_shim.join(self.dir, LOCK_NAME)
         try:
-            self._lock_fd = lightos.open_fd(
-                lock_path, lightos.O_CREAT | lightos.O_RDONLY | lightos.O_CLOEXEC, 0o750)
+            self._lock_fd = posix_shim.open_fd(
+                lock_path, posix_shim.O_CREAT | posix_shim.O_RDONLY | posix_shim.O_CLOEXEC, 0o750)
         except OSError as exc:
             raise StoreError(os_error_text("open", lock_path, exc)) from exc
         try:
-            self._dir_fd = lightos.open_fd(
-                self.dir, lightos.O_RDONLY | lightos.O_DIRECTORY | lightos.O_CLOEXEC)
+            self._dir_fd = posix_shim.open_fd(
+                self.dir, posix_shim.O_RDONLY | posix_shim.O_DIRECTORY | posix_shim.O_CLOEXEC)
         except OSError as exc:
-            lightos.close(self._lock_fd)
+            posix_shim.close(self._lock_fd)
             raise StoreError(os_error_text("open", self.dir, exc)) from exc
 
     def lock(self) -> None:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         # Temporary files are only made under the lock: any present now was
         # left by a killed plugin.
-        for name in lightos.listdir(self.dir):
+        for name in posix_shim.listdir(self.dir):
             if name.startswith(TEMP_PREFIX):
                 self._unlink_quietly(name)
 
@@ -83,8 +83,8 @@ class DiskStore:
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        lightos.close(self._dir_fd)
-        lightos.close(self._lock_fd)  # also drops the flock
+        posix_shim.close(self._dir_fd)
+        posix_shim.close(self._lock_fd)  # also drops the flock
 
     def __enter__(self) -> DiskStore:
         self.lock()
@@ -95,30 +95,30 @@ class DiskStore:
 
     def reserve(self, container_id: str, ifname: str, ip: str, range_id: str) -> bool:
         content = (container_id.strip() + LINE_BREAK + ifname).encode()
-        temp = self._write_temp(f"{TEMP_PREFIX}{lightos.getpid()}.lease", content)
+        temp = self._write_temp(f"{TEMP_PREFIX}{posix_shim.getpid()}.lease", content)
         try:
-            lightos.link(temp, lightos.join(self.dir, ip))
+            posix_shim.link(temp, posix_shim.join(self.dir, ip))
         except FileExistsError:
             return False
         except OSError as exc:
-            raise StoreError(os_error_text("open", lightos.join(self.dir, ip), exc)) from exc
+            raise StoreError(os_error_text("open", posix_shim.join(self.dir, ip), exc)) from exc
         finally:
-            lightos.unlink(temp)
-        last = self._write_temp(f"{TEMP_PREFIX}{lightos.getpid()}.last", ip.encode())
-        lightos.replace(last, lightos.join(self.dir, LAST_IP_PREFIX + range_id))
-        lightos.fsync(self._dir_fd)
+            posix_shim.unlink(temp)
+        last = self._write_temp(f"{TEMP_PREFIX}{posix_shim.getpid()}.last", ip.encode())
+        posix_shim.replace(last, posix_shim.join(self.dir, LAST_IP_PREFIX + range_id))
+        posix_shim.fsync(self._dir_fd)
         return True
 
     def last_reserved_ip(self, range_id: str) -> str | None:
         try:
-            with open(lightos.join(self.dir, LAST_IP_PREFIX + range_id), "rb") as f:
+            with open(posix_shim.join(self.dir, LAST_IP_PREFIX + range_id), "rb") as f:
                 return f.read().decode("ascii", "replace")
         except OSError:
             return None
 
     def leases(self) -> list[Lease]:
         found: list[Lease] = []
-        for entry in sorted(lightos.scandir(self.dir), key=lambda e: e.name):
+        for entry in sorted(posix_shim.scandir(self.dir), key=lambda e: e.name):
             name = entry.name
             if name == LOCK_NAME or name.startswith((LAST_IP_PREFIX, TEMP_PREFIX)):
                 continue
@@ -134,39 +134,41 @@ class DiskStore:
 
     def release(self, ip: str) -> None:
         self._unlink_quietly(ip)
-        lightos.fsync(self._dir_fd)
+        posix_shim.fsync(self._dir_fd)
 
     def release_by_id(self, container_id: str, ifname: str) -> list[str]:
         released = [lease.ip for lease in matching_leases(self.leases(), container_id, ifname)]
         for ip in released:
             self._unlink_quietly(ip)
         if released:
-            lightos.fsync(self._dir_fd)
+            posix_shim.fsync(self._dir_fd)
         return released
 
     def is_writable(self) -> bool:
-        return lightos.access(self.dir, lightos.W_OK | lightos.X_OK)
+        return posix_shim.access(self.dir, posix_shim.W_OK | posix_shim.X_OK)
 
     def _write_temp(self, name: str, content: bytes) -> str:
-        path = lightos.join(self.dir, name)
+        path = posix_shim.join(self.dir, name)
         try:
-            fd = lightos.open_fd(
-                path, lightos.O_WRONLY | lightos.O_CREAT | lightos.O_TRUNC | lightos.O_CLOEXEC,
+            fd = posix_shim.open_fd(
+                path,
+                posix_shim.O_WRONLY | posix_shim.O_CREAT | posix_shim.O_TRUNC
+                | posix_shim.O_CLOEXEC,
                 0o644)
         except OSError as exc:
             raise StoreError(os_error_text("open", path, exc)) from exc
         try:
-            lightos.write(fd, content)
-            lightos.fsync(fd)
+            posix_shim.write(fd, content)
+            posix_shim.fsync(fd)
         except OSError as exc:
-            lightos.close(fd)
+            posix_shim.close(fd)
             self._unlink_quietly(name)
             raise StoreError(os_error_text("write", path, exc)) from exc
-        lightos.close(fd)
+        posix_shim.close(fd)
         return path
 
     def _unlink_quietly(self, name: str) -> None:
         try:  # noqa: SIM105 - contextlib would cost start-up time on every exec
-            lightos.unlink(lightos.join(self.dir, name))
+            posix_shim.unlink(posix_shim.join(self.dir, name))
         except FileNotFoundError:
             pass

@@ -9,7 +9,6 @@ reference's, so a runtime sees the same errors from either plugin.
 
 from __future__ import annotations
 
-from cni_plugin.gojson import loads
 from cni_plugin.ipam.addr import IP, IPParseError
 from cni_plugin.ipam.decode import (
     ARGS_TYPE,
@@ -23,6 +22,7 @@ from cni_plugin.ipam.decode import (
 )
 from cni_plugin.ipam.disk import DEFAULT_DATA_DIR
 from cni_plugin.ipam.ranges import RangeError, RangeSet, json_kind
+from cni_spec.gojson import loads
 
 
 class IPAMConfigError(ValueError):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cni_plugin.types import DNS, Interface, IPConfig, Result, Route
-from cni_plugin.version import (
+from cni_spec.types import DNS, Interface, IPConfig, Result, Route
+from cni_spec.version import (
     ALL_VERSIONS,
     VersionError,
     greater_or_equal,

@@ -11,7 +11,7 @@ import pytest
 
 from cni_plugin.bridge import HANDLERS, KNOWN_ARGS
 from cni_plugin.dataplane.emulated import EmulatedDataplane
-from cni_plugin.version import ALL_VERSIONS
+from cni_spec.version import ALL_VERSIONS
 
 from .conftest import RecordingIPAM
 from .skelharness import Outcome, run_in_process

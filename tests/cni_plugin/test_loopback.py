@@ -10,7 +10,7 @@ import pytest
 
 from cni_plugin.dataplane.emulated import EmulatedDataplane
 from cni_plugin.loopback import HANDLERS
-from cni_plugin.version import ALL_VERSIONS
+from cni_spec.version import ALL_VERSIONS
 
 from .skelharness import Outcome, run_in_process
 

@@ -8,8 +8,10 @@ import socket
 
 import pytest
 
-from cni_plugin import ipnet
-from cni_plugin.gojson import (
+from cni_plugin.ipam import addr
+from cni_plugin.skel import CmdArgs
+from cni_spec import ipnet
+from cni_spec.gojson import (
     MAX_DEPTH,
     _dumps_compact_slow,
     dumps_compact,
@@ -17,8 +19,6 @@ from cni_plugin.gojson import (
     go_quote_list,
     loads,
 )
-from cni_plugin.ipam import addr
-from cni_plugin.skel import CmdArgs
 
 DOCS = ['{"a": [1, 2, {"b": null}], "c": "x", "d": {}, "e": [], "f": true, "g": -3}',
         ' [ "\\u00fc", "\\n", false ] ', '"just a string"', "0"]

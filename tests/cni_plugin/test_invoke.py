@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cni_plugin.errors import CNIError
 from cni_plugin.invoke import delegate_add, delegate_del, find_in_path
 from cni_plugin.skel import CmdArgs
+from cni_spec.errors import CNIError
 
 CONF = b'{"cniVersion":"0.4.0","name":"n","ipam":{"type":"fake"}}'
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.cni.test_host_local_exec import (
+from tests.cni_plugin.test_host_local_exec import (
     PLUGIN,
     addresses_of,
     leases_in,

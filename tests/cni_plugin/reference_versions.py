@@ -16,7 +16,7 @@ import json
 import subprocess
 from typing import Any
 
-from cni_plugin.version import ALL_VERSIONS, DEFAULT_CONFIG_VERSION
+from cni_spec.version import ALL_VERSIONS, DEFAULT_CONFIG_VERSION
 
 __all__ = ["ALL_VERSIONS", "as_printed_at", "reference_version_for", "supported_by"]
 

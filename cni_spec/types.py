@@ -1,6 +1,6 @@
 """The current (CNI 1.1.0) result types.
 
-Plugins build these; :mod:`cni_plugin.version` converts them to an older
+Plugins build these; :mod:`cni_spec.version` converts them to an older
 version only at the edge. Addresses are kept as canonical strings
 (``10.1.0.2/24``, ``fd00::2/64``), the way Go's net.IPNet prints them.
 
@@ -10,7 +10,7 @@ module it pulls in) would double a plugin's start-up time.
 
 from __future__ import annotations
 
-from cni_plugin import ipnet
+from cni_spec import ipnet
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

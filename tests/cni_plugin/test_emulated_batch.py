@@ -11,8 +11,8 @@ from cni_plugin.bridge import HANDLERS, KNOWN_ARGS
 from cni_plugin.dataplane import statefile
 from cni_plugin.dataplane.base import LinkExists
 from cni_plugin.dataplane.emulated import EmulatedDataplane
-from cni_plugin.errors import CNIError
-from cni_plugin.types import IPConfig, Route
+from cni_spec.errors import CNIError
+from cni_spec.types import IPConfig, Route
 
 from .conftest import RecordingIPAM
 from .skelharness import run_in_process

@@ -1,14 +1,14 @@
 """CNI spec versions: parsing, comparison, and results converted between versions.
 
-Results are built in the current shape (:class:`cni_plugin.types.Result`) and
+Results are built in the current shape (:class:`cni_spec.types.Result`) and
 converted here, at the edge, to the version the network config asked for;
 prevResult and delegated-plugin results of any version come back the other way.
 """
 
 from __future__ import annotations
 
-from cni_plugin.gojson import go_quote
-from cni_plugin.types import CURRENT_VERSION, DNS, Interface, IPConfig, Result, Route, is_ipv4
+from cni_spec.gojson import go_quote
+from cni_spec.types import CURRENT_VERSION, DNS, Interface, IPConfig, Result, Route, is_ipv4
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.cni.reference_versions import ALL_VERSIONS, as_printed_at, reference_version_for
-from tests.cni.test_host_local_exec import (
+from tests.cni_plugin.reference_versions import ALL_VERSIONS, as_printed_at, reference_version_for
+from tests.cni_plugin.test_host_local_exec import (
     PLUGIN,
     Run,
     addresses_of,

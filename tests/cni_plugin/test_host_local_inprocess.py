@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cni_plugin.host_local import ABOUT, HANDLERS, KNOWN_ARGS
-from tests.cni.skelharness import Outcome, base_env, run_in_process
-from tests.cni.test_host_local_exec import ALL_VERSIONS, addresses_of, leases_in, net_conf
+from tests.cni_plugin.skelharness import Outcome, base_env, run_in_process
+from tests.cni_plugin.test_host_local_exec import ALL_VERSIONS, addresses_of, leases_in, net_conf
 
 
 def run(command: str, conf: dict[str, Any], **env: str) -> Outcome:

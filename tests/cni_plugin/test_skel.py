@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cni_plugin.errors import CNIError
 from cni_plugin.skel import CmdArgs, Handlers
-from cni_plugin.types import Interface, IPConfig, Result, Route
-from cni_plugin.version import ALL_VERSIONS
+from cni_spec.errors import CNIError
+from cni_spec.types import Interface, IPConfig, Result, Route
+from cni_spec.version import ALL_VERSIONS
 
 from .skelharness import base_env, run_in_process
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cni_plugin.noop import HANDLERS, KNOWN_ARGS
-from cni_plugin.version import ALL_VERSIONS
+from cni_spec.version import ALL_VERSIONS
 
 from .procharness import cni_env, exec_plugin
 from .skelharness import Outcome, run_in_process

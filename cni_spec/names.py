@@ -6,7 +6,7 @@ they are also what keeps a name from traversing out of a state directory.
 
 from __future__ import annotations
 
-from cni_plugin.errors import (
+from cni_spec.errors import (
     ERR_INVALID_ENVIRONMENT_VARIABLES,
     ERR_INVALID_NETWORK_CONFIG,
     ERR_UNKNOWN_CONTAINER,

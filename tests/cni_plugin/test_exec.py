@@ -16,7 +16,7 @@ import pytest
 
 from cni_plugin.dataplane.emulated import EmulatedDataplane
 from cni_plugin.install import EXECUTABLES, PROJECT_ROOT, install
-from cni_plugin.version import ALL_VERSIONS
+from cni_spec.version import ALL_VERSIONS
 
 from .conftest import RecordingIPAM
 from .procharness import cni_env, exec_plugin
