@@ -33,6 +33,13 @@ class CNIError(Exception):
         # Same text as the reference's Error(): "msg; details".
         return f"{self.msg}; {self.details}" if self.details else self.msg
 
+    def summary(self) -> str:
+        """One line for a log or trace: ``code N: msg; details``.
+
+        A runtime uses code 0 for a failure that did not come from a plugin's error JSON
+        (a plugin it could not find, a result it could not parse), as libcni does."""
+        return f"code {self.code}: {self}"
+
     def __repr__(self) -> str:
         return f"CNIError({self.code}, {self.msg!r}, {self.details!r})"
 

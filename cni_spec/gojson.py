@@ -205,14 +205,28 @@ def _dumps_compact_slow(obj: Any) -> str:
     return "".join(out)
 
 
-def dumps_compact(obj: Any) -> str:
+def _with_sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _with_sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_with_sorted_keys(v) for v in obj]
+    return obj
+
+
+def dumps_compact(obj: Any, sort_keys: bool = False) -> str:
     """json.Marshal(obj): no spaces at all.
+
+    ``sort_keys`` writes every object's keys in order, as Go marshals a map (what a
+    runtime sends: libcni builds each plugin's stdin from a map); without it the keys keep
+    their order, as Go marshals a struct (what a plugin prints).
 
     Written by the C encoder; the characters Go escapes (<, >, &, U+2028, U+2029) occur
     only inside strings, so escaping them in the whole text equals escaping each string.
     Dict keys are expected to be str (as Go's JSON object keys); what the C encoder
     refuses (NaN, keys of other types, unknown objects) goes through the Python encoder.
     """
+    if sort_keys:
+        obj = _with_sorted_keys(obj)
     try:
         out: str = "".join(_compact_encoder(obj, 0))
     except (TypeError, ValueError):

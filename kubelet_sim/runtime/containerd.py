@@ -35,10 +35,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import containerd_cni_args
 from kubelet_sim.runtime.libcni.cache import write_atomically
 from kubelet_sim.runtime.libcni.conf import NetworkNotReady
-from kubelet_sim.runtime.libcni.invoke import PluginError
 from kubelet_sim.runtime.pod_network import Attachment, PodNetwork
 from kubelet_sim.utils.trace import Trace
 
@@ -266,9 +266,9 @@ class ContainerRuntime:
             raise
         try:
             setup = self.network.setup(sandbox.attachment())
-        except (PluginError, NetworkNotReady) as err:
+        except (CNIError, NetworkNotReady) as err:
             # Without a network config nothing ran (go-cni refuses before any exec).
-            self._undo_failed_setup(sandbox, teardown=isinstance(err, PluginError))
+            self._undo_failed_setup(sandbox, teardown=isinstance(err, CNIError))
             raise SandboxError(
                 f"failed to setup network for sandbox {sandbox_id!r}: {err}"
             ) from err
@@ -281,7 +281,7 @@ class ContainerRuntime:
         """containerd's deferred cleanup: tear the network down, drop the netns and the record."""
         if teardown:
             # If a DEL fails its cached attachment stays on disk; a later GC retries it.
-            with contextlib.suppress(PluginError, NetworkNotReady):
+            with contextlib.suppress(CNIError, NetworkNotReady):
                 self.network.teardown(sandbox.attachment())
         self._remove_netns(sandbox.netns)
         self._forget(sandbox.id)
@@ -319,7 +319,7 @@ class ContainerRuntime:
         """The NetworkReady condition as containerd reports it to the kubelet."""
         try:
             self.network.status()
-        except (NetworkNotReady, PluginError) as err:
+        except (NetworkNotReady, CNIError) as err:
             return NetworkCondition(
                 ready=False,
                 reason="NetworkPluginNotReady",
@@ -339,7 +339,7 @@ class ContainerRuntime:
             if sandbox.state != SANDBOX_READY and sandbox.network_attached:
                 try:
                     self.network.teardown(sandbox.attachment())
-                except (PluginError, NetworkNotReady):
+                except (CNIError, NetworkNotReady):
                     continue
                 sandbox.network_attached = False
                 self._save(sandbox)

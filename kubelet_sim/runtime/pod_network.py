@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import (
     NetworkConfigList,
@@ -29,7 +30,6 @@ from kubelet_sim.runtime.libcni.conf import (
     load_pod_network,
     loopback_network,
 )
-from kubelet_sim.runtime.libcni.invoke import PluginError
 from kubelet_sim.runtime.libcni.results import PodIP, Result, pod_ips, to_current
 
 LOOPBACK_IFNAME = "lo"
@@ -106,7 +106,7 @@ class PodNetwork:
         for net, ifname in self._teardown_networks(att):
             try:
                 self.libcni.del_network_list(net, att.runtime_conf(ifname))
-            except PluginError as err:
+            except CNIError as err:
                 errors.append(err)
         if errors:
             raise errors[0]
@@ -116,7 +116,7 @@ class PodNetwork:
             self.libcni.check_network_list(net, att.runtime_conf(ifname))
 
     def status(self) -> None:
-        """Raises `NetworkNotReady` (no config) or `PluginError` (a STATUS failed)."""
+        """Raises `NetworkNotReady` (no config) or `CNIError` (a STATUS failed)."""
         for net, _ in self.networks():
             self.libcni.status_network_list(net)
 
@@ -127,7 +127,7 @@ class PodNetwork:
         for net, ifname in self.networks():
             try:
                 self.libcni.gc_network_list(net, [(sid, ifname) for sid in ids])
-            except PluginError as err:
+            except CNIError as err:
                 errors.append(str(err))
         if errors:
-            raise PluginError("\n".join(errors))
+            raise CNIError(0, "\n".join(errors))

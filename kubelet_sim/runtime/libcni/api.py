@@ -22,12 +22,13 @@ Every exec (and every lookup of a plugin that fails) is recorded in the trace.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cni_spec.errors import CNIError
+from cni_spec.names import validate_container_id, validate_interface_name, validate_network_name
 from kubelet_sim.runtime.libcni.cache import (
     CachedAttachment,
     list_attachments,
@@ -36,7 +37,7 @@ from kubelet_sim.runtime.libcni.cache import (
     store_attachment,
 )
 from kubelet_sim.runtime.libcni.conf import NetworkConfigList, PluginConf, go_json
-from kubelet_sim.runtime.libcni.invoke import PluginError, PluginExec
+from kubelet_sim.runtime.libcni.invoke import PluginExec
 from kubelet_sim.runtime.libcni.results import (
     Result,
     convert_result,
@@ -55,8 +56,6 @@ CAPABILITY_ARGS = (
     "io.kubernetes.cri.pod-annotations",
 )
 
-_VALID_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
-_MAX_IFNAME = 15
 
 
 @dataclass(frozen=True)
@@ -87,28 +86,11 @@ def containerd_cni_args(
 
 
 def validate_attachment(network: str, rt: RuntimeConf) -> None:
-    """libcni's checks before an ADD: container id, network name, interface name."""
-    if not rt.container_id:
-        raise PluginError("missing containerID", code=3)
-    if not _VALID_NAME.match(rt.container_id):
-        raise PluginError("invalid characters in containerID", code=4, details=rt.container_id)
-    if not network:
-        raise PluginError("missing network name:", code=7)
-    if not _VALID_NAME.match(network):
-        raise PluginError("invalid characters found in network name", code=7, details=network)
-    ifname = rt.ifname
-    if not ifname:
-        raise PluginError("interface name is empty", code=4)
-    if len(ifname) > _MAX_IFNAME:
-        raise PluginError(
-            "interface name is too long",
-            code=4,
-            details=f"interface name should be less than {_MAX_IFNAME + 1} characters",
-        )
-    if ifname in (".", ".."):
-        raise PluginError("interface name is . or ..", code=4)
-    if any(c in "/:" or c.isspace() for c in ifname):
-        raise PluginError("interface name contains / or : or whitespace characters", code=4)
+    """libcni's checks before an ADD: container id, network name, interface name (the
+    same rules and errors the plugins apply, from cni_spec)."""
+    validate_container_id(rt.container_id)
+    validate_network_name(network)
+    validate_interface_name(rt.ifname)
 
 
 def build_plugin_config(
@@ -141,8 +123,8 @@ def _describe(plugin: PluginConf, net: NetworkConfigList) -> str:
     return f'type="{plugin.type}" name="{net.name}"' if net.name else f'type="{plugin.type}"'
 
 
-def _wrap(prefix: str, err: PluginError) -> PluginError:
-    wrapped = PluginError(f"{prefix}: {err}", code=err.code)
+def _wrap(prefix: str, err: CNIError) -> CNIError:
+    wrapped = CNIError(err.code, f"{prefix}: {err}")
     wrapped.__cause__ = err
     return wrapped
 
@@ -194,7 +176,7 @@ class LibCNI:
             if command == "ADD":
                 validate_attachment(network, rt)
             return self.plugin_exec.exec_plugin(path, stdin, env)
-        except PluginError as err:
+        except CNIError as err:
             outcome = err.summary()
             raise
         finally:
@@ -214,11 +196,11 @@ class LibCNI:
         try:
             raw = json.loads(stdout)
         except ValueError as exc:
-            raise PluginError(f"failed to unmarshal raw result: {exc}") from None
+            raise CNIError(0, f"failed to unmarshal raw result: {exc}") from None
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
-            raise PluginError("failed to unmarshal raw result: not a JSON object")
+            raise CNIError(0, "failed to unmarshal raw result: not a JSON object")
         version = raw.get("cniVersion")
         return create_result(version if isinstance(version, str) and version else conf_version, raw)
 
@@ -226,20 +208,20 @@ class LibCNI:
 
     def add_network_list(self, net: NetworkConfigList, rt: RuntimeConf) -> Result:
         if not net.plugins:
-            raise PluginError(f'network "{net.name}" has no plugins')
+            raise CNIError(0, f'network "{net.name}" has no plugins')
         result: Result | None = None
         for plugin in net.plugins:
             stdin = build_plugin_config(net, plugin, prev_result=result, rt=rt)
             try:
                 stdout = self._exec("ADD", plugin, stdin, net.name, rt)
                 result = self._parse_result(stdin, stdout)
-            except PluginError as err:
+            except CNIError as err:
                 raise _wrap(f"plugin {_describe(plugin, net)} failed (add)", err) from err
         assert result is not None  # a list always has at least one plugin
         try:
             store_attachment(self.cache_dir, self._attachment(net, rt, result))
         except (OSError, ValueError) as exc:
-            raise PluginError(f'failed to set network "{net.name}" cached result: {exc}') from exc
+            raise CNIError(0, f'failed to set network "{net.name}" cached result: {exc}') from exc
         return result
 
     def _attachment(
@@ -261,43 +243,41 @@ class LibCNI:
         try:
             raw = read_cached_result(self.cache_dir, net.name, rt.container_id, rt.ifname)
         except ValueError as exc:
-            raise PluginError(str(exc)) from None
+            raise CNIError(0, str(exc)) from None
         if raw is None:
             return None
         version = raw.get("cniVersion") or "0.1.0"
         result = create_result(version, raw)
         try:
             return convert_result(result, net.cni_version)
-        except PluginError as err:
-            raise PluginError(
-                f'failed to convert cached result to config version "{net.cni_version}": {err}'
-            ) from err
+        except CNIError as err:
+            raise CNIError(0, "failed to convert cached result to config version "
+                              f'"{net.cni_version}": {err}') from err
 
     def del_network_list(self, net: NetworkConfigList, rt: RuntimeConf) -> None:
         cached: Result | None = None
         if version_at_least(net.cni_version, "0.4.0"):
             try:
                 cached = self.cached_result(net, rt)
-            except PluginError:
+            except CNIError:
                 remove_attachment(self.cache_dir, net.name, rt.container_id, rt.ifname)
         for plugin in reversed(net.plugins):
             stdin = build_plugin_config(net, plugin, prev_result=cached, rt=rt)
             try:
                 self._exec("DEL", plugin, stdin, net.name, rt)
-            except PluginError as err:
+            except CNIError as err:
                 raise _wrap(f"plugin {_describe(plugin, net)} failed (delete)", err) from err
         remove_attachment(self.cache_dir, net.name, rt.container_id, rt.ifname)
 
     def check_network_list(self, net: NetworkConfigList, rt: RuntimeConf) -> None:
         if not version_at_least(net.cni_version, "0.4.0"):
-            raise PluginError(
-                f'configuration version "{net.cni_version}" does not support the CHECK command'
-            )
+            raise CNIError(0, f'configuration version "{net.cni_version}" '
+                              "does not support the CHECK command")
         if net.disable_check:
             return
         try:
             cached = self.cached_result(net, rt)
-        except PluginError as err:
+        except CNIError as err:
             raise _wrap(f'failed to get network "{net.name}" cached result', err) from err
         for plugin in net.plugins:
             stdin = build_plugin_config(net, plugin, prev_result=cached, rt=rt)
@@ -334,7 +314,7 @@ class LibCNI:
             )
             try:
                 self.del_network_list(net, rt)
-            except PluginError as err:
+            except CNIError as err:
                 errors.append(
                     f"failed to delete stale attachment {att.container_id} {att.ifname}: {err}"
                 )
@@ -348,7 +328,7 @@ class LibCNI:
                     self._exec(
                         "GC", plugin, build_plugin_config(net, plugin, extra=extra), net.name, None
                     )
-                except PluginError as err:
+                except CNIError as err:
                     errors.append(f"failed to GC plugin {plugin.type}: {err}")
         if errors:
-            raise PluginError("\n".join(errors))
+            raise CNIError(0, "\n".join(errors))

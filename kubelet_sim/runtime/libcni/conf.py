@@ -17,7 +17,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubelet_sim.runtime.libcni.results import CURRENT_VERSION, parse_version
+from cni_spec.gojson import dumps_compact
+from cni_spec.types import CURRENT_VERSION
+from kubelet_sim.runtime.libcni.results import parse_version
 
 CONF_EXTENSIONS = (".conf", ".conflist", ".json")
 
@@ -58,8 +60,7 @@ class NetworkConfigList:
 
 def go_json(value: Any) -> bytes:
     """JSON as Go's json.Marshal writes a map: compact, keys sorted, <>& escaped."""
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode()
+    return dumps_compact(value, sort_keys=True).encode()
 
 
 def plugin_conf_from_bytes(data: bytes) -> PluginConf:

@@ -2,7 +2,7 @@
 
 `RealExec` runs a binary as libcni's ``invoke`` package does: the runtime's own
 environment plus the ``CNI_*`` variables, the network config on stdin, stdout
-captured; a non-zero exit becomes a `PluginError` decoded from the error JSON
+captured; a non-zero exit becomes a `CNIError` decoded from the error JSON
 the plugin printed on stdout (or a message built from stderr when it printed
 none). `FakeExec` answers from a Python handler and records every call, so the
 ordering, config injection and CNI_ARGS rules are tested without processes.
@@ -18,30 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cni_spec.errors import CNIError
+
 # libcni retries a plugin start that fails with ETXTBSY (binary being written).
 _TEXT_FILE_BUSY_RETRIES = 5
-
-
-class PluginError(Exception):
-    """A CNI error: the plugin's ``{code, msg, details}`` or one libcni made up.
-
-    ``code`` 0 means the failure did not come from a plugin's error JSON (a
-    plugin that could not be found, a result that could not be parsed...).
-    ``str()`` reads as libcni's ``types.Error``: ``msg`` then ``; details``.
-    """
-
-    def __init__(self, msg: str, code: int = 0, details: str = "") -> None:
-        super().__init__(msg)
-        self.code = code
-        self.msg = msg
-        self.details = details
-
-    def __str__(self) -> str:
-        return f"{self.msg}; {self.details}" if self.details else self.msg
-
-    def summary(self) -> str:
-        """How the trace shows the failure: ``code N: msg``."""
-        return f"code {self.code}: {self}"
 
 
 class PluginExec(Protocol):
@@ -55,11 +35,11 @@ class PluginExec(Protocol):
 def find_in_path(plugin: str, paths: Sequence[str]) -> str:
     """Locate ``plugin`` in the first of ``paths`` holding a regular file of that name."""
     if not plugin:
-        raise PluginError("no plugin name provided")
+        raise CNIError(0, "no plugin name provided")
     if os.sep in plugin:
-        raise PluginError(f"invalid plugin name: {plugin}")
+        raise CNIError(0, f"invalid plugin name: {plugin}")
     if not paths:
-        raise PluginError("no paths provided")
+        raise CNIError(0, "no paths provided")
     for directory in paths:
         candidate = os.path.join(directory, plugin)
         try:
@@ -68,30 +48,26 @@ def find_in_path(plugin: str, paths: Sequence[str]) -> str:
         except OSError:
             continue
     # Go prints a []string as [a b c].
-    raise PluginError(f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
+    raise CNIError(0, f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
 
 
-def decode_plugin_failure(status: int, stdout: bytes, stderr: bytes) -> PluginError:
+def decode_plugin_failure(status: int, stdout: bytes, stderr: bytes) -> CNIError:
     """The error libcni reports for a plugin that exited non-zero."""
     reason = f"exit status {status}"
     if not stdout:
         if not stderr:
-            return PluginError(f"netplugin failed with no error message: {reason}")
-        return PluginError(f"netplugin failed: {stderr.decode(errors='replace')!r}: {reason}")
+            return CNIError(0, f"netplugin failed with no error message: {reason}")
+        return CNIError(0, f"netplugin failed: {stderr.decode(errors='replace')!r}: {reason}")
     try:
         raw = json.loads(stdout)
         if not isinstance(raw, dict):
             raise ValueError("not an object")
-        return PluginError(
-            str(raw.get("msg", "")),
-            code=int(raw.get("code", 0)),
-            details=str(raw.get("details", "")),
-        )
+        return CNIError(int(raw.get("code", 0)), str(raw.get("msg", "")),
+                        str(raw.get("details", "")))
     except (ValueError, TypeError) as exc:
         text = stdout.decode(errors="replace")
-        return PluginError(
-            f"netplugin failed but error parsing its diagnostic message {text!r}: {exc}"
-        )
+        return CNIError(
+            0, f"netplugin failed but error parsing its diagnostic message {text!r}: {exc}")
 
 
 @dataclass
@@ -127,15 +103,15 @@ class RealExec:
                 if exc.errno == 26 and attempt < _TEXT_FILE_BUSY_RETRIES:  # ETXTBSY
                     time.sleep(1.0)
                     continue
-                raise PluginError(f"netplugin failed: {exc}") from exc
+                raise CNIError(0, f"netplugin failed: {exc}") from exc
             except subprocess.TimeoutExpired as exc:
-                raise PluginError(f"netplugin timed out after {self.timeout_s}s") from exc
+                raise CNIError(0, f"netplugin timed out after {self.timeout_s}s") from exc
             if proc.returncode != 0:
                 raise decode_plugin_failure(proc.returncode, proc.stdout, proc.stderr)
             if proc.stderr and self.stderr_sink is not None:
                 self.stderr_sink(plugin_path, proc.stderr)
             return proc.stdout
-        raise PluginError("netplugin failed: text file busy")
+        raise CNIError(0, "netplugin failed: text file busy")
 
 
 @dataclass(frozen=True)
@@ -156,7 +132,7 @@ class ExecCall:
 
 
 # A fake plugin: given the call, return a result dict (printed as JSON), None
-# (prints nothing) or raise PluginError (the plugin's error JSON, exit 1).
+# (prints nothing) or raise CNIError (the plugin's error JSON, exit 1).
 FakePlugin = Callable[[ExecCall], "dict[str, Any] | None"]
 
 
@@ -183,7 +159,7 @@ class FakeExec:
             return os.path.join(self.bin_dir, plugin)
         if not plugin or os.sep in plugin or not paths:
             return find_in_path(plugin, paths)
-        raise PluginError(f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
+        raise CNIError(0, f'failed to find plugin "{plugin}" in path [{" ".join(paths)}]')
 
     def exec_plugin(self, plugin_path: str, stdin: bytes, env: Mapping[str, str]) -> bytes:
         plugin = os.path.basename(plugin_path)

@@ -16,9 +16,11 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
-from kubelet_sim.runtime.libcni.invoke import PluginError
+from cni_spec.errors import CNIError
+from cni_spec.types import CURRENT_VERSION
+from cni_spec.version import VersionError
+from cni_spec.version import parse_version as spec_parse_version
 
-CURRENT_VERSION = "1.1.0"
 RESULT_VERSIONS_020 = ("0.1.0", "0.2.0")
 RESULT_VERSIONS_040 = ("0.3.0", "0.3.1", "0.4.0")
 RESULT_VERSIONS_100 = ("1.0.0", "1.1.0")
@@ -28,21 +30,12 @@ Result = dict[str, Any]
 
 
 def parse_version(version: str) -> tuple[int, int, int]:
-    """``major.minor.micro``; an empty string is 0.1.0 (no version declared)."""
-    if version == "":
-        return (0, 1, 0)
-    parts = version.split(".")
-    if len(parts) >= 4:
-        raise PluginError(f'invalid version "{version}": too many parts')
-    numbers = [0, 0, 0]
-    for i, (part, label) in enumerate(zip(parts, ("major", "minor", "micro"), strict=False)):
-        try:
-            numbers[i] = int(part)
-        except ValueError:
-            raise PluginError(
-                f'failed to convert {label} version part "{part}": invalid syntax'
-            ) from None
-    return (numbers[0], numbers[1], numbers[2])
+    """``major.minor.micro`` as cni_spec parses it (``""`` is 0.1.0); a malformed version
+    is a CNIError (code 0: libcni's own failure, not a plugin's)."""
+    try:
+        return spec_parse_version(version)
+    except VersionError as err:
+        raise CNIError(0, str(err)) from None
 
 
 def version_at_least(version: str, minimum: str) -> bool:
@@ -56,7 +49,7 @@ def _family(version: str) -> str:
         return "040"
     if version in RESULT_VERSIONS_020:
         return "020"
-    raise PluginError(f'unsupported CNI result version "{version}"')
+    raise CNIError(0, f'unsupported CNI result version "{version}"')
 
 
 def _ip_version(address: str) -> str:
@@ -94,7 +87,7 @@ def create_result(version: str, raw: Any) -> Result:
     """A plugin's result read as libcni's type for ``version`` (unknown keys dropped)."""
     family = _family(version)
     if not isinstance(raw, dict):
-        raise PluginError("failed to unmarshal raw result: not a JSON object")
+        raise CNIError(0, "failed to unmarshal raw result: not a JSON object")
     out: Result = {"cniVersion": version}
     try:
         if family == "020":
@@ -135,7 +128,7 @@ def create_result(version: str, raw: Any) -> Result:
         out["dns"] = _dns(raw.get("dns"))
         return out
     except (KeyError, TypeError, ValueError) as exc:
-        raise PluginError(f"failed to parse result version {version}: {exc}") from exc
+        raise CNIError(0, f"failed to parse result version {version}: {exc}") from exc
 
 
 def _to_current(result: Result) -> Result:
@@ -182,10 +175,9 @@ def convert_result(result: Result, to_version: str) -> Result:
     try:
         _family(from_version)
         target = _family(to_version)
-    except PluginError:
-        raise PluginError(
-            f"no converter for CNI result version {from_version} to {to_version}"
-        ) from None
+    except CNIError:
+        raise CNIError(
+            0, f"no converter for CNI result version {from_version} to {to_version}") from None
     cur = _to_current(result)
     if target == "100":
         cur["cniVersion"] = to_version
@@ -211,7 +203,7 @@ def convert_result(result: Result, to_version: str) -> Result:
                 **({"gateway": ip["gateway"]} if ip.get("gateway") else {}),
             }
     if "ip4" not in out and "ip6" not in out:
-        raise PluginError("cannot convert: no valid IP addresses")
+        raise CNIError(0, "cannot convert: no valid IP addresses")
     for route in cur.get("routes", []):
         key = "ip4" if ipaddress.ip_network(route["dst"], strict=False).version == 4 else "ip6"
         if key in out:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import conf_list_from_bytes
-from kubelet_sim.runtime.libcni.invoke import PluginError, RealExec
+from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.utils.trace import Trace
 
 BIN_DIR = os.path.dirname(sys.executable)
@@ -114,7 +115,7 @@ def test_a_plugins_error_code_reaches_the_caller(libcni, tmp_path):
     doc["plugins"][0]["ipam"]["ranges"] = [[{"subnet": "10.77.0.0/30"}]]
     net = conf_list_from_bytes(json.dumps(doc).encode())
     libcni.add_network_list(net, rt("c1"))
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.add_network_list(net, rt("c2"))  # a /30 has one usable address besides the gateway
     assert info.value.code != 0
     assert 'plugin type="emu-host-local" name="ipamnet" failed (add)' in str(info.value)

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import conf_list_from_bytes
-from kubelet_sim.runtime.libcni.invoke import PluginError, RealExec, find_in_path
+from kubelet_sim.runtime.libcni.invoke import RealExec, find_in_path
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs /bin/sh")
 
@@ -46,7 +47,7 @@ def test_find_in_path_takes_the_first_directory_holding_the_plugin(tmp_path):
     ],
 )
 def test_find_in_path_errors_read_as_libcnis(plugin, paths, message):
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         find_in_path(plugin, paths)
     assert str(info.value) == message
 
@@ -88,7 +89,7 @@ def test_a_plugins_error_json_becomes_its_code_msg_and_details(tmp_path):
         "failing",
         'echo \'{"cniVersion":"1.0.0","code":7,"msg":"bad","details":"why"}\'\nexit 1\n',
     )
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         RealExec().exec_plugin(str(tmp_path / "failing"), b"{}", {"CNI_COMMAND": "ADD"})
     assert (info.value.code, info.value.msg, info.value.details) == (7, "bad", "why")
     assert info.value.summary() == "code 7: bad; why"
@@ -96,19 +97,19 @@ def test_a_plugins_error_json_becomes_its_code_msg_and_details(tmp_path):
 
 def test_a_plugin_failing_silently_reports_its_exit_status(tmp_path):
     script(tmp_path, "silent", "exit 3\n")
-    with pytest.raises(PluginError, match="netplugin failed with no error message: exit status 3"):
+    with pytest.raises(CNIError, match="netplugin failed with no error message: exit status 3"):
         RealExec().exec_plugin(str(tmp_path / "silent"), b"{}", {})
 
 
 def test_a_plugin_failing_on_stderr_only_reports_stderr(tmp_path):
     script(tmp_path, "noisy", "echo boom >&2\nexit 1\n")
-    with pytest.raises(PluginError, match="netplugin failed: 'boom\\\\n': exit status 1"):
+    with pytest.raises(CNIError, match="netplugin failed: 'boom\\\\n': exit status 1"):
         RealExec().exec_plugin(str(tmp_path / "noisy"), b"{}", {})
 
 
 def test_a_plugin_printing_garbage_on_failure_is_reported_as_such(tmp_path):
     script(tmp_path, "garbage", "echo not-json\nexit 1\n")
-    with pytest.raises(PluginError, match="error parsing its diagnostic message"):
+    with pytest.raises(CNIError, match="error parsing its diagnostic message"):
         RealExec().exec_plugin(str(tmp_path / "garbage"), b"{}", {})
 
 
@@ -127,5 +128,5 @@ def test_a_non_executable_plugin_fails_cleanly(tmp_path):
     path = tmp_path / "notexec"
     path.write_text("#!/bin/sh\nexit 0\n")
     os.chmod(path, 0o644)
-    with pytest.raises(PluginError, match="netplugin failed"):
+    with pytest.raises(CNIError, match="netplugin failed"):
         RealExec().exec_plugin(str(path), b"", {})

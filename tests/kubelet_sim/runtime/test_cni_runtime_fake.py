@@ -9,15 +9,11 @@ from typing import Any
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf, containerd_cni_args
 from kubelet_sim.runtime.libcni.cache import cache_path
 from kubelet_sim.runtime.libcni.conf import conf_list_from_bytes
-from kubelet_sim.runtime.libcni.invoke import (
-    ExecCall,
-    FakeExec,
-    PluginError,
-    echo_prev_result_plugin,
-)
+from kubelet_sim.runtime.libcni.invoke import ExecCall, FakeExec, echo_prev_result_plugin
 from kubelet_sim.utils.trace import Trace
 
 SANDBOX = "5f1c0ffee"
@@ -169,10 +165,10 @@ def test_add_caches_the_final_result_in_libcni_format(libcni, tmp_path):
 
 def test_a_failing_plugin_stops_add_caches_nothing_and_deletes_nothing(libcni, fake, tmp_path):
     def broken(call: ExecCall):
-        raise PluginError("no bandwidth left", code=11, details="try later")
+        raise CNIError(11, "no bandwidth left", "try later")
 
     fake.plugins["tuner"] = broken
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.add_network_list(conf_list_from_bytes(network()), pod_rt())
     assert info.value.code == 11
     assert (
@@ -229,10 +225,10 @@ def test_a_failing_del_keeps_the_cache_for_a_retry(libcni, fake, tmp_path):
     libcni.add_network_list(net, pod_rt())
 
     def refuse(call: ExecCall):
-        raise PluginError("busy", code=11)
+        raise CNIError(11, "busy")
 
     fake.plugins["tuner"] = refuse
-    with pytest.raises(PluginError, match=r"failed \(delete\): busy"):
+    with pytest.raises(CNIError, match=r"failed \(delete\): busy"):
         libcni.del_network_list(net, pod_rt())
     assert Path(cache_path(str(tmp_path / "cache"), "podnet", SANDBOX, "eth0")).exists()
     assert [c.plugin for c in fake.calls if c.command == "DEL"] == ["meta", "tuner"]
@@ -254,7 +250,7 @@ def test_check_runs_in_order_with_the_cached_result(libcni, fake):
 @pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "0.3.0", "0.3.1"])
 def test_check_on_a_list_older_than_0_4_0_is_an_error(libcni, fake, version):
     with pytest.raises(
-        PluginError, match=f'configuration version "{version}" does not support the CHECK'
+        CNIError, match=f'configuration version "{version}" does not support the CHECK'
     ):
         libcni.check_network_list(conf_list_from_bytes(network(version)), pod_rt())
     assert fake.calls == []
@@ -282,10 +278,10 @@ def test_status_on_a_1_1_0_list_asks_every_plugin_without_container_args(libcni,
 
 def test_status_failure_carries_the_plugins_code(libcni, fake):
     def unavailable(call: ExecCall):
-        raise PluginError("ipam pool not ready", code=50)
+        raise CNIError(50, "ipam pool not ready")
 
     fake.plugins["tuner"] = unavailable
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.status_network_list(conf_list_from_bytes(network("1.1.0")))
     assert (info.value.code, str(info.value)) == (50, "ipam pool not ready")
     assert [c.plugin for c in fake.calls] == ["main", "tuner"]
@@ -330,7 +326,7 @@ def test_gc_leaves_other_networks_attachments_alone(libcni, fake):
 
 def test_a_plugin_missing_from_cni_path_fails_as_libcni_reports_it(libcni, fake):
     net = conf_list_from_bytes(network(plugins=[{"type": "main"}, {"type": "absent"}]))
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.add_network_list(net, pod_rt())
     assert str(info.value) == (
         'plugin type="absent" name="podnet" failed (add): '
@@ -349,14 +345,14 @@ def test_a_plugin_missing_from_cni_path_fails_as_libcni_reports_it(libcni, fake)
 )
 def test_add_validates_the_attachment_before_exec(libcni, fake, rt_change, code, message):
     rt = RuntimeConf(**{**pod_rt().__dict__, **rt_change})
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.add_network_list(conf_list_from_bytes(network()), rt)
     assert info.value.code == code and message in str(info.value)
     assert fake.calls == []
 
 
 def test_a_network_name_with_a_slash_is_rejected_before_exec(libcni, fake):
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.add_network_list(conf_list_from_bytes(network(name="../etc")), pod_rt())
     assert info.value.code == 7
     assert fake.calls == []
@@ -376,16 +372,16 @@ def test_a_result_without_a_version_is_read_in_the_configs_version(libcni, fake)
 
 def test_an_add_answer_that_is_not_json_fails(libcni, fake):
     fake.plugins["main"] = lambda call: None
-    with pytest.raises(PluginError, match="failed to unmarshal raw result"):
+    with pytest.raises(CNIError, match="failed to unmarshal raw result"):
         libcni.add_network_list(conf_list_from_bytes(network(plugins=[{"type": "main"}])), pod_rt())
 
 
 def test_every_exec_is_traced_with_its_outcome(libcni, fake, trace):
     def refuse(call: ExecCall):
-        raise PluginError("nope", code=7)
+        raise CNIError(7, "nope")
 
     fake.plugins["tuner"] = refuse
-    with pytest.raises(PluginError):
+    with pytest.raises(CNIError):
         libcni.add_network_list(conf_list_from_bytes(network()), pod_rt())
     events = list(trace)
     assert [e.call for e in events] == ["cni ADD main", "cni ADD tuner"]

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf, containerd_cni_args
 from kubelet_sim.runtime.libcni.conf import LOOPBACK_NETWORK, conf_list_from_bytes
-from kubelet_sim.runtime.libcni.invoke import PluginError, RealExec
+from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.libcni.results import pod_ips, to_current
 from kubelet_sim.utils.trace import Trace
 from tests.netns_support import (
@@ -125,7 +126,7 @@ def test_check_passes_then_fails_once_the_interface_lost_its_address(
     libcni.add_network_list(net, rt)
     libcni.check_network_list(net, rt)
     sh("ip", "-n", netns, "addr", "flush", "dev", "eth0")
-    with pytest.raises(PluginError):
+    with pytest.raises(CNIError):
         libcni.check_network_list(net, rt)
 
 
@@ -165,7 +166,7 @@ def test_status_is_skipped_below_1_1_0_and_sent_at_1_1_0(libcni, trace, tmp_path
     assert trace.calls() == []
     # The Debian reference plugins (1.1.1) predate STATUS: the call reaches the plugin
     # and its skel rejects it with an error JSON (which makes the network not ready).
-    with pytest.raises(PluginError) as info:
+    with pytest.raises(CNIError) as info:
         libcni.status_network_list(bridge_list(tmp_path, bridge, subnet, "1.1.0"))
     assert info.value.code != 0
     assert trace.calls() == ["cni STATUS bridge"]
@@ -174,7 +175,7 @@ def test_status_is_skipped_below_1_1_0_and_sent_at_1_1_0(libcni, trace, tmp_path
 def test_a_missing_plugin_binary_fails_the_add(libcni, tmp_path, netns, bridge, subnet):
     net = bridge_list(tmp_path, bridge, subnet, extra=[{"type": "no-such-plugin"}])
     with pytest.raises(
-        PluginError, match=r'failed to find plugin "no-such-plugin" in path \[/usr/lib/cni\]'
+        CNIError, match=r'failed to find plugin "no-such-plugin" in path \[/usr/lib/cni\]'
     ):
         libcni.add_network_list(net, rt_for(netns))
 

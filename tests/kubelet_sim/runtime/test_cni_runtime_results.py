@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubelet_sim.runtime.libcni.invoke import PluginError
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.results import (
     ALL_RESULT_VERSIONS,
     convert_result,
@@ -41,12 +41,12 @@ def test_an_empty_version_is_0_1_0_and_versions_compare_numerically():
 
 @pytest.mark.parametrize("bad", ["1.0.0.0", "a.b.c", "1.x"])
 def test_a_malformed_version_is_an_error(bad):
-    with pytest.raises(PluginError):
+    with pytest.raises(CNIError):
         parse_version(bad)
 
 
 def test_an_unknown_result_version_is_unsupported():
-    with pytest.raises(PluginError, match=r'unsupported CNI result version "9\.9\.9"'):
+    with pytest.raises(CNIError, match=r'unsupported CNI result version "9\.9\.9"'):
         create_result("9.9.9", {})
 
 
@@ -77,7 +77,7 @@ def test_0_2_0_results_keep_the_first_address_per_family_with_its_routes():
 
 
 def test_a_result_without_addresses_cannot_become_0_2_0():
-    with pytest.raises(PluginError, match="no valid IP addresses"):
+    with pytest.raises(CNIError, match="no valid IP addresses"):
         convert_result({"cniVersion": "1.0.0", "interfaces": [{"name": "lo"}]}, "0.2.0")
 
 
@@ -111,5 +111,5 @@ def test_an_ip_without_an_interface_index_belongs_to_the_default_interface():
 
 @pytest.mark.parametrize("address", ["10.0.0.5", "not-an-ip/24", "10.0.0.300/24"])
 def test_a_result_address_that_is_not_a_cidr_fails_to_parse(address):
-    with pytest.raises(PluginError, match="failed to parse result"):
+    with pytest.raises(CNIError, match="failed to parse result"):
         create_result("1.0.0", {"cniVersion": "1.0.0", "ips": [{"address": address}]})

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.containerd import (
     SANDBOX_NOTREADY,
     SANDBOX_READY,
@@ -18,12 +19,7 @@ from kubelet_sim.runtime.containerd import (
     SandboxNotFound,
 )
 from kubelet_sim.runtime.libcni.api import LibCNI
-from kubelet_sim.runtime.libcni.invoke import (
-    ExecCall,
-    FakeExec,
-    PluginError,
-    echo_prev_result_plugin,
-)
+from kubelet_sim.runtime.libcni.invoke import ExecCall, FakeExec, echo_prev_result_plugin
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
 
@@ -198,7 +194,7 @@ def test_removing_a_ready_sandbox_stops_it_first(runtime, fake):
 def test_a_failed_add_is_torn_down_as_containerd_does(runtime, fake, tmp_path):
     def refuse(call: ExecCall):
         if call.command == "ADD":
-            raise PluginError("no free port", code=11)
+            raise CNIError(11, "no free port")
         return None
 
     fake.plugins["portmap"] = refuse
@@ -243,7 +239,7 @@ def test_a_failing_status_makes_the_network_not_ready(runtime, conf_dir, fake):
 
     def unavailable(call: ExecCall):
         if call.command == "STATUS":
-            raise PluginError("address pool exhausted", code=50)
+            raise CNIError(50, "address pool exhausted")
         return None
 
     fake.plugins["bridge"] = unavailable

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from cni_spec.errors import CNIError
 from kubelet_sim.runtime.containerd import SANDBOX_READY, ContainerRuntime, PodSandboxConfig
 from kubelet_sim.runtime.libcni.api import LibCNI
 from kubelet_sim.runtime.libcni.conf import loopback_network
-from kubelet_sim.runtime.libcni.invoke import PluginError, RealExec
+from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
 
@@ -102,7 +103,7 @@ def test_check_fails_once_the_pod_interface_lost_its_address(dirs, trace):
     state = json.loads(state_file.read_text())
     state["namespaces"][os.path.abspath(sandbox.netns)]["links"]["eth0"]["addrs"] = []
     state_file.write_text(json.dumps(state))
-    with pytest.raises(PluginError):
+    with pytest.raises(CNIError):
         runtime.check_pod_network(sandbox.id)
     assert trace.calls()[-1] == "cni CHECK emu-bridge"
 
