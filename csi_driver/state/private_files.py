@@ -20,10 +20,29 @@ def make_dir(path: str) -> None:
 
 
 def make_file(path: str) -> None:
-    """Create the empty file ``path`` 0600 if missing, or tighten an existing one."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    """Create the empty file ``path`` 0600 if missing, or tighten an existing one.
+
+    An existing file is changed by path only, never opened: closing any descriptor of a
+    file drops every POSIX lock this process holds on it, and SQLite's locks on state.db
+    and its -shm are such locks. Dropped, another driver process sharing the state dir
+    takes itself for the only user, resets the -shm and this process's mapping of it
+    faults (SIGBUS)."""
     try:
-        if os.fstat(fd).st_mode & 0o777 != FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        tighten_file(path)
+        return
+    try:
+        os.fchmod(fd, FILE_MODE)  # whatever the umask
     finally:
-        os.close(fd)
+        os.close(fd)  # a file this call made: nobody holds a lock on it yet
+
+
+def tighten_file(path: str) -> None:
+    """Make an existing file 0600, by path (see make_file); a missing one is left alone."""
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        return
+    if mode != FILE_MODE:
+        os.chmod(path, FILE_MODE)

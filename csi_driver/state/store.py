@@ -109,9 +109,9 @@ class Store(BindingTables):
         private_files.make_dir(state_dir)
         path = os.path.join(state_dir, "state.db")
         # SQLite gives the -wal and -shm files it creates the database file's mode.
-        for name in (path, path + "-wal", path + "-shm"):
-            if name == path or os.path.exists(name):
-                private_files.make_file(name)
+        private_files.make_file(path)
+        for name in (path + "-wal", path + "-shm"):
+            private_files.tighten_file(name)
         super().__init__(path, SCHEMA, wait_for_disk, ADDED_COLUMNS)
 
     # volumes ---------------------------------------------------------------
