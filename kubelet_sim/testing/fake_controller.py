@@ -15,7 +15,7 @@ import grpc
 from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
-from kubelet_sim.testing.fake_csi import FakeCsiDriver, FakeVolume, _err, _require
+from kubelet_sim.testing.fake_csi import FakeCsiDriver, FakeVolume, csi_error, require_fields
 
 CtrlRpc = csi_pb2.ControllerServiceCapability.RPC
 DEFAULT_CONTROLLER_CAPS = (
@@ -61,23 +61,23 @@ class FakeControllerDriver(FakeCsiDriver):
 
     def _CreateVolume(self, req: csi_pb2.CreateVolumeRequest) -> Message:
         method = "CreateVolume"
-        _require(method, name=req.name)
+        require_fields(method, name=req.name)
         if not req.volume_capabilities:
-            raise _err(method, grpc.StatusCode.INVALID_ARGUMENT, "volume_capabilities missing")
+            raise csi_error(method, grpc.StatusCode.INVALID_ARGUMENT, "volume_capabilities missing")
         size = req.capacity_range.required_bytes
         existing = self.volumes.get(req.name)
         if existing is not None and existing.capacity_bytes < size:
-            raise _err(method, grpc.StatusCode.ALREADY_EXISTS, "incompatible capacity")
+            raise csi_error(method, grpc.StatusCode.ALREADY_EXISTS, "incompatible capacity")
         source = req.volume_content_source
         if source.HasField("snapshot"):
             snap = self.snapshots.get(source.snapshot.snapshot_id)
             if snap is None:
-                raise _err(method, grpc.StatusCode.NOT_FOUND, "source snapshot not found")
+                raise csi_error(method, grpc.StatusCode.NOT_FOUND, "source snapshot not found")
             size = max(size, snap.size_bytes)
         elif source.HasField("volume"):
             parent = self.volumes.get(source.volume.volume_id)
             if parent is None:
-                raise _err(method, grpc.StatusCode.NOT_FOUND, "source volume not found")
+                raise csi_error(method, grpc.StatusCode.NOT_FOUND, "source volume not found")
             size = max(size, parent.capacity_bytes)
         volume = existing or FakeVolume(req.name, size, dict(req.parameters))
         self.volumes[req.name] = volume
@@ -95,16 +95,16 @@ class FakeControllerDriver(FakeCsiDriver):
 
     def _ControllerPublishVolume(self, req: csi_pb2.ControllerPublishVolumeRequest) -> Message:
         if not req.HasField("volume_capability"):
-            raise _err("ControllerPublishVolume", grpc.StatusCode.INVALID_ARGUMENT,
+            raise csi_error("ControllerPublishVolume", grpc.StatusCode.INVALID_ARGUMENT,
                        "volume_capability missing")
         return super()._ControllerPublishVolume(req)
 
     def _CreateSnapshot(self, req: csi_pb2.CreateSnapshotRequest) -> Message:
         method = "CreateSnapshot"
-        _require(method, name=req.name, source_volume_id=req.source_volume_id)
+        require_fields(method, name=req.name, source_volume_id=req.source_volume_id)
         existing = self.snapshots.get(req.name)
         if existing is not None and existing.source_volume_id != req.source_volume_id:
-            raise _err(method, grpc.StatusCode.ALREADY_EXISTS, "snapshot name taken")
+            raise csi_error(method, grpc.StatusCode.ALREADY_EXISTS, "snapshot name taken")
         volume = self._known(method, req.source_volume_id)
         snap = existing or FakeSnapshot(req.name, req.source_volume_id, volume.capacity_bytes,
                                         self.snapshot_clock)
@@ -112,7 +112,7 @@ class FakeControllerDriver(FakeCsiDriver):
         return csi_pb2.CreateSnapshotResponse(snapshot=self._snapshot_message(snap))
 
     def _DeleteSnapshot(self, req: csi_pb2.DeleteSnapshotRequest) -> Message:
-        _require("DeleteSnapshot", snapshot_id=req.snapshot_id)
+        require_fields("DeleteSnapshot", snapshot_id=req.snapshot_id)
         self.snapshots.pop(req.snapshot_id, None)
         return csi_pb2.DeleteSnapshotResponse()
 
@@ -127,14 +127,14 @@ class FakeControllerDriver(FakeCsiDriver):
     def _GetSnapshot(self, req: csi_pb2.GetSnapshotRequest) -> Message:
         snap = self.snapshots.get(req.snapshot_id)
         if snap is None:
-            raise _err("GetSnapshot", grpc.StatusCode.NOT_FOUND, "snapshot not found")
+            raise csi_error("GetSnapshot", grpc.StatusCode.NOT_FOUND, "snapshot not found")
         return csi_pb2.GetSnapshotResponse(snapshot=self._snapshot_message(snap))
 
     def _ControllerExpandVolume(self, req: csi_pb2.ControllerExpandVolumeRequest) -> Message:
         method = "ControllerExpandVolume"
-        _require(method, volume_id=req.volume_id)
+        require_fields(method, volume_id=req.volume_id)
         if CtrlRpc.EXPAND_VOLUME not in self.controller_capabilities:
-            raise _err(method, grpc.StatusCode.UNIMPLEMENTED, "capability not advertised")
+            raise csi_error(method, grpc.StatusCode.UNIMPLEMENTED, "capability not advertised")
         volume = self._known(method, req.volume_id)
         volume.capacity_bytes = max(volume.capacity_bytes, req.capacity_range.required_bytes)
         return csi_pb2.ControllerExpandVolumeResponse(

@@ -64,10 +64,10 @@ class FakeCsiDriver:
         self.requests.append((method, request))
         if self._failures.get(method):
             code, message = self._failures[method].pop(0)
-            raise _err(method, code, message)
+            raise csi_error(method, code, message)
         handler: Callable[[Any], Message] | None = getattr(self, f"_{method}", None)
         if handler is None:
-            raise _err(method, grpc.StatusCode.UNIMPLEMENTED, f"{method} not implemented")
+            raise csi_error(method, grpc.StatusCode.UNIMPLEMENTED, f"{method} not implemented")
         return handler(request)
 
     # -- Identity --------------------------------------------------------------------
@@ -83,7 +83,7 @@ class FakeCsiDriver:
     # -- Controller ------------------------------------------------------------------
 
     def _CreateVolume(self, req: csi_pb2.CreateVolumeRequest) -> Message:
-        _require("CreateVolume", name=req.name)
+        require_fields("CreateVolume", name=req.name)
         volume = self.volumes.get(req.name) or FakeVolume(
             req.name, req.capacity_range.required_bytes, dict(req.parameters))
         self.volumes[req.name] = volume
@@ -92,12 +92,12 @@ class FakeCsiDriver:
             volume_context=volume.context))
 
     def _DeleteVolume(self, req: csi_pb2.DeleteVolumeRequest) -> Message:
-        _require("DeleteVolume", volume_id=req.volume_id)
+        require_fields("DeleteVolume", volume_id=req.volume_id)
         self.volumes.pop(req.volume_id, None)
         return csi_pb2.DeleteVolumeResponse()
 
     def _ControllerPublishVolume(self, req: csi_pb2.ControllerPublishVolumeRequest) -> Message:
-        _require("ControllerPublishVolume", volume_id=req.volume_id, node_id=req.node_id)
+        require_fields("ControllerPublishVolume", volume_id=req.volume_id, node_id=req.node_id)
         self._known("ControllerPublishVolume", req.volume_id)
         context = {"devicePath": f"/dev/fake/{req.volume_id}"}
         self.attachments[(req.volume_id, req.node_id)] = context
@@ -124,45 +124,46 @@ class FakeCsiDriver:
 
     def _NodeStageVolume(self, req: csi_pb2.NodeStageVolumeRequest) -> Message:
         method = "NodeStageVolume"
-        _require(method, volume_id=req.volume_id, staging_target_path=req.staging_target_path)
+        require_fields(method, volume_id=req.volume_id, staging_target_path=req.staging_target_path)
         self._capable(method, NodeRpc.STAGE_UNSTAGE_VOLUME)
         self._known(method, req.volume_id)
         if not os.path.isdir(req.staging_target_path):
-            raise _err(method, grpc.StatusCode.INTERNAL, "staging_target_path does not exist")
+            raise csi_error(method, grpc.StatusCode.INTERNAL, "staging_target_path does not exist")
         previous = self.staged.get(req.volume_id)
         if previous is not None and previous != req.staging_target_path:
-            raise _err(method, grpc.StatusCode.ALREADY_EXISTS, "staged at another path")
+            raise csi_error(method, grpc.StatusCode.ALREADY_EXISTS, "staged at another path")
         self.staged[req.volume_id] = req.staging_target_path
         return csi_pb2.NodeStageVolumeResponse()
 
     def _NodeUnstageVolume(self, req: csi_pb2.NodeUnstageVolumeRequest) -> Message:
         method = "NodeUnstageVolume"
-        _require(method, volume_id=req.volume_id, staging_target_path=req.staging_target_path)
+        require_fields(method, volume_id=req.volume_id, staging_target_path=req.staging_target_path)
         self._capable(method, NodeRpc.STAGE_UNSTAGE_VOLUME)
         self.staged.pop(req.volume_id, None)
         return csi_pb2.NodeUnstageVolumeResponse()
 
     def _NodePublishVolume(self, req: csi_pb2.NodePublishVolumeRequest) -> Message:
         method = "NodePublishVolume"
-        _require(method, volume_id=req.volume_id, target_path=req.target_path)
+        require_fields(method, volume_id=req.volume_id, target_path=req.target_path)
         ephemeral = req.volume_context.get("csi.storage.k8s.io/ephemeral") == "true"
         if not ephemeral:
             self._known(method, req.volume_id)
         if NodeRpc.STAGE_UNSTAGE_VOLUME in self.node_capabilities and not ephemeral:
             if not req.staging_target_path:
-                raise _err(method, grpc.StatusCode.FAILED_PRECONDITION,
+                raise csi_error(method, grpc.StatusCode.FAILED_PRECONDITION,
                            "staging_target_path missing")
             if self.staged.get(req.volume_id) != req.staging_target_path:
-                raise _err(method, grpc.StatusCode.FAILED_PRECONDITION, "volume is not staged")
+                raise csi_error(method, grpc.StatusCode.FAILED_PRECONDITION, "volume is not staged")
         target = Path(req.target_path)
         if not target.parent.is_dir():
-            raise _err(method, grpc.StatusCode.INTERNAL, "parent of target_path does not exist")
+            raise csi_error(method, grpc.StatusCode.INTERNAL,
+                            "parent of target_path does not exist")
         target.mkdir(exist_ok=True)
         self.published[req.target_path] = req.volume_id
         return csi_pb2.NodePublishVolumeResponse()
 
     def _NodeUnpublishVolume(self, req: csi_pb2.NodeUnpublishVolumeRequest) -> Message:
-        _require("NodeUnpublishVolume", volume_id=req.volume_id, target_path=req.target_path)
+        require_fields("NodeUnpublishVolume", volume_id=req.volume_id, target_path=req.target_path)
         self.published.pop(req.target_path, None)
         with contextlib.suppress(FileNotFoundError):
             Path(req.target_path).rmdir()
@@ -170,7 +171,7 @@ class FakeCsiDriver:
 
     def _NodeExpandVolume(self, req: csi_pb2.NodeExpandVolumeRequest) -> Message:
         method = "NodeExpandVolume"
-        _require(method, volume_id=req.volume_id, volume_path=req.volume_path)
+        require_fields(method, volume_id=req.volume_id, volume_path=req.volume_path)
         self._capable(method, NodeRpc.EXPAND_VOLUME)
         volume = self._known(method, req.volume_id)
         volume.capacity_bytes = max(volume.capacity_bytes, req.capacity_range.required_bytes)
@@ -178,11 +179,11 @@ class FakeCsiDriver:
 
     def _NodeGetVolumeStats(self, req: csi_pb2.NodeGetVolumeStatsRequest) -> Message:
         method = "NodeGetVolumeStats"
-        _require(method, volume_id=req.volume_id, volume_path=req.volume_path)
+        require_fields(method, volume_id=req.volume_id, volume_path=req.volume_path)
         self._capable(method, NodeRpc.GET_VOLUME_STATS)
         volume = self._known(method, req.volume_id)
         if self.published.get(req.volume_path) != req.volume_id:
-            raise _err(method, grpc.StatusCode.NOT_FOUND, "volume_path is not published")
+            raise csi_error(method, grpc.StatusCode.NOT_FOUND, "volume_path is not published")
         return csi_pb2.NodeGetVolumeStatsResponse(usage=[csi_pb2.VolumeUsage(
             unit=csi_pb2.VolumeUsage.BYTES, total=volume.capacity_bytes, used=0,
             available=volume.capacity_bytes)])
@@ -191,12 +192,12 @@ class FakeCsiDriver:
 
     def _capable(self, method: str, capability: csi_pb2.NodeServiceCapability.RPC.Type) -> None:
         if capability not in self.node_capabilities:
-            raise _err(method, grpc.StatusCode.UNIMPLEMENTED, "capability not advertised")
+            raise csi_error(method, grpc.StatusCode.UNIMPLEMENTED, "capability not advertised")
 
     def _known(self, method: str, volume_id: str) -> FakeVolume:
         volume = self.volumes.get(volume_id)
         if volume is None:
-            raise _err(method, grpc.StatusCode.NOT_FOUND, f"volume {volume_id} not found")
+            raise csi_error(method, grpc.StatusCode.NOT_FOUND, f"volume {volume_id} not found")
         return volume
 
     def add_volume(self, volume_id: str, capacity_bytes: int = 1 << 30) -> FakeVolume:
@@ -205,14 +206,14 @@ class FakeCsiDriver:
         return volume
 
 
-def _err(method: str, code: grpc.StatusCode, message: str) -> CsiError:
+def csi_error(method: str, code: grpc.StatusCode, message: str) -> CsiError:
     return CsiError(f"csi.{method}", code, message)
 
 
-def _require(method: str, **fields: str) -> None:
+def require_fields(method: str, **fields: str) -> None:
     missing = [name for name, value in fields.items() if not value]
     if missing:
-        raise _err(method, grpc.StatusCode.INVALID_ARGUMENT, f"missing {', '.join(missing)}")
+        raise csi_error(method, grpc.StatusCode.INVALID_ARGUMENT, f"missing {', '.join(missing)}")
 
 
 class FakeCsiClient(CsiClient):

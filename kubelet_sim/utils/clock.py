@@ -1,7 +1,8 @@
-"""Time as the simulator's components see it: a real clock and a fake one for tests.
+"""Time as the simulator's components see it (the fake for tests is in
+:mod:`kubelet_sim.testing.fake_clock`).
 
 Components take a :class:`Clock` and never call ``time``/``asyncio.sleep`` directly, so a
-test can drive backoff and timeouts with :class:`FakeClock` deterministically:
+test can drive backoff and timeouts with ``FakeClock`` deterministically:
 ``await clock.sleep(5)`` in the component parks until the test calls
 ``clock.advance(5)``.
 
@@ -11,12 +12,10 @@ test can drive backoff and timeouts with :class:`FakeClock` deterministically:
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import random
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -54,56 +53,6 @@ class RealClock:
 
     def sleep_sync(self, seconds: float) -> None:
         time.sleep(max(0.0, seconds))
-
-
-class FakeClock:
-    """A clock that moves only when told to.
-
-    ``sleep`` parks the caller until :meth:`advance` moves time past its deadline;
-    ``sleep_sync`` (nobody else can advance while the thread blocks) advances time itself.
-    Every sleep is recorded in :attr:`sleeps` so tests can assert a backoff sequence.
-    """
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self._start = start or datetime(2025, 1, 1, tzinfo=UTC)
-        self._elapsed = 0.0
-        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
-        self.sleeps: list[float] = []
-
-    def now(self) -> datetime:
-        return self._start + timedelta(seconds=self._elapsed)
-
-    def monotonic(self) -> float:
-        return self._elapsed
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (self._elapsed + seconds, next(self._seq), future))
-        await future
-
-    def sleep_sync(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.advance(max(0.0, seconds))
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward and wake every sleeper whose deadline has passed."""
-        if seconds < 0:
-            raise ValueError("a clock cannot go back")
-        self._elapsed += seconds
-        while self._waiters and self._waiters[0][0] <= self._elapsed:
-            _, _, future = heapq.heappop(self._waiters)
-            if not future.done():
-                future.set_result(None)
-
-    @property
-    def pending_sleepers(self) -> int:
-        """Tasks currently parked in :meth:`sleep`."""
-        return sum(1 for _, _, f in self._waiters if not f.done())
 
 
 @dataclass

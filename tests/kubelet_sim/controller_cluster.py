@@ -18,9 +18,9 @@ from kubelet_sim.controllers import (
     SecretStore,
     cluster_controllers,
 )
+from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.testing.fake_controller import FakeControllerDriver
 from kubelet_sim.testing.fake_csi import FakeCsiClient
-from kubelet_sim.utils.clock import FakeClock
 from kubelet_sim.utils.trace import Trace
 
 DRIVER = "fake.csi.example.com"

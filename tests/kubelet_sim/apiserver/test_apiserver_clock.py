@@ -6,7 +6,8 @@ import asyncio
 import random
 from datetime import UTC, datetime
 
-from kubelet_sim.utils.clock import Backoff, ExponentialBackoff, FakeClock, RealClock
+from kubelet_sim.testing.fake_clock import FakeClock
+from kubelet_sim.utils.clock import Backoff, ExponentialBackoff, RealClock
 
 
 async def test_fake_clock_sleep_waits_for_advance() -> None:

@@ -7,7 +7,7 @@ import pytest
 from kubelet_sim.api.errors import Conflict, Invalid, NotFound
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 
 def pod(name: str, ns: str = "default", node: str | None = None,

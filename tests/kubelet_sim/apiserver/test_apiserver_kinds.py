@@ -20,7 +20,7 @@ from kubelet_sim.api.model import (
     set_condition,
 )
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 DRIVER = "mini.csi.example.com"
 

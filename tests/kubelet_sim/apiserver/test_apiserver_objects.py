@@ -7,7 +7,7 @@ import pytest
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.model import NAMESPACE_NAME_LABEL, Resource, new
 from kubelet_sim.apiserver.server import APIServer, merge_patch
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 
 def pod(name: str, ns: str = "default", labels: dict[str, str] | None = None,

@@ -8,7 +8,7 @@ from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 DRIVER = "mini.csi.example.com"
 

@@ -9,7 +9,8 @@ import pytest
 from kubelet_sim.api.errors import Conflict, Gone
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer, retry_on_conflict, retry_on_conflict_async
-from kubelet_sim.utils.clock import Backoff, FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
+from kubelet_sim.utils.clock import Backoff
 
 
 def pod(name: str, labels: dict[str, str] | None = None) -> Resource:

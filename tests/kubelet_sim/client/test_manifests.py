@@ -10,7 +10,7 @@ import yaml
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.manifests import ManifestError, apply_manifests, load_file, load_manifests
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 APP = """\
 apiVersion: storage.k8s.io/v1

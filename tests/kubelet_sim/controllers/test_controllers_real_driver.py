@@ -13,7 +13,7 @@ from kubelet_sim.api.model import JSON, Resource, condition, new
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers import ControllerManager, EventRecorder, cluster_controllers
 from kubelet_sim.csi.client import GrpcCsiClient
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.trace import Trace
 from tests.csi_driver.grpc.driver_process import DriverProcess
 

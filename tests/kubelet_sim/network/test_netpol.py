@@ -9,7 +9,7 @@ import pytest
 from kubelet_sim.api.model import new
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.network.netpol import NetworkPolicyEngine
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 MYSQL = [{"name": "mysql", "containerPort": 3306}]
 

@@ -16,7 +16,7 @@ from kubelet_sim.network.host_gw import (
     Route,
     node_route_table,
 )
-from kubelet_sim.utils.clock import FakeClock
+from kubelet_sim.testing.fake_clock import FakeClock
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from cni_spec.errors import CNIError
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf, containerd_cni_args
 from kubelet_sim.runtime.libcni.cache import cache_path
 from kubelet_sim.runtime.libcni.conf import conf_list_from_bytes
-from kubelet_sim.runtime.libcni.invoke import ExecCall, FakeExec, echo_prev_result_plugin
+from kubelet_sim.testing.fake_exec import ExecCall, FakeExec, echo_prev_result_plugin
 from kubelet_sim.utils.trace import Trace
 
 SANDBOX = "5f1c0ffee"

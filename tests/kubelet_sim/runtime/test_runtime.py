@@ -19,8 +19,8 @@ from kubelet_sim.runtime.containerd import (
     SandboxNotFound,
 )
 from kubelet_sim.runtime.libcni.api import LibCNI
-from kubelet_sim.runtime.libcni.invoke import ExecCall, FakeExec, echo_prev_result_plugin
 from kubelet_sim.runtime.pod_network import PodNetwork
+from kubelet_sim.testing.fake_exec import ExecCall, FakeExec, echo_prev_result_plugin
 from kubelet_sim.utils.trace import Trace
 
 
