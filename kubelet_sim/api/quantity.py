@@ -113,3 +113,8 @@ def format_storage(size: int) -> str:
     if size < 0:
         raise QuantityError(f"storage size must not be negative: {size}")
     return Quantity(Fraction(size), "BinarySI").canonical()
+
+
+def bytes_quantity(size: int) -> str:
+    """A byte count as the API server writes it (``resource.NewQuantity(n, BinarySI)``)."""
+    return Quantity(Fraction(size), "BinarySI").canonical()

@@ -21,7 +21,7 @@ from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher, attacher_finalizer
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
-from kubelet_sim.sidecars.resizer import ExternalResizer, finish_node_expansion
+from kubelet_sim.sidecars.resizer import ExternalResizer
 from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
 from kubelet_sim.utils.clock import Clock
@@ -45,7 +45,6 @@ __all__ = [
     "attacher_finalizer",
     "build_controller_manager",
     "cluster_controllers",
-    "finish_node_expansion",
 ]
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from fractions import Fraction
 
 from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.api.quantity import Quantity, parse_storage
+from kubelet_sim.api.quantity import parse_storage
 from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.csi.volume_spec import csi_access_mode
@@ -75,11 +74,6 @@ def get_or_none(api: APIServer, kind: str, name: str, namespace: str = "") -> Re
         return api.get(kind, name, namespace)
     except NotFound:
         return None
-
-
-def bytes_quantity(size: int) -> str:
-    """A byte count as the API server writes it (``resource.NewQuantity(n, BinarySI)``)."""
-    return Quantity(Fraction(size), "BinarySI").canonical()
 
 
 def storage_bytes(resources: JSON | None) -> int:

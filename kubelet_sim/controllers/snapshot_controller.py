@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, new
+from kubelet_sim.api.quantity import bytes_quantity
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     add_finalizer,
-    bytes_quantity,
     drop_finalizer,
     get_or_none,
     remove_finalizer,

@@ -30,11 +30,11 @@ from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.api.quantity import parse_storage
 from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
+from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
@@ -152,7 +152,7 @@ class Kubelet:
                 changed |= await self._kill_pod(pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 changed |= await self._start_pod(pod)
-        changed |= await self._finish_expansions(pods)
+        changed |= await finish_expansions(self.api, self.volumes, self.pods, pods)
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
@@ -349,49 +349,8 @@ class Kubelet:
             self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
         return True
 
-    # -- expansion -------------------------------------------------------------------------
-
-    async def _finish_expansions(self, pods: list[Resource]) -> bool:
-        """NodeExpandVolume for mounted volumes whose claim waits for the file system resize."""
-        from kubelet_sim.sidecars.resizer import finish_node_expansion
-
-        changed = False
-        for pod in pods:
-            record = self.pods.get(pod.metadata.uid)
-            if record is None or not record.volumes:
-                continue
-            for vol in pod.spec.get("volumes", []):
-                claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-                if not claim:
-                    continue
-                try:
-                    pvc = self.api.get("PersistentVolumeClaim", claim, pod.namespace)
-                except NotFound:
-                    continue
-                if not any(c.get("type") == "FileSystemResizePending" and c.get("status") == "True"
-                           for c in pvc.status.get("conditions", [])):
-                    continue
-                volume = next((v for v in record.volumes
-                               if v.spec_name == pvc.spec.get("volumeName")), None)
-                if volume is None:
-                    continue
-                pv = self.api.get("PersistentVolume", volume.spec_name)
-                size = _quantity_bytes(pv.spec.get("capacity", {}).get("storage", "0"))
-                try:
-                    await self.volumes.expand(volume, size, pod_info(pod))
-                except Exception as err:
-                    log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
-                    continue
-                finish_node_expansion(self.api, pvc, size)
-                changed = True
-        return changed
-
     def _now(self) -> str:
         return format_time(self.clock.now())
-
-
-def _quantity_bytes(text: str) -> int:
-    return parse_storage(text)
 
 
 def _conditions(pod: Resource, *, ready: bool, reason: str, message: str, now: str) -> list[JSON]:

@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 from csi_protos import csi_pb2
 from kubelet_sim.api.model import JSON, Resource, new
-from kubelet_sim.api.quantity import parse_storage
+from kubelet_sim.api.quantity import bytes_quantity, parse_storage
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers.binder import claim_ref
 from kubelet_sim.controllers.common import (
     ANN_PROVISIONED_BY,
     PROVISIONER_FINALIZER,
-    bytes_quantity,
     csinode_driver,
     get_or_none,
     node_topology,

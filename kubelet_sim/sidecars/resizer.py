@@ -1,4 +1,4 @@
-"""external-resizer for one CSI driver, plus the kubelet's last step of a node expansion.
+"""external-resizer for one CSI driver.
 
 A bound claim of this driver whose ``spec.resources.requests.storage`` exceeds
 ``status.capacity`` (the API server's admission already required a class with
@@ -10,7 +10,8 @@ node-only driver skips it and always needs node expansion), the PV's capacity up
 
 - node expansion required → ``FileSystemResizePending`` ("Waiting for user to (re-)start a
   pod to finish file system resize of volume on node.") and ``NodeResizePending``; the
-  kubelet calls NodeExpandVolume and then :func:`finish_node_expansion`;
+  kubelet calls NodeExpandVolume and then finishes the resize
+  (:mod:`kubelet_sim.kubelet.node_expansion`);
 - otherwise → ``status.capacity`` = the new size, resize conditions and status cleared.
 
 A failed ControllerExpandVolume leaves a ``ControllerResizeError`` condition ("failed to
@@ -25,15 +26,22 @@ from typing import Any
 import grpc
 
 from csi_protos import csi_pb2
-from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.api.model import Resource, format_time
+from kubelet_sim.api.pvc_resize import (
+    CONTROLLER_RESIZE_ERROR,
+    FS_RESIZE_PENDING,
+    RESIZING,
+    clear_resize_state,
+    set_resize_condition,
+)
+from kubelet_sim.api.quantity import bytes_quantity
+from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
     CachedControllerCapabilities,
     CtrlRpc,
     Mutation,
-    bytes_quantity,
     get_or_none,
     pv_volume_capability,
     pvc_request_bytes,
@@ -44,55 +52,11 @@ from kubelet_sim.controllers.common import (
 )
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.sidecars.secrets import SecretStore
-from kubelet_sim.utils.clock import RealClock
 
 COMPONENT = "csi-resizer"
-RESIZING = "Resizing"
-FS_RESIZE_PENDING = "FileSystemResizePending"
-CONTROLLER_RESIZE_ERROR = "ControllerResizeError"
-RESIZE_CONDITIONS = (RESIZING, FS_RESIZE_PENDING, CONTROLLER_RESIZE_ERROR)
 FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system resize of "
                      "volume on node.")
 INFEASIBLE_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
-
-
-def _set_resize_condition(status: JSON, cond_type: str, now: str, message: str = "") -> None:
-    kept = [c for c in status.get("conditions") or [] if c.get("type") not in RESIZE_CONDITIONS]
-    cond: JSON = {"type": cond_type, "status": "True", "lastProbeTime": None,
-                  "lastTransitionTime": now}
-    if message:
-        cond["message"] = message
-    status["conditions"] = [*kept, cond]
-
-
-def _clear_resize_state(status: JSON) -> None:
-    conds = [c for c in status.get("conditions") or [] if c.get("type") not in RESIZE_CONDITIONS]
-    if conds:
-        status["conditions"] = conds
-    else:
-        status.pop("conditions", None)
-    statuses = dict(status.get("allocatedResourceStatuses") or {})
-    statuses.pop("storage", None)
-    if statuses:
-        status["allocatedResourceStatuses"] = statuses
-    else:
-        status.pop("allocatedResourceStatuses", None)
-
-
-def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resource | None:
-    """The kubelet's final step after NodeExpandVolume succeeded: ``status.capacity`` becomes
-    ``new_size`` (bytes) and the FileSystemResizePending condition and NodeResizePending
-    status go. Retries on Conflict; returns the updated claim (None when nothing changed)."""
-    def attempt() -> Resource | None:
-        obj = api.get("PersistentVolumeClaim", pvc.name, pvc.namespace)
-        before = obj.to_dict()
-        obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
-        _clear_resize_state(obj.status)
-        if obj.to_dict() == before:
-            return None
-        return api.update_status(obj)
-
-    return retry_on_conflict(attempt, clock=RealClock())
 
 
 class ExternalResizer(Controller):
@@ -148,7 +112,7 @@ class ExternalResizer(Controller):
             obj.status.setdefault("allocatedResources", {})["storage"] = bytes_quantity(new_size)
             obj.status.setdefault("allocatedResourceStatuses", {})["storage"] = \
                 "ControllerResizeInProgress"
-            _set_resize_condition(obj.status, RESIZING, now)
+            set_resize_condition(obj.status, RESIZING, now)
             return True
 
         self._write_claim(pvc, in_progress)
@@ -174,10 +138,10 @@ class ExternalResizer(Controller):
         def done(obj: Resource) -> bool:
             if node_required:
                 obj.status["allocatedResourceStatuses"]["storage"] = "NodeResizePending"
-                _set_resize_condition(obj.status, FS_RESIZE_PENDING, now, FS_RESIZE_MESSAGE)
+                set_resize_condition(obj.status, FS_RESIZE_PENDING, now, FS_RESIZE_MESSAGE)
             else:
                 obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
-                _clear_resize_state(obj.status)
+                clear_resize_state(obj.status)
             return True
 
         self._write_claim(pvc, done)
@@ -207,7 +171,7 @@ class ExternalResizer(Controller):
             if err.code in INFEASIBLE_CODES:
                 obj.status.setdefault("allocatedResourceStatuses", {})["storage"] = \
                     "ControllerResizeInfeasible"
-            _set_resize_condition(obj.status, CONTROLLER_RESIZE_ERROR, now, message)
+            set_resize_condition(obj.status, CONTROLLER_RESIZE_ERROR, now, message)
             return True
 
         self._write_claim(pvc, mutate)

@@ -9,7 +9,7 @@ import pytest
 from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import condition
-from kubelet_sim.controllers import finish_node_expansion
+from kubelet_sim.kubelet.node_expansion import finish_node_expansion
 from tests.kubelet_sim.controller_cluster import Cluster
 
 Rpc = csi_pb2.ControllerServiceCapability.RPC

@@ -1,0 +1,73 @@
+"""The kubelet's part of a volume expansion: NodeExpandVolume on the node where the volume
+is mounted, then the claim's ``status.capacity`` set and the pending resize state cleared
+(what the kubelet's volume manager does for a claim in ``FileSystemResizePending``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import Resource
+from kubelet_sim.api.pvc_resize import clear_resize_state, file_system_resize_pending
+from kubelet_sim.api.quantity import bytes_quantity, parse_storage
+from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.kubelet.pod_volumes import pod_info
+from kubelet_sim.kubelet.volume_manager import VolumeManager
+from kubelet_sim.utils.clock import RealClock
+
+if TYPE_CHECKING:
+    from kubelet_sim.kubelet.kubelet import PodRecord
+
+log = logging.getLogger(__name__)
+
+
+def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resource | None:
+    """The last step after NodeExpandVolume succeeded: ``status.capacity`` becomes
+    ``new_size`` (bytes) and the FileSystemResizePending condition and NodeResizePending
+    status go. Retries on Conflict; returns the updated claim (None when nothing changed)."""
+    def attempt() -> Resource | None:
+        obj = api.get("PersistentVolumeClaim", pvc.name, pvc.namespace)
+        before = obj.to_dict()
+        obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
+        clear_resize_state(obj.status)
+        if obj.to_dict() == before:
+            return None
+        return api.update_status(obj)
+
+    return retry_on_conflict(attempt, clock=RealClock())
+
+
+async def finish_expansions(api: APIServer, volumes: VolumeManager,
+                            records: Mapping[str, PodRecord], pods: list[Resource]) -> bool:
+    """NodeExpandVolume for mounted volumes whose claim waits for the file system resize."""
+    changed = False
+    for pod in pods:
+        record = records.get(pod.metadata.uid)
+        if record is None or not record.volumes:
+            continue
+        for vol in pod.spec.get("volumes", []):
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim:
+                continue
+            try:
+                pvc = api.get("PersistentVolumeClaim", claim, pod.namespace)
+            except NotFound:
+                continue
+            if not file_system_resize_pending(pvc.status):
+                continue
+            volume = next((v for v in record.volumes
+                           if v.spec_name == pvc.spec.get("volumeName")), None)
+            if volume is None:
+                continue
+            pv = api.get("PersistentVolume", volume.spec_name)
+            size = parse_storage(pv.spec.get("capacity", {}).get("storage", "0"))
+            try:
+                await volumes.expand(volume, size, pod_info(pod))
+            except Exception as err:
+                log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
+                continue
+            finish_node_expansion(api, pvc, size)
+            changed = True
+    return changed
