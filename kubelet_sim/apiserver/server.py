@@ -50,6 +50,12 @@ from kubelet_sim.api.errors import (
 )
 from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
+from kubelet_sim.apiserver.admission import (
+    InjectedConflicts,
+    add_protection_finalizer,
+    deletion_grace_period,
+    generated_name,
+)
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
@@ -81,25 +87,12 @@ def _locked(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_PROTECTION_FINALIZERS = {
-    "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
-    "PersistentVolume": "kubernetes.io/pv-protection",
-}
-_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
-
-
 @dataclass
 class ResourceList:
     """A list answer: the items and the resourceVersion to start a watch from."""
 
     items: list[Resource]
     resource_version: str
-
-
-@dataclass
-class _Injected:
-    count: int
-    verbs: tuple[str, ...]
 
 
 class APIServer:
@@ -122,7 +115,7 @@ class APIServer:
         self.storage_protection = storage_object_in_use_protection
         self._store = ObjectStore(history_limit)
         self._lock = threading.RLock()
-        self._injected: dict[str, _Injected] = {}
+        self._conflicts = InjectedConflicts()
         self._rng = random.Random()
         for name in bootstrap_namespaces:
             self.create(new("Namespace", name))
@@ -165,8 +158,7 @@ class APIServer:
         meta = obj.metadata
         meta.namespace = (meta.namespace or "default") if info.namespaced else ""
         if not meta.name and meta.generate_name:
-            suffix = "".join(self._rng.choice(_NAME_CHARS) for _ in range(5))
-            meta.name = meta.generate_name + suffix
+            meta.name = generated_name(self._rng, meta.generate_name)
         if not meta.name:
             raise Invalid("metadata.name", "Required value: name or generateName is required")
         if meta.resource_version:
@@ -187,9 +179,8 @@ class APIServer:
         meta.deletion_grace_period_seconds = None
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
-        protection = _PROTECTION_FINALIZERS.get(obj.kind) if self.storage_protection else None
-        if protection and protection not in meta.finalizers:
-            meta.finalizers.append(protection)
+        if self.storage_protection:
+            add_protection_finalizer(obj)
         apply_defaults(obj)
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
@@ -241,7 +232,7 @@ class APIServer:
         stale = resource_version and resource_version != meta.resource_version
         if (uid and uid != meta.uid) or stale:
             raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
-        grace = self._grace_period(current, grace_period_seconds)
+        grace = deletion_grace_period(current, grace_period_seconds)
         if current.is_terminating:
             pending = meta.deletion_grace_period_seconds or 0
             if grace >= pending:
@@ -296,8 +287,7 @@ class APIServer:
         update_status, patch, patch_status) fail with :class:`Conflict`, as if another
         writer had raced them. The object is left untouched. A new call replaces the
         pending count for ``kind``; ``count=0`` clears it."""
-        kind_info(kind)
-        self._injected[kind] = _Injected(count, verbs)
+        self._conflicts.set(kind, count, verbs)
 
     @_locked
     def close_watches(self) -> int:
@@ -324,20 +314,11 @@ class APIServer:
             return False
         return True
 
-    def _take_injected(self, kind: str, verb: str) -> None:
-        injected = self._injected.get(kind)
-        if injected and injected.count > 0 and verb in injected.verbs:
-            injected.count -= 1
-            raise Conflict(
-                f"Operation cannot be fulfilled on {kind}: the object has been modified; "
-                "please apply your changes to the latest version and try again (injected)"
-            )
-
     def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str) -> Resource:
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)
         current = self._current(obj.kind, obj.metadata.name, obj.metadata.namespace)
-        self._take_injected(obj.kind, verb)
+        self._conflicts.take(obj.kind, verb)
         sent = obj.metadata
         if sent.resource_version and sent.resource_version != current.metadata.resource_version:
             raise Conflict(
@@ -385,16 +366,6 @@ class APIServer:
         if updated.kind == "Namespace" and updated.is_terminating:
             self._finish_namespace(updated.name)
         return updated.copy()
-
-    def _grace_period(self, obj: Resource, requested: int | None) -> int:
-        """Only scheduled, non-terminal Pods are deleted gracefully (kubelet's job)."""
-        if obj.kind != "Pod":
-            return 0
-        if not obj.spec.get("nodeName") or obj.status.get("phase") in ("Succeeded", "Failed"):
-            return 0
-        if requested is not None:
-            return max(0, requested)
-        return int(obj.spec.get("terminationGracePeriodSeconds", 30))
 
     def _mark_deleting(self, obj: Resource, grace: int) -> None:
         obj.metadata.deletion_timestamp = format_time(self.clock.now() + timedelta(seconds=grace))

@@ -179,3 +179,26 @@ def remove_mount_dir(mount_path: Path) -> None:
         (mount_path.parent / VOL_DATA_FILE).unlink()
     with contextlib.suppress(OSError):  # absent, or still holding something else
         mount_path.parent.rmdir()
+
+
+def link_block_device(paths: KubeletPaths, pod_uid: str, spec_name: str, published: Path) -> Path:
+    """The kubelet's MapBlockVolume: a link per pod in the global map dir and in the pod;
+    returns the pod's link."""
+    links = (paths.block_global_map_path(spec_name) / pod_uid,
+             paths.pod_device_map_path(pod_uid, spec_name))
+    for link in links:
+        make_dirs(link.parent)
+        if os.path.lexists(link):
+            link.unlink()
+        link.symlink_to(published)
+    return links[1]
+
+
+def unlink_block_device(paths: KubeletPaths, pod_uid: str, spec_name: str) -> None:
+    """Undo link_block_device; what is already gone is fine."""
+    for link in (paths.block_global_map_path(spec_name) / pod_uid,
+                 paths.pod_device_map_path(pod_uid, spec_name)):
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        with contextlib.suppress(OSError):
+            link.parent.rmdir()

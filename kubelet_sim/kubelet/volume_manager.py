@@ -48,15 +48,16 @@ from kubelet_sim.kubelet.paths import (
     VOL_DATA_FILE,
     KubeletPaths,
     attachment_name,
-    load_volume_data,
+    link_block_device,
     make_dirs,
     remove_mount_dir,
     save_volume_data,
+    unlink_block_device,
 )
+from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_from_disk
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 
 T = TypeVar("T")
-VolumeKey = tuple[str, str]  # (driver, volume handle)
 ClientFor = Callable[[str], CsiClient]
 
 
@@ -208,7 +209,7 @@ class VolumeManager:
                 target = await self._retrying(name, lambda: self._set_up(pod, volume))
                 self._users.setdefault(key, set()).add(pod.uid)
         if volume.block:
-            return self._link_block_device(pod, volume, target)
+            return link_block_device(self.paths, pod.uid, volume.spec_name, target)
         return target
 
     async def _set_up(self, pod: PodInfo, volume: CsiVolume) -> Path:
@@ -264,7 +265,7 @@ class VolumeManager:
         key = _key(volume, pod)
         async with self._lock(key):
             if volume.block:
-                self._unlink_block_device(pod, volume)
+                unlink_block_device(self.paths, pod.uid, volume.spec_name)
             await self._retrying(name, lambda: self._tear_down(pod, volume))
             users = self._users.get(key)
             if users is not None:
@@ -292,50 +293,12 @@ class VolumeManager:
     def reconstruct(self) -> int:
         """Rebuild what is staged and which pods use what from the ``vol_data.json`` files on
         disk, as a restarted kubelet does; returns how many pod volumes were found."""
-        found = 0
-        csi_dir = self.paths.csi_plugin_dir
-        for data_file in sorted(csi_dir.glob(f"*/*/{VOL_DATA_FILE}")):
-            if data_file.parent.parent.name == self.paths.volume_devices_dir.name:
-                continue
-            data = load_volume_data(data_file.parent)
-            key = (data["driverName"], data["volumeHandle"])
-            self._device_mounts.setdefault(key, data_file.parent / "globalmount")
-        for data_file in sorted(self.paths.volume_devices_dir.glob(f"*/data/{VOL_DATA_FILE}")):
-            data = load_volume_data(data_file.parent)
-            spec_name = data_file.parent.parent.name
-            key = (data["driverName"], data["volumeHandle"])
-            self._device_mounts.setdefault(key, self.paths.block_staging_path(spec_name))
-            for link in self.paths.pods_dir.glob(f"*/volumeDevices/*/{spec_name}"):
-                self._users.setdefault(key, set()).add(link.parents[2].name)
-                found += 1
-        for data_file in sorted(self.paths.pods_dir.glob(f"*/volumes/*/*/{VOL_DATA_FILE}")):
-            data = load_volume_data(data_file.parent)
-            pod_uid = data_file.parents[3].name
-            key = (data["driverName"], data["volumeHandle"])
-            self._users.setdefault(key, set()).add(pod_uid)
-            found += 1
-        return found
-
-    # -- block device links ----------------------------------------------------------------
-
-    def _link_block_device(self, pod: PodInfo, volume: CsiVolume, published: Path) -> Path:
-        """The kubelet's MapBlockVolume: a link per pod in the global map dir and in the pod."""
-        links = (self.paths.block_global_map_path(volume.spec_name) / pod.uid,
-                 self.paths.pod_device_map_path(pod.uid, volume.spec_name))
-        for link in links:
-            make_dirs(link.parent)
-            if os.path.lexists(link):
-                link.unlink()
-            link.symlink_to(published)
-        return links[1]
-
-    def _unlink_block_device(self, pod: PodInfo, volume: CsiVolume) -> None:
-        for link in (self.paths.block_global_map_path(volume.spec_name) / pod.uid,
-                     self.paths.pod_device_map_path(pod.uid, volume.spec_name)):
-            with contextlib.suppress(FileNotFoundError):
-                link.unlink()
-            with contextlib.suppress(OSError):
-                link.parent.rmdir()
+        found = reconstruct_from_disk(self.paths)
+        for key, path in found.device_mounts.items():
+            self._device_mounts.setdefault(key, path)
+        for key, pods in found.users.items():
+            self._users.setdefault(key, set()).update(pods)
+        return found.pod_volumes
 
     # -- expand and stats ---------------------------------------------------------------------
 

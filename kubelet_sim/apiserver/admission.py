@@ -1,0 +1,67 @@
+"""Rules the API server applies to a write before storing it, beside defaulting and
+validation: the StorageObjectInUseProtection admission plugin, generateName, the Pod
+deletion grace period, and the conflicts a test may inject."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from kubelet_sim.api.errors import Conflict
+from kubelet_sim.api.model import Resource, kind_info
+
+PROTECTION_FINALIZERS = {
+    "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
+    "PersistentVolume": "kubernetes.io/pv-protection",
+}
+NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+
+
+def add_protection_finalizer(obj: Resource) -> None:
+    """StorageObjectInUseProtection: a new claim or volume gets its protection finalizer."""
+    protection = PROTECTION_FINALIZERS.get(obj.kind)
+    if protection and protection not in obj.metadata.finalizers:
+        obj.metadata.finalizers.append(protection)
+
+
+def generated_name(rng: random.Random, prefix: str) -> str:
+    """``generateName`` + five characters of Kubernetes' alphabet."""
+    return prefix + "".join(rng.choice(NAME_CHARS) for _ in range(5))
+
+
+def deletion_grace_period(obj: Resource, requested: int | None) -> int:
+    """Only scheduled, non-terminal Pods are deleted gracefully (kubelet's job)."""
+    if obj.kind != "Pod":
+        return 0
+    if not obj.spec.get("nodeName") or obj.status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if requested is not None:
+        return max(0, requested)
+    return int(obj.spec.get("terminationGracePeriodSeconds", 30))
+
+
+@dataclass
+class _Pending:
+    count: int
+    verbs: tuple[str, ...]
+
+
+class InjectedConflicts:
+    """Writes a test asked to fail with Conflict, per kind (see APIServer.inject_conflicts)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, _Pending] = {}
+
+    def set(self, kind: str, count: int, verbs: tuple[str, ...]) -> None:
+        kind_info(kind)
+        self._pending[kind] = _Pending(count, verbs)
+
+    def take(self, kind: str, verb: str) -> None:
+        """Raise the injected Conflict if one is pending for this write."""
+        pending = self._pending.get(kind)
+        if pending and pending.count > 0 and verb in pending.verbs:
+            pending.count -= 1
+            raise Conflict(
+                f"Operation cannot be fulfilled on {kind}: the object has been modified; "
+                "please apply your changes to the latest version and try again (injected)"
+            )
