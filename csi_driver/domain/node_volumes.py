@@ -9,12 +9,16 @@ through those modules, which only ever change what the driver made.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, replace
 
 from csi_driver.config import Config
 from csi_driver.domain import access_modes
 from csi_driver.domain.access_modes import AccessMode
+from csi_driver.domain.ephemeral_volumes import (
+    EPHEMERAL_CONTEXT_KEY,
+    EphemeralVolumes,
+    is_ephemeral,
+)
 from csi_driver.errors import (
     AlreadyExists,
     CsiError,
@@ -22,7 +26,6 @@ from csi_driver.errors import (
     InvalidArgument,
     NotFound,
     OutOfRange,
-    ResourceExhausted,
 )
 from csi_driver.state import staged_images
 from csi_driver.state.mounter import Mounter
@@ -31,15 +34,6 @@ from csi_driver.state.store import Store
 from csi_driver.state.volume_data import Usage, VolumeData, is_fs_image
 
 log = logging.getLogger(__name__)
-EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral"
-EPHEMERAL_PARAMETER = "csi-mini.example.com/ephemeral"
-EPHEMERAL_SIZE = 100 << 20
-
-
-def is_ephemeral(volume: Volume) -> bool:
-    return volume.parameters.get(EPHEMERAL_PARAMETER) == "true"
-
-
 @dataclass(frozen=True)
 class VolumeStats:
     access_type: str
@@ -60,6 +54,7 @@ class NodeVolumes:
         self.data = data
         self.mounter = mounter
         self.node_id = cfg.node_id
+        self.ephemeral = EphemeralVolumes(cfg, store, data)
 
     def register(self) -> Node:
         """Record this node (id, topology, attach limit) in the shared store."""
@@ -180,14 +175,14 @@ class NodeVolumes:
         ephemeral = (volume_context or {}).get(EPHEMERAL_CONTEXT_KEY) == "true"
         made_here = False
         if ephemeral:
-            volume, made_here = self._ephemeral_volume(volume_id)
+            volume, made_here = self.ephemeral.get_or_create(volume_id)
         else:
             volume = self._volume(volume_id)
         try:
             self._publish(volume, target_path, staging_path, cap, readonly, ephemeral)
         except BaseException:
             if made_here:
-                self._drop_unused_ephemeral(volume)
+                self.ephemeral.drop_if_unused(volume)
             raise
 
     def _publish(self, volume: Volume, target_path: str, staging_path: str,
@@ -252,55 +247,6 @@ class NodeVolumes:
                 f"volume {volume.volume_id!r} is not attached to node {self.node_id!r}: "
                 "ControllerPublishVolume comes first"
             )
-
-    def _ephemeral_volume(self, volume_id: str) -> tuple[Volume, bool]:
-        """The inline volume behind ``volume_id`` and whether this call made it; created
-        on first publish (like the reference driver: a 100 MiB filesystem volume in the
-        default pool).  An id that names a provisioned volume → FAILED_PRECONDITION: an
-        ephemeral publish never bypasses stage and attach."""
-        existing = self.store.get_volume(volume_id)
-        if existing is not None:
-            return self._require_ephemeral(existing), False
-        pool = self.cfg.default_pool
-        volume = Volume(
-            volume_id=volume_id, name=f"ephemeral-{volume_id}", capacity_bytes=EPHEMERAL_SIZE,
-            pool=pool, access_type="mount", parameters={EPHEMERAL_PARAMETER: "true"},
-            mutable_parameters={}, accessible_topology=[], source_type="", source_id="",
-            request_fingerprint="", created_at=time.time(),
-        )
-        self.data.create_volume(volume_id, "mount", EPHEMERAL_SIZE, directory=True)
-        try:
-            with self.store.transaction():
-                if self.store.pool_used(pool) + EPHEMERAL_SIZE > self.cfg.pools[pool]:
-                    raise ResourceExhausted(f"capacity pool {pool!r} is full")
-                inserted = self.store.insert_volume(volume)
-        except BaseException:
-            self.data.delete_volume(volume_id, "mount")
-            raise
-        if inserted:
-            return volume, True
-        found = self.store.get_volume(volume_id)  # another process made it meanwhile
-        if found is None:
-            self.data.delete_volume(volume_id, "mount")
-            raise AlreadyExists(f"volume name {volume.name!r} is taken")
-        return self._require_ephemeral(found), False
-
-    @staticmethod
-    def _require_ephemeral(volume: Volume) -> Volume:
-        if not is_ephemeral(volume):
-            raise FailedPrecondition(
-                f"volume {volume.volume_id!r} is a provisioned volume: it is staged and "
-                "published, never used as an inline ephemeral volume"
-            )
-        return volume
-
-    def _drop_unused_ephemeral(self, volume: Volume) -> None:
-        """Undo an ephemeral volume this publish created, when the publish failed."""
-        with self.store.transaction():
-            if self.store.publishes_of_volume(volume.volume_id):
-                return
-            self.store.delete_volume(volume)
-            self.store.after_commit(lambda: self.data.delete_volume(volume.volume_id, "mount"))
 
     def unpublish(self, volume_id: str, target_path: str) -> None:
         """Not published there → OK, nothing touched; published there → unmount, and
