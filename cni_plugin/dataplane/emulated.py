@@ -35,6 +35,15 @@ from cni_plugin.dataplane.base import (
     random_mac,
     random_veth_name,
 )
+from cni_plugin.dataplane.emulated_records import (
+    HOST,
+    drop_link,
+    drop_namespace,
+    idle_loopback,
+    namespace_of,
+    netns_key,
+    to_link,
+)
 from cni_plugin.dataplane.statefile import StateFile
 from cni_spec import ipnet
 from cni_spec.errors import ERR_TRY_AGAIN_LATER, CNIError, internal
@@ -47,23 +56,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
     Step = Callable[[dict[str, Any]], Any]
-
-HOST = ""
-LOOPBACK_ADDRS = ["127.0.0.1/8", "::1/128"]
-
-
-def _key(netns: str | None) -> str:
-    return HOST if netns is None else posix_shim.abspath(netns)
-
-
-def _ns(state: dict[str, Any], netns: str | None) -> dict[str, Any]:
-    spaces = state.setdefault("namespaces", {})
-    return spaces.setdefault(_key(netns), {"links": {}, "routes": []})
-
-
-def _link(d: dict[str, Any]) -> Link:
-    return Link.from_dict(d)
-
 
 class _Batch(StepGroup):
     """The steps of one command: tried on a snapshot as asked for, written together."""
@@ -126,21 +118,21 @@ class EmulatedDataplane(Dataplane):
             raise NetnsNotFound(netns)
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
-        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
+        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
         found = space.get("links", {}).get(name)
         if found:
-            return _link(found)
+            return to_link(found)
         if netns is not None and name == "lo" and posix_shim.exists(netns):
-            return _idle_loopback()  # every namespace has one; it is recorded once up
+            return idle_loopback()  # every namespace has one; it is recorded once up
         return None
 
     def links(self, netns: str | None) -> list[Link]:
-        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
-        return [_link(d) for d in space.get("links", {}).values()]
+        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
+        return [to_link(d) for d in space.get("links", {}).values()]
 
     def routes(self, netns: str | None) -> list[RouteEntry]:
         """Explicit routes plus the connected route of every address on an up link."""
-        space = self.state.snapshot().get("namespaces", {}).get(_key(netns), {})
+        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
         out: list[RouteEntry] = []
         for link in space.get("links", {}).values():
             if not link["up"]:
@@ -198,9 +190,9 @@ class EmulatedDataplane(Dataplane):
                 if key == HOST or link is None or not self._owns(link):
                     continue
                 if posix_shim.exists(key):
-                    _drop_link(state, key, ifname)
+                    drop_link(state, key, ifname)
                 else:
-                    _drop_namespace(state, key)
+                    drop_namespace(state, key)
 
     def collect_garbage(self, valid: list[tuple[str, str]]) -> None:
         if not posix_shim.exists(self.state.path):
@@ -212,11 +204,11 @@ class EmulatedDataplane(Dataplane):
                 if key == HOST:
                     continue
                 if not posix_shim.exists(key):
-                    _drop_namespace(state, key)
+                    drop_namespace(state, key)
                     continue
                 for name, link in list(space["links"].items()):
                     if self._owns(link, "") and (link["container_id"], name) not in attachments:
-                        _drop_link(state, key, name)
+                        drop_link(state, key, name)
             chains = state.get("masquerade", {})
             for chain, entry in list(chains.items()):
                 if self._owns(entry, "") and entry["container_id"] not in container_ids:
@@ -230,7 +222,7 @@ class EmulatedDataplane(Dataplane):
     # --- host side ---------------------------------------------------------------------
     def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
         with self.state.transaction() as state:
-            links = _ns(state, None)["links"]
+            links = namespace_of(state, None)["links"]
             existing = links.get(name)
             if existing is not None and existing["kind"] != "bridge":
                 raise internal(f'failed to create bridge "{name}": '
@@ -242,11 +234,11 @@ class EmulatedDataplane(Dataplane):
             if promisc:
                 existing["promisc"] = True
             existing["up"] = True
-            return _link(existing)
+            return to_link(existing)
 
     def set_up(self, netns: str | None, name: str) -> None:
         def step(state: dict[str, Any]) -> None:
-            link = _ns(state, netns)["links"].get(name)
+            link = namespace_of(state, netns)["links"].get(name)
             if link is None:
                 raise internal(f"failed to retrieve link: Link not found: {name}")
             link["up"] = True
@@ -255,7 +247,7 @@ class EmulatedDataplane(Dataplane):
 
     def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
         def step(state: dict[str, Any]) -> None:
-            link = _ns(state, None)["links"].get(name)
+            link = namespace_of(state, None)["links"].get(name)
             if link is None:
                 raise internal(f'could not lookup "{name}": Link not found')
             conflicts = ensure_addr_conflicts(link["addrs"], cidr)
@@ -289,7 +281,8 @@ class EmulatedDataplane(Dataplane):
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
         def step(state: dict[str, Any]) -> None:
-            host_end = _ns(state, None)["links"].get(host_iface, {})  # its peer: the ifname
+            # its peer: the ifname
+            host_end = namespace_of(state, None)["links"].get(host_iface, {})
             state.setdefault("macspoofchk", {})[ref_id] = {
                 "iface": host_iface, "mac": mac, "network": self.network,
                 "container_id": self.container_id, "ifname": host_end.get("peer_name", "")}
@@ -302,12 +295,12 @@ class EmulatedDataplane(Dataplane):
 
     def delete_host_link(self, name: str) -> None:
         with self.state.transaction() as state:
-            link = _ns(state, None)["links"].get(name)
+            link = namespace_of(state, None)["links"].get(name)
             if link is None:
                 return
             if link["kind"] == "veth" and link["peer_netns"] in state["namespaces"]:
-                _drop_link(state, link["peer_netns"], link["peer_name"])
-            _ns(state, None)["links"].pop(name, None)
+                drop_link(state, link["peer_netns"], link["peer_name"])
+            namespace_of(state, None)["links"].pop(name, None)
 
     # --- sandbox side ------------------------------------------------------------------
     def add_veth(self, netns: str, ifname: str, mtu: int, mac: str, bridge: str,
@@ -319,8 +312,8 @@ class EmulatedDataplane(Dataplane):
         drawn: list[str] = []
 
         def step(state: dict[str, Any]) -> tuple[Link, Link]:
-            inside = _ns(state, netns)["links"]
-            host = _ns(state, None)["links"]
+            inside = namespace_of(state, netns)["links"]
+            host = namespace_of(state, None)["links"]
             if ifname in inside:
                 raise LinkExists(ifname)
             if bridge not in host:
@@ -340,7 +333,7 @@ class EmulatedDataplane(Dataplane):
                              container_id=self.container_id)
             host_end = Link(name=host_name, kind="veth", mac=host_mac, mtu=mtu or 1500,
                             up=True, master=bridge, hairpin=hairpin, vlan=vlan,
-                            peer_netns=_key(netns), peer_name=ifname, network=self.network,
+                            peer_netns=netns_key(netns), peer_name=ifname, network=self.network,
                             container_id=self.container_id)
             inside[ifname] = container.to_dict()
             host[host_name] = host_end.to_dict()
@@ -353,7 +346,7 @@ class EmulatedDataplane(Dataplane):
         self.require_netns(netns)
 
         def step(state: dict[str, Any]) -> None:
-            space = _ns(state, netns)
+            space = namespace_of(state, netns)
             link = space["links"].get(ifname)
             if link is None:
                 raise internal(f'failed to lookup "{ifname}": Link not found')
@@ -380,7 +373,7 @@ class EmulatedDataplane(Dataplane):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
-            link = _drop_link(state, _key(netns), ifname)
+            link = drop_link(state, netns_key(netns), ifname)
             if link is None:
                 return None
             return [a for a in link["addrs"] if not ipnet.is_link_local_or_loopback(a)]
@@ -388,14 +381,14 @@ class EmulatedDataplane(Dataplane):
     def loopback_up(self, netns: str) -> list[str]:
         self.require_netns(netns)
         with self.state.transaction() as state:
-            links = _ns(state, netns)["links"]
-            lo = links.setdefault("lo", _idle_loopback().to_dict())
+            links = namespace_of(state, netns)["links"]
+            lo = links.setdefault("lo", idle_loopback().to_dict())
             lo.update(up=True, network=self.network, container_id=self.container_id)
             return list(lo["addrs"])
 
     def _forget_netns(self, netns: str) -> None:
         with self.state.transaction() as state:
-            _drop_namespace(state, _key(netns))
+            drop_namespace(state, netns_key(netns))
 
     def loopback_down(self, netns: str) -> None:
         """A loopback that is down is what every namespace has: its record goes."""
@@ -403,35 +396,4 @@ class EmulatedDataplane(Dataplane):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
         with self.state.transaction() as state:
-            _drop_link(state, _key(netns), "lo")
-
-
-def _idle_loopback() -> Link:
-    return Link(name="lo", kind="loopback", mac="00:00:00:00:00:00", mtu=65536,
-                addrs=list(LOOPBACK_ADDRS))
-
-
-def _drop_link(state: dict[str, Any], key: str, ifname: str) -> dict[str, Any] | None:
-    """Remove a sandbox link, its routes and its veth peer; a namespace left with nothing
-    is not kept (no empty records). The link removed, None if there was none."""
-    spaces = state.get("namespaces", {})
-    space = spaces.get(key)
-    if space is None:
-        return None
-    link = space["links"].pop(ifname, None)
-    if link is not None:
-        space["routes"] = [r for r in space.get("routes", []) if r["dev"] != ifname]
-        if link["kind"] == "veth":
-            spaces.get(HOST, {}).get("links", {}).pop(link["peer_name"], None)
-    if not space["links"]:
-        del spaces[key]
-    return link
-
-
-def _drop_namespace(state: dict[str, Any], key: str) -> None:
-    """The namespace is gone, and with it (as the kernel does) its links and veth peers."""
-    gone = state.get("namespaces", {}).pop(key, None)
-    host = state.get("namespaces", {}).get(HOST, {}).get("links", {})
-    for link in (gone or {"links": {}})["links"].values():
-        if link["kind"] == "veth" and link["peer_netns"] == HOST:
-            host.pop(link["peer_name"], None)
+            drop_link(state, netns_key(netns), "lo")

@@ -22,7 +22,7 @@ import atexit
 import posix
 import time
 
-from cni_plugin.dataplane import netlink
+from cni_plugin.dataplane import netlink, netlink_wire
 from cni_plugin.dataplane.base import (
     Dataplane,
     Link,
@@ -33,52 +33,22 @@ from cni_plugin.dataplane.base import (
     ensure_addr_conflicts,
     random_veth_name,
 )
-from cni_plugin.dataplane.netlink import NetlinkError
-from cni_plugin.dataplane.netns_agent import NetnsAgent, read_sysctl, write_sysctl
-from cni_spec.errors import CNIError, internal
-from cni_spec.types import DefaultGatewayRoute, IPConfig, Route
+from cni_plugin.dataplane.linux_errors import fs_magic, go_ipnet, refused
+from cni_plugin.dataplane.netlink_wire import NetlinkError
+from cni_plugin.dataplane.netns_agent import NetnsAgent, ensure_sysctl, write_sysctl_best_effort
+from cni_spec.errors import internal
+from cni_spec.types import IPConfig, Route
 
-EPERM, ENODEV, EEXIST = 1, 19, 17
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
 
-
-def _go_ipnet(route: Route) -> str:
-    """A route's dst as the reference prints it in messages (Go's %v of a net.IPNet)."""
-    import ipaddress  # only to word this error
-
-    net = ipaddress.ip_interface(route.dst)
-    if isinstance(route, DefaultGatewayRoute):
-        mask = bytes(16) if net.version == 6 else bytes(10) + b"\xff\xff" + bytes(4)
-    else:
-        mask = net.netmask.packed
-    return f"{{{net.ip} {mask.hex()}}}"
-
-
-def _fs_magic(path: str) -> int:
-    """statfs(2) f_type, only needed to word an error (Python has no os.statfs)."""
-    import ctypes
-    import sys
-
-    buf = ctypes.create_string_buffer(256)  # struct statfs; f_type is its first field
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.statfs(path.encode(), buf) != 0:
-        return 0
-    return int.from_bytes(buf.raw[:8], sys.byteorder)
-
-
-def refused(what: str, e: OSError) -> CNIError:
-    """The kernel's refusal, worded as the reference wraps it; without the capabilities
-    the error says what the linux dataplane needs."""
-    if e.errno == EPERM:
-        from cni_plugin.dataplane.commands import NOT_PERMITTED
-
-        return CNIError(999, f"{what}: operation not permitted", NOT_PERMITTED)
-    text = e.reason if isinstance(e, NetlinkError) else (e.strerror or str(e))
-    return internal(f"{what}: {text[:1].lower()}{text[1:]}")
+ENODEV, EEXIST = 19, 17
 
 
 class LinuxDataplane(Dataplane):
     def __init__(self) -> None:
-        self._host: netlink.Socket | None = None
+        self._host: netlink_wire.Socket | None = None
         self._agents: dict[str, NetnsAgent] = {}
         self._nsids: dict[str, int] = {}
         self._read_across = True  # cleared once the kernel shows it cannot
@@ -93,10 +63,10 @@ class LinuxDataplane(Dataplane):
             self._host.close()
             self._host = None
 
-    def _host_sock(self) -> netlink.Socket:
+    def _host_sock(self) -> netlink_wire.Socket:
         """A netlink socket in the plugin's own namespace (the host's)."""
         if self._host is None:
-            self._host = netlink.Socket()
+            self._host = netlink_wire.Socket()
         return self._host
 
     def _agent(self, netns: str) -> NetnsAgent:
@@ -106,7 +76,7 @@ class LinuxDataplane(Dataplane):
             agent = self._agents[netns] = NetnsAgent(netns)
         return agent
 
-    def _in_sandbox(self, netns: str) -> netlink.Socket:
+    def _in_sandbox(self, netns: str) -> netlink_wire.Socket:
         """A netlink socket inside the sandbox: every change there goes through it."""
         try:
             return self._agent(netns).netlink
@@ -114,7 +84,7 @@ class LinuxDataplane(Dataplane):
             self._agents.pop(netns).close()
             raise refused(f'failed to Set netns "{netns}"', e) from e
 
-    def _reader(self, netns: str | None) -> tuple[netlink.Socket, int]:
+    def _reader(self, netns: str | None) -> tuple[netlink_wire.Socket, int]:
         """Where a namespace's links and addresses are read: our own socket naming the
         sandbox by its id when it has one (it does once our veth spans the two) and the
         kernel reads across, else the helper's socket inside. (socket, nsid or -1)"""
@@ -146,16 +116,16 @@ class LinuxDataplane(Dataplane):
                            f"{e.strerror.lower() if e.strerror else e}") from e
         if st.st_dev != posix.stat(f"/proc/{posix.getpid()}/ns/net").st_dev:
             raise internal(f'failed to open netns "{netns}": unknown FS magic on "{netns}": '
-                           f"{_fs_magic(netns):x}")
+                           f"{fs_magic(netns):x}")
 
-    def _to_link(self, sock: netlink.Socket, info: netlink.LinkInfo, addrs: list[str],
+    def _to_link(self, sock: netlink_wire.Socket, info: netlink_wire.LinkInfo, addrs: list[str],
                  nsid: int = -1, names: dict[int, str] | None = None) -> Link:
         master = ""
         if info.master_index:
             master = names[info.master_index] if names and info.master_index in names \
                 else netlink.get_link(sock, index=info.master_index, nsid=nsid).name
         return Link(name=info.name, kind=info.kind, mac=info.mac, mtu=info.mtu,
-                    up=bool(info.flags & netlink.IFF_UP), promisc=info.promiscuity > 0,
+                    up=bool(info.flags & netlink_wire.IFF_UP), promisc=info.promiscuity > 0,
                     master=master, hairpin=info.hairpin, addrs=addrs, ifindex=info.index,
                     peer_ifindex=info.peer_index)
 
@@ -187,7 +157,7 @@ class LinuxDataplane(Dataplane):
         sock = self._host_sock() if netns is None else self._in_sandbox(netns)
         names = {info.index: info.name for info in netlink.links(sock)}
         return [RouteEntry(dst=r.dst, gw=r.gateway, dev=names.get(r.oif, ""))
-                for family in (netlink.AF_INET, netlink.AF_INET6)
+                for family in (netlink_wire.AF_INET, netlink_wire.AF_INET6)
                 for r in netlink.routes(sock, family)]
 
     def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
@@ -206,7 +176,7 @@ class LinuxDataplane(Dataplane):
         link = self.get_link(None, name)
         if link is None or link.kind != "bridge":
             raise internal(f'{what}: "{name}" already exists but is not a bridge')
-        _quiet_sysctl(f"net/ipv6/conf/{name}/accept_ra", "0")
+        write_sysctl_best_effort(f"net/ipv6/conf/{name}/accept_ra", "0")
         try:
             netlink.set_link(sock, name, up=True)
         except NetlinkError as e:
@@ -249,7 +219,7 @@ class LinuxDataplane(Dataplane):
             netlink.set_link(host, peer, master=netlink.get_link(host, bridge).index)
             if hairpin:
                 netlink.set_hairpin(host, peer)
-            _quiet_sysctl(f"net/ipv6/conf/{peer}/accept_ra", "0")
+            write_sysctl_best_effort(f"net/ipv6/conf/{peer}/accept_ra", "0")
             if vlan:
                 index = netlink.get_link(host, peer).index
                 if not preserve_default_vlan:
@@ -320,7 +290,7 @@ class LinuxDataplane(Dataplane):
             try:
                 netlink.add_route(sock, r.dst, gw, index)
             except NetlinkError as e:
-                raise refused(f"failed to add route '{_go_ipnet(r)} via {gw or '<nil>'} dev "
+                raise refused(f"failed to add route '{go_ipnet(r)} via {gw or '<nil>'} dev "
                               f"{ifname}'", e) from e
 
     def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
@@ -351,32 +321,21 @@ class LinuxDataplane(Dataplane):
     def enable_forwarding(self, ipv6: bool) -> None:
         path = "net/ipv6/conf/all/forwarding" if ipv6 else "net/ipv4/ip_forward"
         try:
-            if read_sysctl(path) != "1":
-                write_sysctl(path, "1")
+            ensure_sysctl(path, "1")
         except OSError as e:
             raise refused("failed to enable forwarding", e) from e
 
-    # The firewall runs tools (iptables, nft): imported only by the commands that use it.
-
     def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
-        from cni_plugin.dataplane import linux_firewall
-
-        linux_firewall.setup_masquerade(cidr, chain, comment)
+        _firewall().setup_masquerade(cidr, chain, comment)
 
     def teardown_masquerade(self, chain: str) -> None:
-        from cni_plugin.dataplane import linux_firewall
-
-        linux_firewall.teardown_masquerade(chain)
+        _firewall().teardown_masquerade(chain)
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
-        from cni_plugin.dataplane import linux_firewall
-
-        linux_firewall.setup_macspoofchk(host_iface, mac, ref_id)
+        _firewall().setup_macspoofchk(host_iface, mac, ref_id)
 
     def teardown_macspoofchk(self, ref_id: str) -> None:
-        from cni_plugin.dataplane import linux_firewall
-
-        linux_firewall.teardown_macspoofchk(ref_id)
+        _firewall().teardown_macspoofchk(ref_id)
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
         self.require_netns(netns)
@@ -432,9 +391,8 @@ class LinuxDataplane(Dataplane):
             raise refused('failed to set "lo" down', e) from e
 
 
-def _quiet_sysctl(path: str, value: str) -> None:
-    """Best effort, as the reference ignores these errors."""
-    try:  # noqa: SIM105 - contextlib is not worth its import here
-        write_sysctl(path, value)
-    except OSError:
-        pass
+def _firewall() -> ModuleType:
+    """linux_firewall runs tools (iptables, nft): imported only by the commands using it."""
+    from cni_plugin.dataplane import linux_firewall
+
+    return linux_firewall

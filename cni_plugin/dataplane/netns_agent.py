@@ -16,7 +16,7 @@ import _socket
 import posix
 from struct import pack, unpack_from
 
-from cni_plugin.dataplane.netlink import Socket
+from cni_plugin.dataplane.netlink_wire import Socket
 
 CLONE_NEWNET = 0x40000000
 _OK, _FAILED = b"K", b"E"
@@ -31,12 +31,26 @@ def write_sysctl(path: str, value: str) -> None:
         posix.close(fd)
 
 
+def write_sysctl_best_effort(path: str, value: str) -> None:
+    """write_sysctl, errors ignored, as the reference ignores them (accept_ra and the like)."""
+    try:  # noqa: SIM105 - contextlib is not worth its import here
+        write_sysctl(path, value)
+    except OSError:
+        pass
+
+
 def read_sysctl(path: str) -> str:
     fd = posix.open(f"/proc/sys/{path}", posix.O_RDONLY | posix.O_CLOEXEC)
     try:
         return posix.read(fd, 256).decode().strip()
     finally:
         posix.close(fd)
+
+
+def ensure_sysctl(path: str, value: str) -> None:
+    """Write the sysctl only if it differs (a write of the same value still needs rights)."""
+    if read_sysctl(path) != value:
+        write_sysctl(path, value)
 
 
 def _setns(fd: int, nstype: int) -> None:
