@@ -25,7 +25,7 @@ from pathlib import Path
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
-from kubelet_sim.controllers import build_controller_manager
+from kubelet_sim.control_plane import cluster_controllers
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.kubelet.kubelet import Kubelet
@@ -156,7 +156,7 @@ class Cluster:
             self._registrars.append(await serve_registration(
                 registry / f"{self.driver_name}-reg.sock",
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
-        self.manager = build_controller_manager(self.api, controller_client, self.driver_name,
+        self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
                                                 recorder=self.events, secrets=self.secrets)
         for kubelet in self.kubelets.values():
             await kubelet.start()

@@ -20,8 +20,8 @@ from typing import Any, TextIO
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.describe import pod_reasons
-from kubelet_sim.kubelet.paths import attachment_name
 from kubelet_sim.network.host_gw import ClusterNetwork
 from kubelet_sim.pod_probe import probe_pod_to_pod
 from kubelet_sim.utils.trace import Trace, trace_lines

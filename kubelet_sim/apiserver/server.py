@@ -22,9 +22,8 @@ API server's:
 
 All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in memory) and
 serialised by a lock, so worker threads may call them too; ``watch`` hands back an
-async iterator. Returned objects are private copies. client-go's helpers
-(:func:`retry_on_conflict`, :func:`merge_patch`) are re-exported from
-:mod:`kubelet_sim.client.retry`.
+async iterator. Returned objects are private copies. client-go's ``retry_on_conflict``
+is in :mod:`kubelet_sim.client.retry`, JSON merge patch in :mod:`kubelet_sim.api.merge_patch`.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ from kubelet_sim.api.errors import (
     Invalid,
     NotFound,
 )
+from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver.admission import (
@@ -61,15 +61,11 @@ from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
 from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED, Watch, WatchEvent
-from kubelet_sim.client.retry import merge_patch, retry_on_conflict, retry_on_conflict_async
 from kubelet_sim.utils.clock import Clock, RealClock
 
 __all__ = [
     "APIServer",
     "ResourceList",
-    "merge_patch",
-    "retry_on_conflict",
-    "retry_on_conflict_async",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

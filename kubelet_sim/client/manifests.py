@@ -27,8 +27,9 @@ import yaml
 from kubelet_sim.api.errors import AlreadyExists, Invalid
 from kubelet_sim.api.model import Resource, kind_info
 from kubelet_sim.apiserver.defaulting import apply_defaults
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.validation import validate
+from kubelet_sim.client.retry import retry_on_conflict
 
 
 class ManifestError(ValueError):

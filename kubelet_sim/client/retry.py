@@ -1,29 +1,14 @@
-"""client-go's client-side helpers: JSON merge patch and retry on conflict."""
+"""client-go's retry on conflict (``retry.RetryOnConflict``), sync and async."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kubelet_sim.api.errors import Conflict
 from kubelet_sim.utils.clock import DEFAULT_RETRY, Backoff, Clock, RealClock
 
 T = TypeVar("T")
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: objects merge recursively, ``null`` deletes, anything
-    else (lists included) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def retry_on_conflict(

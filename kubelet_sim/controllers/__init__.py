@@ -1,81 +1,8 @@
-"""The cluster's controllers: scheduler, PV binder, PVC/PV protection, external-provisioner,
-attach/detach controller + external-attacher, snapshot-controller + csi-snapshotter,
-external-resizer.
+"""kube-controller-manager's loops: scheduler, PV binder, PVC/PV protection, attach/detach
+controller and snapshot-controller, on a common base (:mod:`kubelet_sim.controllers.base`).
+The CSI sidecars are in :mod:`kubelet_sim.sidecars`; :mod:`kubelet_sim.control_plane`
+builds the set a cluster runs."""
 
-:func:`cluster_controllers` builds the usual set for one CSI driver; a
-:class:`ControllerManager` settles them (tests, demo) or runs their watch loops.
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.events import Event, EventRecorder
-from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.base import Controller, ControllerManager, NotSettled
-from kubelet_sim.controllers.binder import VolumeBinder
-from kubelet_sim.controllers.protection import StorageProtection
-from kubelet_sim.controllers.scheduler import Scheduler
-from kubelet_sim.controllers.snapshot_controller import SnapshotController
-from kubelet_sim.csi.client import CsiClient
-from kubelet_sim.sidecars.attacher import ExternalAttacher, attacher_finalizer
-from kubelet_sim.sidecars.provisioner import ExternalProvisioner
-from kubelet_sim.sidecars.resizer import ExternalResizer
-from kubelet_sim.sidecars.secrets import SecretStore
-from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
-from kubelet_sim.utils.clock import Clock
 
-__all__ = [
-    "AttachDetachController",
-    "Controller",
-    "ControllerManager",
-    "CsiSnapshotter",
-    "Event",
-    "EventRecorder",
-    "ExternalAttacher",
-    "ExternalProvisioner",
-    "ExternalResizer",
-    "NotSettled",
-    "Scheduler",
-    "SecretStore",
-    "SnapshotController",
-    "StorageProtection",
-    "VolumeBinder",
-    "attacher_finalizer",
-    "build_controller_manager",
-    "cluster_controllers",
-]
-
-
-def cluster_controllers(
-    api: APIServer,
-    csi: CsiClient,
-    driver: str,
-    *,
-    clock: Clock | None = None,
-    secrets: SecretStore | None = None,
-    recorder: EventRecorder | None = None,
-    resync_seconds: float = 30.0,
-) -> ControllerManager:
-    """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
-    CSI calls are traced under each sidecar's component name."""
-    recorder = recorder or EventRecorder()
-    secrets = secrets or SecretStore()
-    common: dict[str, Any] = {"clock": clock, "recorder": recorder,
-                              "resync_seconds": resync_seconds}
-    return ControllerManager([
-        Scheduler(api, **common),
-        VolumeBinder(api, **common),
-        StorageProtection(api, **common),
-        ExternalProvisioner(api, csi, driver, secrets=secrets, **common),
-        AttachDetachController(api, **common),
-        ExternalAttacher(api, csi, driver, secrets=secrets, **common),
-        SnapshotController(api, **common),
-        CsiSnapshotter(api, csi, driver, secrets=secrets, **common),
-        ExternalResizer(api, csi, driver, secrets=secrets, **common),
-    ])
-
-
-# The name the cluster launcher imports.
-build_controller_manager = cluster_controllers
+__all__ = ["Controller", "ControllerManager", "NotSettled"]

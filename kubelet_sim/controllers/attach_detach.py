@@ -30,7 +30,7 @@ from kubelet_sim.controllers.common import (
     unique_volume_name,
     write_status,
 )
-from kubelet_sim.kubelet.paths import attachment_name
+from kubelet_sim.csi.naming import attachment_name
 
 
 @dataclass(frozen=True)

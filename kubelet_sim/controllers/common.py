@@ -10,7 +10,8 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import parse_storage
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.csi.volume_spec import csi_access_mode
 from kubelet_sim.utils.clock import RealClock

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from csi_protos import csi_pb2
-from kubelet_sim.kubelet.paths import ephemeral_volume_handle
+from kubelet_sim.csi.naming import ephemeral_volume_handle
 
 AccessMode = csi_pb2.VolumeCapability.AccessMode
 NodeRpc = csi_pb2.NodeServiceCapability.RPC

@@ -30,8 +30,9 @@ from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
+from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.node_expansion import finish_expansions

@@ -12,7 +12,8 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.api.pvc_resize import clear_resize_state, file_system_resize_pending
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.utils.clock import RealClock

@@ -8,7 +8,8 @@ import contextlib
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.kubelet.plugin_watcher import (
     NODE_ID_ANNOTATION,
     CsiNodeRegistration,

@@ -39,16 +39,6 @@ def volume_handle_digest(volume_handle: str) -> str:
     return hashlib.sha256(volume_handle.encode()).hexdigest()
 
 
-def ephemeral_volume_handle(pod_uid: str, volume_name: str) -> str:
-    """The handle the kubelet gives an inline ephemeral volume: ``csi-<sha256(podUID+name)>``."""
-    return "csi-" + hashlib.sha256(f"{pod_uid}{volume_name}".encode()).hexdigest()
-
-
-def attachment_name(volume_handle: str, driver: str, node_name: str) -> str:
-    """VolumeAttachment name: ``csi-<sha256(volumeHandle + driver + nodeName)>``."""
-    return "csi-" + hashlib.sha256(f"{volume_handle}{driver}{node_name}".encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class KubeletPaths:
     root: Path

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
-from kubelet_sim.kubelet.paths import attachment_name
 
 CSI_PLUGIN = "kubernetes.io/csi"
 

@@ -34,6 +34,7 @@ from typing import TypeVar
 
 from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiClient, CsiError, DriverNotRegistered
+from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import (
     CsiVolume,
     NodeCapabilities,
@@ -47,7 +48,6 @@ from kubelet_sim.csi.volume_spec import (
 from kubelet_sim.kubelet.paths import (
     VOL_DATA_FILE,
     KubeletPaths,
-    attachment_name,
     link_block_device,
     make_dirs,
     remove_mount_dir,

@@ -12,12 +12,10 @@ import pytest
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers import (
-    ControllerManager,
-    EventRecorder,
-    SecretStore,
-    cluster_controllers,
-)
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.control_plane import cluster_controllers
+from kubelet_sim.controllers import ControllerManager
+from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.testing.fake_controller import FakeControllerDriver
 from kubelet_sim.testing.fake_csi import FakeCsiClient

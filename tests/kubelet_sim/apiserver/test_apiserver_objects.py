@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
+from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import NAMESPACE_NAME_LABEL, Resource, new
-from kubelet_sim.apiserver.server import APIServer, merge_patch
+from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.testing.fake_clock import FakeClock
 
 

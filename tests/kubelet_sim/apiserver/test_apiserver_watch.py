@@ -8,7 +8,8 @@ import pytest
 
 from kubelet_sim.api.errors import Conflict, Gone
 from kubelet_sim.api.model import Resource, new
-from kubelet_sim.apiserver.server import APIServer, retry_on_conflict, retry_on_conflict_async
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict, retry_on_conflict_async
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.clock import Backoff
 

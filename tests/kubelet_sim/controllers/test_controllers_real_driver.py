@@ -11,7 +11,9 @@ from csi_driver.config import DEFAULT_DRIVER_NAME, TOPOLOGY_NODE_KEY
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, condition, new
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers import ControllerManager, EventRecorder, cluster_controllers
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.control_plane import cluster_controllers
+from kubelet_sim.controllers import ControllerManager
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.trace import Trace

@@ -10,7 +10,7 @@ import pytest
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.kubelet.paths import attachment_name
+from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.kubelet.pod_volumes import resolve
 
 DRIVER = "csi-mini.example.com"

@@ -12,7 +12,7 @@ import pytest
 from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
-from kubelet_sim.controllers import attacher_finalizer
+from kubelet_sim.sidecars.attacher import attacher_finalizer
 from tests.kubelet_sim.controller_cluster import DRIVER, Cluster
 
 FINALIZER = "external-attacher/fake-csi-example-com"

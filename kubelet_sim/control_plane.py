@@ -1,0 +1,57 @@
+"""The control plane of a cluster with one CSI driver: kube-controller-manager's loops
+(scheduler, PV binder, PVC/PV protection, attach/detach, snapshot-controller) and the CSI
+sidecars that serve the driver (external-provisioner, -attacher, -snapshotter, -resizer).
+
+:func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
+them (tests, demo) or runs their watch loops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.controllers.attach_detach import AttachDetachController
+from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.binder import VolumeBinder
+from kubelet_sim.controllers.protection import StorageProtection
+from kubelet_sim.controllers.scheduler import Scheduler
+from kubelet_sim.controllers.snapshot_controller import SnapshotController
+from kubelet_sim.csi.client import CsiClient
+from kubelet_sim.sidecars.attacher import ExternalAttacher
+from kubelet_sim.sidecars.provisioner import ExternalProvisioner
+from kubelet_sim.sidecars.resizer import ExternalResizer
+from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
+from kubelet_sim.utils.clock import Clock
+
+
+def cluster_controllers(
+    api: APIServer,
+    csi: CsiClient,
+    driver: str,
+    *,
+    clock: Clock | None = None,
+    secrets: SecretStore | None = None,
+    recorder: EventRecorder | None = None,
+    resync_seconds: float = 30.0,
+) -> ControllerManager:
+    """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
+    CSI calls are traced under each sidecar's component name."""
+    recorder = recorder or EventRecorder()
+    secrets = secrets or SecretStore()
+    common: dict[str, Any] = {"clock": clock, "recorder": recorder,
+                              "resync_seconds": resync_seconds}
+    return ControllerManager([
+        Scheduler(api, **common),
+        VolumeBinder(api, **common),
+        StorageProtection(api, **common),
+        ExternalProvisioner(api, csi, driver, secrets=secrets, **common),
+        AttachDetachController(api, **common),
+        ExternalAttacher(api, csi, driver, secrets=secrets, **common),
+        SnapshotController(api, **common),
+        CsiSnapshotter(api, csi, driver, secrets=secrets, **common),
+        ExternalResizer(api, csi, driver, secrets=secrets, **common),
+    ])
+
