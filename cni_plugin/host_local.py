@@ -28,6 +28,10 @@ from cni_plugin.skel import CmdArgs, Handlers, plugin_main
 from cni_spec.errors import ERR_PLUGIN_NOT_AVAILABLE, CNIError, internal
 from cni_spec.types import DNS, IPConfig, Result, Route
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 ABOUT = "emu-host-local: CNI host-local IPAM (cni-csi-mini)"
 KNOWN_ARGS = frozenset({"IP"})
 
@@ -190,8 +194,14 @@ HANDLERS = Handlers(add=cmd_add, delete=cmd_del, check=cmd_check, status=cmd_sta
                     gc=cmd_gc)
 
 
+def run(**streams: Any) -> int:
+    """One CNI command; ``streams`` are plugin_main's getenv, stdin, stdout, stderr (a
+    delegating plugin of ours runs host-local in-process with them, see invoke)."""
+    return plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS, **streams)
+
+
 def main() -> None:
-    sys.exit(plugin_main(HANDLERS, about=ABOUT, known_args=KNOWN_ARGS))
+    sys.exit(run())
 
 
 if __name__ == "__main__":

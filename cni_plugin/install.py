@@ -12,28 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-# executable name -> module whose main() runs it
-EXECUTABLES: dict[str, str] = {
-    "emu-bridge": "cni_plugin.bridge",
-    "emu-host-local": "cni_plugin.host_local",
-    "emu-loopback": "cni_plugin.loopback",
-    "emu-noop": "cni_plugin.noop",
-}
+from cni_plugin.executables import EXECUTABLES, PROJECT_ROOT, script_text
 
-PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def script_text(module: str, interpreter: str = sys.executable,
-                project_root: str = PROJECT_ROOT) -> str:
-    # The kernel passes everything after the interpreter as ONE argument, so the
-    # flags are written as the single cluster "-IS".
-    return (f"#!{interpreter} -IS\n"
-            "import sys\n"
-            f"sys.path.insert(0, {project_root!r})\n"
-            f"from {module} import main\n"
-            "from cni_plugin.posix_shim import run_then_exit\n"
-            "run_then_exit(main)\n")
-
+__all__ = ["EXECUTABLES", "PROJECT_ROOT", "install", "main", "script_text"]
 
 def install(bin_dir: str, interpreter: str = sys.executable) -> list[str]:
     """Write (atomically) every executable whose module exists; the paths written."""

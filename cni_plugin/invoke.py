@@ -3,6 +3,13 @@
 The child gets our environment with CNI_COMMAND replaced, the network config on
 stdin; its error JSON becomes a CNIError with its code, its result is read in
 its own cniVersion (or the config's) and returned in the current shape.
+
+When the file found on CNI_PATH is exactly one of our own executables (the script
+``python -m cni_plugin.install`` writes, for this interpreter and this project) and its
+module can run in-process, it is run here instead of in a new interpreter: the same
+code, with the same environment, stdin, stdout, exit status and files written, without
+a second interpreter start. Any other file (the reference host-local, a wrapper, an
+older install) is exec'd.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import sys
 import time
 
 from cni_plugin import posix_shim as posix_shim
+from cni_plugin.executables import EXECUTABLES, script_text
 from cni_plugin.skel import CmdArgs, config_version
 from cni_spec.errors import CNIError, internal
 from cni_spec.gojson import go_quote, loads
@@ -23,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 TEXT_FILE_BUSY_RETRIES = 5
+# Our plugins whose module has run(getenv=, stdin=, stdout=, stderr=) -> exit status.
+RUNS_IN_PROCESS = frozenset({"cni_plugin.host_local"})
 
 
 def find_in_path(plugin: str, paths: list[str]) -> str:
@@ -69,11 +79,45 @@ def _plugin_error(returncode: int, stdout: bytes, stderr: bytes) -> CNIError:
                            f"{go_quote(stdout.decode(errors='replace'))}: {e}")
 
 
+def in_process_module(plugin_path: str) -> str | None:
+    """The module of ours that `plugin_path` would run, when the file is exactly our
+    script for it and the module runs in-process; None otherwise."""
+    module = EXECUTABLES.get(posix_shim.basename(plugin_path))
+    if module not in RUNS_IN_PROCESS:
+        return None
+    expected = script_text(module).encode()
+    try:
+        fd = posix_shim.open_fd(plugin_path, posix_shim.O_RDONLY | posix_shim.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        content = posix_shim.read(fd, len(expected) + 1)
+    finally:
+        posix_shim.close(fd)
+    return module if content == expected else None
+
+
+def run_in_process(module: str, stdin_data: bytes,
+                   env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    """What exec'ing our script would give: exit status, stdout, stderr."""
+    from _io import BytesIO, StringIO
+
+    plugin = __import__(module, fromlist=["run"])
+    out, err = StringIO(), StringIO()
+    status = plugin.run(getenv=env.get, stdin=BytesIO(stdin_data), stdout=out, stderr=err)
+    return status, out.getvalue().encode(), err.getvalue().encode()
+
+
 def exec_plugin(plugin_path: str, stdin_data: bytes, env: Mapping[str, str]) -> bytes:
     """Run the plugin; its stdout on success, CNIError (its own code) on failure."""
+    module = in_process_module(plugin_path)
     for attempt in range(TEXT_FILE_BUSY_RETRIES + 1):
         try:
-            returncode, stdout, stderr = posix_shim.run_captured([plugin_path], stdin_data, env)
+            if module is not None:
+                returncode, stdout, stderr = run_in_process(module, stdin_data, env)
+            else:
+                returncode, stdout, stderr = posix_shim.run_captured(
+                    [plugin_path], stdin_data, env)
         except OSError as e:
             if e.errno == errno.ETXTBSY and attempt < TEXT_FILE_BUSY_RETRIES:
                 time.sleep(1)
