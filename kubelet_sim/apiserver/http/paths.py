@@ -1,0 +1,35 @@
+"""Parsing a REST path: /api/v1/... or /apis/<group>/<version>/... into what it names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubelet_sim.apiserver.http.resources import ApiResource, lookup
+
+
+@dataclass(frozen=True)
+class Target:
+    resource: ApiResource
+    namespace: str  # "" = all namespaces (lists) or a cluster-scoped kind
+    name: str  # "" = the collection
+    subresource: str  # "" or "status"
+
+
+def parse(group: str, version: str, segments: list[str]) -> Target | None:
+    """The object or collection a path names; None when the server has no such path."""
+    namespace = ""
+    if (len(segments) >= 3 and segments[0] == "namespaces"
+            and not (group == "" and len(segments) == 3 and segments[2] == "status")):
+        namespace, segments = segments[1], segments[2:]
+    if not segments or len(segments) > 3:
+        return None
+    resource = lookup(group, version, segments[0])
+    if resource is None or (namespace and not resource.namespaced):
+        return None
+    name = segments[1] if len(segments) >= 2 else ""
+    sub = segments[2] if len(segments) == 3 else ""
+    if sub not in ("", "status") or (sub and not resource.has_status):
+        return None
+    if name and resource.namespaced and not namespace:
+        return None  # /api/v1/pods/<name> does not exist: a namespaced object needs its namespace
+    return Target(resource, namespace, name, sub)

@@ -1,0 +1,70 @@
+"""The REST names of the simulator's kinds: group, version, plural, short names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubelet_sim.api.model import KINDS
+
+# kind -> (plural, short names, categories), as a real API server lists them
+_NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "Namespace": ("namespaces", ("ns",), ()),
+    "Node": ("nodes", ("no",), ()),
+    "Pod": ("pods", ("po",), ("all",)),
+    "PersistentVolumeClaim": ("persistentvolumeclaims", ("pvc",), ()),
+    "PersistentVolume": ("persistentvolumes", ("pv",), ()),
+    "StorageClass": ("storageclasses", ("sc",), ()),
+    "CSIDriver": ("csidrivers", (), ()),
+    "CSINode": ("csinodes", (), ()),
+    "VolumeAttachment": ("volumeattachments", (), ()),
+    "VolumeSnapshot": ("volumesnapshots", ("vs",), ()),
+    "VolumeSnapshotContent": ("volumesnapshotcontents", ("vsc", "vscs"), ()),
+    "VolumeSnapshotClass": ("volumesnapshotclasses", ("vsclass", "vsclasses"), ()),
+    "NetworkPolicy": ("networkpolicies", ("netpol",), ()),
+}
+
+VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ApiResource:
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+    has_status: bool
+    short_names: tuple[str, ...]
+    categories: tuple[str, ...]
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+def _resource(kind: str) -> ApiResource:
+    info = KINDS[kind]
+    group, _, version = info.api_version.rpartition("/")
+    plural, short, categories = _NAMES[kind]
+    return ApiResource(kind, group, version, plural, info.namespaced, info.status_subresource,
+                       short, categories)
+
+
+RESOURCES: tuple[ApiResource, ...] = tuple(_resource(kind) for kind in KINDS)
+_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+
+
+def lookup(group: str, version: str, plural: str) -> ApiResource | None:
+    return _BY_PATH.get((group, version, plural))
+
+
+def group_versions() -> dict[str, list[ApiResource]]:
+    """group/version -> its resources, core ("v1") first."""
+    out: dict[str, list[ApiResource]] = {}
+    for r in sorted(RESOURCES, key=lambda r: (r.group != "", r.group)):
+        out.setdefault(r.group_version, []).append(r)
+    return out

@@ -1,0 +1,274 @@
+"""The REST verbs on one resource path, as the Kubernetes API defines them.
+
+get, list (labelSelector, fieldSelector, limit + continue), watch (``?watch=1``: one JSON
+event per line, BOOKMARKs when asked, ``timeoutSeconds``; a too-old resourceVersion
+ends the stream with an ERROR event carrying a 410 Status), create, update (409 on a
+stale resourceVersion), delete (graceful, finalizers kept), patch (JSON merge, JSON
+patch, strategic merge; server-side apply is 415), the status subresource and
+``dryRun=All`` (validated, answered, not stored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+from aiohttp import web
+
+from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.defaulting import apply_defaults
+from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
+from kubelet_sim.apiserver.http.paths import Target
+from kubelet_sim.apiserver.http.status import error_body, fail, status_body
+from kubelet_sim.apiserver.http.tables import table
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.validation import validate
+
+BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client allows them
+PATCH_RETRIES = 5
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+
+
+def wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+async def _body(request: web.Request) -> Any:
+    try:
+        return json.loads(await request.read() or b"{}")
+    except ValueError as e:
+        raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
+            from None
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    if any(v != "All" for v in values):
+        raise fail(400, "BadRequest", f"unsupported dryRun value(s) {values}: only All")
+    return bool(values)
+
+
+class Rest:
+    def __init__(self, api: APIServer) -> None:
+        self.api = api
+
+    async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        method = request.method
+        try:
+            if not target.name:
+                if method == "GET":
+                    if request.query.get("watch") in ("1", "true"):
+                        return await self.watch(request, target)
+                    return self.list(request, target)
+                if method == "POST":
+                    return self.create(target, await _body(request), _dry_run(request))
+                raise fail(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+            if method == "GET":
+                return self.get(request, target)
+            if method == "PUT":
+                return self.update(target, await _body(request), _dry_run(request))
+            if method == "PATCH":
+                return await self.patch(request, target)
+            if method == "DELETE":
+                return self.delete(request, target, await _body(request))
+            raise fail(405, "MethodNotAllowed", f"{method} is not supported on an object")
+        except ApiError as err:
+            return _json(error_body(err, target.resource.plural), err.code)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, request: web.Request, target: Target) -> web.Response:
+        obj = self.api.get(target.resource.kind, target.name, target.namespace)
+        if wants_table(request):
+            return _json(table(target.resource.kind, [obj], obj.metadata.resource_version or "",
+                               request.query.get("includeObject", "Metadata")))
+        return _json(obj.to_dict())
+
+    def list(self, request: web.Request, target: Target) -> web.Response:
+        r = target.resource
+        found = self.api.list(r.kind, target.namespace or None,
+                              label_selector=request.query.get("labelSelector") or None,
+                              field_selector=request.query.get("fieldSelector") or None)
+        items, token = _page(found.items, found.resource_version, request)
+        if wants_table(request):
+            return _json(table(r.kind, items, found.resource_version,
+                               request.query.get("includeObject", "Metadata"), token))
+        meta: dict[str, Any] = {"resourceVersion": found.resource_version}
+        if token:
+            meta["continue"] = token
+        return _json({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta,
+                      "items": [o.to_dict() for o in items]})
+
+    async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        r = target.resource
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        try:
+            timeout = float(request.query.get("timeoutSeconds") or 1800)
+        except ValueError:
+            timeout = 1800
+        bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
+        try:
+            watch = self.api.watch(r.kind, target.namespace or None,
+                                   label_selector=request.query.get("labelSelector") or None,
+                                   field_selector=request.query.get("fieldSelector") or None,
+                                   resource_version=request.query.get("resourceVersion") or None)
+        except Gone as err:
+            await _send(response, {"type": "ERROR", "object": status_body(
+                410, "Expired", f"too old resource version: {err.message}")})
+            return response
+        except ApiError as err:
+            await _send(response, {"type": "ERROR", "object": error_body(err, r.plural)})
+            return response
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            while (left := deadline - loop.time()) > 0:
+                try:
+                    event = await asyncio.wait_for(watch.next(),
+                                                   min(left, BOOKMARK_EVERY))
+                except TimeoutError:
+                    if bookmarks and loop.time() < deadline:
+                        await _send(response, {"type": "BOOKMARK", "object": {
+                            "kind": r.kind, "apiVersion": r.group_version,
+                            "metadata": {"resourceVersion": self.api.resource_version}}})
+                    continue
+                if event is None:
+                    break
+                await _send(response, {"type": event.type, "object": self._shown(
+                    request, r.kind, event.object)})
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            watch.stop()
+        return response
+
+    def _shown(self, request: web.Request, kind: str, obj: Resource) -> dict[str, Any]:
+        """A watched object as the client asked for it: itself, or a one-row Table."""
+        if wants_table(request):
+            return table(kind, [obj], obj.metadata.resource_version or "",
+                         request.query.get("includeObject", "Metadata"))
+        return obj.to_dict()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create(self, target: Target, body: Any, dry_run: bool) -> web.Response:
+        obj = self._object(target, body)
+        if dry_run:
+            apply_defaults(obj)
+            validate(obj)
+            return _json(obj.to_dict(), 201)
+        return _json(self.api.create(obj).to_dict(), 201)
+
+    def update(self, target: Target, body: Any, dry_run: bool) -> web.Response:
+        obj = self._object(target, body)
+        if obj.name != target.name:
+            raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
+                             f"the URL ({target.name})")
+        if dry_run:
+            self.api.get(target.resource.kind, target.name, target.namespace)
+            apply_defaults(obj)
+            validate(obj)
+            return _json(obj.to_dict())
+        write = self.api.update_status if target.subresource else self.api.update
+        return _json(write(obj).to_dict())
+
+    async def patch(self, request: web.Request, target: Target) -> web.Response:
+        kind = target.resource.kind
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type == "application/apply-patch+yaml":
+            raise fail(415, "UnsupportedMediaType",
+                       "server-side apply is not supported by this API server; use "
+                       "client-side kubectl apply (without --server-side)")
+        patch = await _body(request)
+        dry_run = _dry_run(request)
+        if content_type == "application/merge-patch+json" and not dry_run:
+            if not isinstance(patch, dict):
+                raise BadRequest("a merge patch must be a JSON object")
+            return _json(self.api.patch(kind, target.name, patch, target.namespace,
+                                        target.subresource).to_dict())
+        if content_type not in ("application/merge-patch+json", "application/json-patch+json",
+                                "application/strategic-merge-patch+json"):
+            raise fail(415, "UnsupportedMediaType", f"the body of the request was in an "
+                       f"unknown format: {content_type or '(none)'}")
+        for attempt in range(PATCH_RETRIES):
+            current = self.api.get(kind, target.name, target.namespace)
+            doc = current.to_dict()
+            if content_type == "application/json-patch+json":
+                merged = json_patch(doc, patch)
+            elif content_type == "application/strategic-merge-patch+json":
+                merged = strategic_merge(doc, patch)
+            else:
+                from kubelet_sim.api.merge_patch import merge_patch
+                merged = merge_patch(doc, patch)
+            obj = Resource.from_dict(merged)
+            if dry_run:
+                apply_defaults(obj)
+                validate(obj)
+                return _json(obj.to_dict())
+            obj.metadata.resource_version = current.metadata.resource_version
+            write = self.api.update_status if target.subresource else self.api.update
+            try:
+                return _json(write(obj).to_dict())
+            except Conflict:
+                if attempt == PATCH_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
+        options = options if isinstance(options, dict) else {}
+        grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+        pre = options.get("preconditions") or {}
+        if _dry_run(request) or options.get("dryRun") == ["All"]:
+            return _json(self.api.get(target.resource.kind, target.name,
+                                      target.namespace).to_dict())
+        obj = self.api.delete(target.resource.kind, target.name, target.namespace,
+                              grace_period_seconds=int(grace) if grace is not None else None,
+                              uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
+        return _json(obj.to_dict())
+
+    def _object(self, target: Target, body: Any) -> Resource:
+        r = target.resource
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        if body.get("kind") != r.kind or body.get("apiVersion") != r.group_version:
+            raise BadRequest(f"the API version in the data ({body.get('apiVersion')}) and kind "
+                             f"({body.get('kind')}) do not match {r.group_version} {r.kind}")
+        meta = body.setdefault("metadata", {})
+        if r.namespaced:
+            if meta.get("namespace") and meta["namespace"] != target.namespace:
+                raise BadRequest("the namespace of the provided object does not match the "
+                                 "namespace sent on the request")
+            meta["namespace"] = target.namespace
+        return Resource.from_dict(body)
+
+
+def _page(items: list[Resource], resource_version: str,
+          request: web.Request) -> tuple[list[Resource], str]:
+    """``limit`` items from the ``continue`` token on, and the next token ("" at the end)."""
+    start = 0
+    token = request.query.get("continue")
+    if token:
+        try:
+            start = int(json.loads(base64.urlsafe_b64decode(token))["start"])
+        except (ValueError, KeyError, TypeError):
+            raise fail(400, "BadRequest", "invalid continue token") from None
+    limit = int(request.query.get("limit") or 0)
+    if limit <= 0:
+        return items[start:], ""
+    end = start + limit
+    if end >= len(items):
+        return items[start:], ""
+    next_token = base64.urlsafe_b64encode(json.dumps(
+        {"rv": resource_version, "start": end}).encode()).decode()
+    return items[start:end], next_token
+
+
+async def _send(response: web.StreamResponse, event: dict[str, Any]) -> None:
+    await response.write(json.dumps(event).encode() + b"\n")

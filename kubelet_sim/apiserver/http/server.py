@@ -1,0 +1,173 @@
+"""The aiohttp application, its bearer-token check, and a thread to serve it on."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ssl
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from kubelet_sim.apiserver.http import discovery, openapi
+from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
+from kubelet_sim.apiserver.http.paths import parse
+from kubelet_sim.apiserver.http.rest import Rest
+from kubelet_sim.apiserver.http.status import status_body, status_response
+from kubelet_sim.apiserver.server import APIServer
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
+
+
+def make_app(api: APIServer, token: str, address: str) -> web.Application:
+    rest = Rest(api)
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return status_response(status_body(401, "Unauthorized", "Unauthorized"))
+        return await handler(request)
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response(discovery.VERSION)
+
+    async def health(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def api_versions(request: web.Request) -> web.Response:
+        return web.json_response(discovery.api_versions(address))
+
+    async def groups(request: web.Request) -> web.Response:
+        return web.json_response(discovery.api_group_list())
+
+    def not_found() -> web.Response:
+        return status_response(status_body(
+            404, "NotFound", "the server could not find the requested resource"))
+
+    async def resources(request: web.Request, group_version: str) -> web.Response:
+        body = discovery.api_resource_list(group_version)
+        return web.json_response(body) if body is not None else not_found()
+
+    async def core(request: web.Request) -> web.StreamResponse:
+        segments = [s for s in request.match_info["tail"].split("/") if s]
+        if not segments:
+            return await resources(request, "v1")
+        target = parse("", "v1", segments)
+        return not_found() if target is None else await rest.handle(request, target)
+
+    async def grouped(request: web.Request) -> web.StreamResponse:
+        group, version = request.match_info["group"], request.match_info["version"]
+        segments = [s for s in request.match_info["tail"].split("/") if s]
+        if not segments:
+            return await resources(request, f"{group}/{version}")
+        target = parse(group, version, segments)
+        return not_found() if target is None else await rest.handle(request, target)
+
+    async def group_versions(request: web.Request) -> web.Response:
+        group = request.match_info["group"]
+        listed = [g for g in discovery.api_group_list()["groups"] if g["name"] == group]
+        if not listed:
+            return not_found()
+        return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
+
+    async def openapi_index(request: web.Request) -> web.Response:
+        return web.json_response(openapi.index())
+
+    async def openapi_document(request: web.Request) -> web.Response:
+        tail = request.match_info["tail"]
+        gv = tail.removeprefix("apis/") if tail.startswith("apis/") else tail.removeprefix("api/")
+        body = openapi.document(gv)
+        return web.json_response(body) if body is not None else not_found()
+
+    async def fallback(request: web.Request) -> web.Response:
+        return not_found()
+
+    app = web.Application(middlewares=[authenticate])
+    app.router.add_get("/version", version)
+    for path in HEALTH_PATHS:
+        app.router.add_get(path, health)
+    app.router.add_get("/api", api_versions)
+    app.router.add_get("/apis", groups)
+    app.router.add_route("*", "/api/v1{tail:(/.*)?}", core)
+    app.router.add_get("/apis/{group}", group_versions)
+    app.router.add_route("*", "/apis/{group}/{version}{tail:(/.*)?}", grouped)
+    app.router.add_get("/openapi/v3", openapi_index)
+    app.router.add_get("/openapi/v3/{tail:.+}", openapi_document)
+    app.router.add_route("*", "/{tail:.*}", fallback)
+    return app
+
+
+@dataclass
+class ApiServerHandle:
+    """A running API server: its URL, credentials, kubeconfig; ``stop()`` ends it."""
+
+    url: str
+    kubeconfig: Path
+    credentials: Credentials
+    _loop: asyncio.AbstractEventLoop
+    _thread: threading.Thread
+    _runner: web.AppRunner
+    _stopped: bool = field(default=False)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+        future.result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
+                     kubeconfig: Path | None = None) -> ApiServerHandle:
+    """Serve ``api`` over HTTPS on ``host:port`` (0: any free port) from a thread of its
+    own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600)."""
+    if host not in ("127.0.0.1", "localhost"):
+        raise ValueError(f"the API server listens on 127.0.0.1 only, not {host!r}")
+    creds = load_or_create(state_dir)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(creds.server_cert, creds.server_key)
+    loop = asyncio.new_event_loop()
+    started: dict[str, object] = {}
+    ready = threading.Event()
+
+    async def begin() -> None:
+        placeholder = f"https://{host}:{port}"
+        runner = web.AppRunner(make_app(api, creds.token, placeholder), access_log=None,
+                               handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, ssl_context=tls)
+        await site.start()
+        server = site._server  # the bound socket tells the port picked for port 0
+        sockets = getattr(server, "sockets", None) or []
+        started["port"] = sockets[0].getsockname()[1] if sockets else port
+        started["runner"] = runner
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(begin())
+        except BaseException as e:  # reported to the caller below
+            started["error"] = e
+            ready.set()
+            return
+        ready.set()
+        loop.run_forever()
+        loop.close()
+
+    thread = threading.Thread(target=run, name="kube-apiserver-http", daemon=True)
+    thread.start()
+    ready.wait(timeout=30)
+    if "error" in started:
+        raise RuntimeError(f"the API server did not start: {started['error']}")
+    url = f"https://{host}:{started['port']}"
+    path = write_kubeconfig(kubeconfig or state_dir / "kubeconfig", url, creds)
+    runner = started["runner"]
+    assert isinstance(runner, web.AppRunner)
+    return ApiServerHandle(url, path, creds, loop, thread, runner)

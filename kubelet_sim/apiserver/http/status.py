@@ -1,0 +1,48 @@
+"""Errors as the API server writes them: ``Status`` objects with a reason and a code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from kubelet_sim.api.errors import AlreadyExists, ApiError, Invalid, NotFound
+
+
+def status_body(code: int, reason: str, message: str,
+                details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Failure", "message": message, "reason": reason,
+                            "code": code}
+    if details:
+        body["details"] = details
+    return body
+
+
+def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
+    """The Status for one of the core's typed errors."""
+    details: dict[str, Any] = {}
+    message = err.message
+    if isinstance(err, (NotFound, AlreadyExists)):
+        details = {"name": err.name, "kind": plural or err.kind}
+        if plural:  # as Kubernetes words it: pods "web" not found
+            what = "not found" if isinstance(err, NotFound) else "already exists"
+            message = f'{plural} "{err.name}" {what}'
+    if isinstance(err, Invalid):
+        details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
+                               "field": err.field}]}
+    return status_body(err.code, err.reason, message, details or None)
+
+
+def status_response(body: dict[str, Any]) -> web.Response:
+    return web.Response(status=int(body["code"]), text=json.dumps(body),
+                        content_type="application/json")
+
+
+def fail(code: int, reason: str, message: str) -> web.HTTPException:
+    """An aiohttp exception whose body is the Status (raise it from a handler)."""
+    exc = web.HTTPException(text=json.dumps(status_body(code, reason, message)),
+                            content_type="application/json")
+    exc.set_status(code)
+    return exc

@@ -1,0 +1,93 @@
+"""``python -m kubelet_sim up``: a cluster that keeps running and serves the Kubernetes API.
+
+The controllers and the kubelets run their loops (watch-driven, not settle rounds) and
+the API is served over HTTPS on 127.0.0.1 with a kubeconfig written for it, so kubectl,
+client-go or the Python client drive the cluster while every CSI call and CNI exec stays
+real. SIGINT or SIGTERM tears it down in Kubernetes' order: every pod deleted and
+waited for (so its sandbox is stopped with CNI DEL, its volumes unpublished, unstaged
+and detached), then the loops, the API server and the plugin processes stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubelet_sim.apiserver.http import start_api_server
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+
+TEARDOWN_SECONDS = 120.0
+
+
+@dataclass
+class UpOptions:
+    nodes: int = 1
+    port: int = 0
+    kubeconfig: Path | None = None
+    state_dir: Path | None = None
+    dataplane: str = "emulated"
+    cluster: dict[str, Any] | None = None
+
+
+async def wait_until_gone(api: APIServer, kinds: tuple[str, ...], timeout: float) -> bool:
+    """Poll until no object of ``kinds`` is left; False on timeout."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while any(api.list(kind).items for kind in kinds):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.1)
+    return True
+
+
+async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
+    own_dir = options.state_dir is None
+    state_dir = options.state_dir or Path(tempfile.mkdtemp(prefix="kubelet-sim-"))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    config = ClusterConfig(nodes=default_nodes(options.nodes), work_dir=state_dir / "cluster",
+                           dataplane=options.dataplane, **(options.cluster or {}))
+    cluster = Cluster(config)
+    shutdown = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, shutdown.set)
+    await cluster.start()
+    handle = start_api_server(cluster.api, state_dir, port=options.port,
+                              kubeconfig=options.kubeconfig)
+    stop_loops = asyncio.Event()
+    loops = asyncio.create_task(cluster.run(stop_loops))
+    print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)
+    print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
+    if ready is not None:
+        ready.set()
+    try:
+        await shutdown.wait()
+        print("shutting down: deleting pods", flush=True)
+        for pod in cluster.api.list("Pod").items:
+            with contextlib.suppress(Exception):
+                cluster.api.delete("Pod", pod.name, pod.namespace)
+        drained = await wait_until_gone(cluster.api, ("Pod",), TEARDOWN_SECONDS)
+        if not drained:
+            print("shutting down: pods still terminating; stopping anyway", file=sys.stderr)
+        # with the pods gone, the attach/detach controller detaches their volumes
+        elif not await wait_until_gone(cluster.api, ("VolumeAttachment",), TEARDOWN_SECONDS):
+            print("shutting down: volumes still attached; stopping anyway", file=sys.stderr)
+    finally:
+        stop_loops.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loops
+        handle.stop()
+        await cluster.stop()
+        if own_dir:
+            import shutil
+
+            shutil.rmtree(state_dir, ignore_errors=True)
+    print("cluster down", flush=True)
+    return 0

@@ -1,0 +1,95 @@
+"""`python -m kubelet_sim up` as a user runs it: the cluster keeps running, kubectl drives
+it through the kubeconfig it printed, pods get real CNI addresses and CSI volumes, and
+SIGTERM tears it down in order (pods deleted, volumes released, plugins stopped)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .conftest import KUBECTL, PROJECT_ROOT, needs_kubectl
+
+pytestmark = needs_kubectl
+
+
+def wait_for(check, timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
+    # a short path: the plugins' unix sockets live under it (108-byte limit)
+    state = Path(tempfile.mkdtemp(prefix="ksim-up-", dir="/tmp"))
+    proc = subprocess.Popen([sys.executable, "-m", "kubelet_sim", "up", "--nodes", "2",
+                             "--state-dir", str(state)], cwd=PROJECT_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while not any(line.startswith("export KUBECONFIG=") for line in lines):
+            line = proc.stdout.readline()
+            assert line, "up ended before printing the kubeconfig: " + "".join(lines)
+            lines.append(line)
+        kubeconfig = lines[-1].strip().split("=", 1)[1]
+        assert Path(kubeconfig) == state / "kubeconfig"
+        assert os.stat(kubeconfig).st_mode & 0o777 == 0o600
+
+        def kubectl(*args: str) -> str:
+            done = subprocess.run([str(KUBECTL), "--kubeconfig", kubeconfig, *args],
+                                  capture_output=True, text=True, timeout=30, check=False)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout
+
+        nodes = kubectl("get", "nodes").splitlines()[1:]
+        assert [n.split()[:2] for n in nodes] == [["node-1", "Ready"], ["node-2", "Ready"]]
+        kubectl("apply", "-f", str(PROJECT_ROOT / "examples" / "pod-with-pvc.yaml"))
+
+        def pods() -> dict[str, dict]:
+            items = json.loads(kubectl("get", "pods", "-o", "json"))["items"]
+            return {p["metadata"]["name"]: p for p in items}
+
+        wait_for(lambda: pods() and all(p["status"].get("phase") == "Running"
+                                        for p in pods().values()), what="pods Running")
+        for pod in pods().values():
+            assert pod["status"]["podIP"].startswith("10.244.")
+        claim = json.loads(kubectl("get", "pvc", "db-data", "-o", "json"))
+        assert claim["status"]["phase"] == "Bound"
+        attached = json.loads(kubectl("get", "volumeattachments", "-o", "json"))["items"]
+        assert [a["status"]["attached"] for a in attached] == [True]
+        table = kubectl("get", "pods", "-o", "wide").splitlines()
+        assert table[0].split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP",
+                                        "NODE"]
+        assert all(row.split()[1:3] == ["1/1", "Running"] for row in table[1:])
+
+        def mounted() -> tuple[list[Path], list[Path]]:
+            kubelets = [state / "cluster" / n / "kubelet" for n in ("node-1", "node-2")]
+            return ([v for k in kubelets for v in (k / "pods").glob("*/volumes/*/*")],
+                    [g for k in kubelets
+                     for g in k.glob("plugins/kubernetes.io/csi/*/*/globalmount")])
+
+        assert all(mounted())  # published and staged while the pod runs
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, rest
+        assert "shutting down: deleting pods" in rest and rest.rstrip().endswith("cluster down")
+        assert "still terminating" not in rest and "still attached" not in rest
+        # unpublished and unstaged on every node: no pod volume dir, no staging dir left;
+        # the claim's data stays (a shutdown deletes no PersistentVolumeClaim)
+        assert mounted() == ([], [])
+        assert len(list((state / "cluster" / "storage-array" / "volumes").iterdir())) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(state, ignore_errors=True)
