@@ -9,6 +9,7 @@ aggregation moves ``lastTimestamp``.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field, replace
 
 NORMAL = "Normal"
@@ -30,6 +31,8 @@ class Event:
     component: str
     count: int = 1
     last_seen: int = 0
+    first_time: float = 0.0  # wall clock (seconds since the epoch) of the first occurrence
+    last_time: float = 0.0  # ... and of the latest
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -47,11 +50,13 @@ class EventRecorder:
 
     def record(self, kind: str, namespace: str, name: str, event_type: str, reason: str,
                message: str, component: str) -> None:
+        now = time.time()
         event = Event(kind, namespace, name, event_type, reason, message, component,
-                      last_seen=next(self._clock))
+                      last_seen=next(self._clock), first_time=now, last_time=now)
         for i, seen in enumerate(self.events):
             if seen.key == event.key:
-                self.events[i] = replace(seen, count=seen.count + 1, last_seen=event.last_seen)
+                self.events[i] = replace(seen, count=seen.count + 1, last_seen=event.last_seen,
+                                         last_time=now)
                 return
         self.events.append(event)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_sim.apiserver.http.resources import VERBS, ApiResource, group_versions
+from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-cni-csi-mini",
            "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
@@ -34,7 +34,7 @@ def api_group_list() -> dict[str, Any]:
 
 def _entries(r: ApiResource) -> list[dict[str, Any]]:
     main: dict[str, Any] = {"name": r.plural, "singularName": r.singular,
-                            "namespaced": r.namespaced, "kind": r.kind, "verbs": list(VERBS)}
+                            "namespaced": r.namespaced, "kind": r.kind, "verbs": list(r.verbs)}
     if r.short_names:
         main["shortNames"] = list(r.short_names)
     if r.categories:

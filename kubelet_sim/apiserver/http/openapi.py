@@ -90,6 +90,7 @@ def document(group_version: str) -> dict[str, Any] | None:
     resources = group_versions().get(group_version)
     if resources is None:
         return None
+    resources = [r for r in resources if "patch" in r.verbs]  # read-only ones: no schema
     paths: dict[str, Any] = {}
     for r in resources:
         paths.update(_paths(r))

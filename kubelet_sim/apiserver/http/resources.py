@@ -36,6 +36,7 @@ class ApiResource:
     has_status: bool
     short_names: tuple[str, ...]
     categories: tuple[str, ...]
+    verbs: tuple[str, ...] = VERBS
 
     @property
     def group_version(self) -> str:
@@ -54,7 +55,9 @@ def _resource(kind: str) -> ApiResource:
                        short, categories)
 
 
-RESOURCES: tuple[ApiResource, ...] = tuple(_resource(kind) for kind in KINDS)
+# Events are served read-only from the components' event recorder (see events.py).
+EVENTS = ApiResource("Event", "", "v1", "events", True, False, ("ev",), (), ("get", "list"))
+RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 

@@ -20,6 +20,8 @@ from aiohttp import web
 from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
+from kubelet_sim.apiserver.http import events
+from kubelet_sim.apiserver.http.events import EventSource, NoEvents
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import Target
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
@@ -55,12 +57,15 @@ def _dry_run(request: web.Request) -> bool:
 
 
 class Rest:
-    def __init__(self, api: APIServer) -> None:
+    def __init__(self, api: APIServer, recorder: EventSource | None = None) -> None:
         self.api = api
+        self.recorder: EventSource = recorder or NoEvents()
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
+            if target.resource.kind == "Event":
+                return self.events(request, target)
             if not target.name:
                 if method == "GET":
                     if request.query.get("watch") in ("1", "true"):
@@ -80,6 +85,21 @@ class Rest:
             raise fail(405, "MethodNotAllowed", f"{method} is not supported on an object")
         except ApiError as err:
             return _json(error_body(err, target.resource.plural), err.code)
+
+    def events(self, request: web.Request, target: Target) -> web.Response:
+        """Events: get and list only, from the recorder."""
+        if request.method != "GET" or request.query.get("watch") in ("1", "true"):
+            raise fail(405, "MethodNotAllowed", "events are read-only here: get and list")
+        if target.name:
+            return _json(events.get_event(self.recorder, self.api, target.namespace,
+                                          target.name))
+        found = events.list_events(self.recorder, self.api, target.namespace,
+                                   request.query.get("fieldSelector", ""))
+        version = self.api.resource_version
+        if wants_table(request):
+            return _json(events.table(found, version))
+        return _json({"kind": "EventList", "apiVersion": "v1",
+                      "metadata": {"resourceVersion": version}, "items": found})
 
     # -- reads ----------------------------------------------------------------------------
 

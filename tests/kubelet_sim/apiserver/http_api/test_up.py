@@ -72,6 +72,17 @@ def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
                                         "NODE"]
         assert all(row.split()[1:3] == ["1/1", "Running"] for row in table[1:])
 
+        # the components' events, as kubectl describe and kubectl get events show them
+        claim_events = kubectl("get", "events", "--field-selector",
+                               "involvedObject.kind=PersistentVolumeClaim,"
+                               "involvedObject.name=db-data")
+        assert claim_events.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON",
+                                                        "OBJECT", "MESSAGE"]
+        assert "ProvisioningSucceeded" in claim_events
+        assert "persistentvolumeclaim/db-data" in claim_events
+        described = kubectl("describe", "pvc", "db-data")
+        assert "ProvisioningSucceeded" in described.split("Events:", 1)[1]
+
         def mounted() -> tuple[list[Path], list[Path]]:
             kubelets = [state / "cluster" / n / "kubelet" for n in ("node-1", "node-2")]
             return ([v for k in kubelets for v in (k / "pods").glob("*/volumes/*/*")],
