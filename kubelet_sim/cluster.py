@@ -30,6 +30,7 @@ from kubelet_sim.control_plane import cluster_controllers
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.kubelet.kubelet import Kubelet
+from kubelet_sim.kubelet.node_lease import ensure_lease_namespace
 from kubelet_sim.network.linux_nodes import LinuxNodes
 from kubelet_sim.plugin_processes import DriverProcess
 from kubelet_sim.runtime.containerd import ContainerRuntime
@@ -271,6 +272,7 @@ class Cluster:
         """The controllers' and the kubelets' loops, watch-driven, until ``stop`` is set
         (a live cluster; tests and the demo use :meth:`settle` instead)."""
         assert self.manager is not None, "start() first"
+        ensure_lease_namespace(self.api)
         self.manager.start()
         kubelets = [asyncio.create_task(k.run(stop), name=f"kubelet-{name}")
                     for name, k in self.kubelets.items()]

@@ -257,3 +257,11 @@ def network_policy(
     if policy_types:
         spec["policyTypes"] = policy_types
     return new("NetworkPolicy", name, namespace, spec=spec)
+
+
+def lease(name: str, namespace: str, holder: str, duration_seconds: int,
+          renew_time: str) -> Resource:
+    """A coordination.k8s.io/v1 Lease (``renew_time``: metav1.MicroTime text)."""
+    return new("Lease", name, namespace, spec={"holderIdentity": holder,
+                                               "leaseDurationSeconds": duration_seconds,
+                                               "renewTime": renew_time})

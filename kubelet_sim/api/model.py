@@ -63,6 +63,7 @@ KINDS: dict[str, KindInfo] = {
             top_level=frozenset({"driver", "parameters", "deletionPolicy"}),
         ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
+        KindInfo("Lease", "coordination.k8s.io/v1", True, False),
     )
 }
 

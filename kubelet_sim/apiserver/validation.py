@@ -321,6 +321,17 @@ def _policy_port(port: JSON, path: str) -> None:
                "must be greater than or equal to `port`")
 
 
+def _lease(lease: Resource) -> None:
+    duration = lease.spec.get("leaseDurationSeconds")
+    if duration is not None:
+        _check(isinstance(duration, int) and duration > 0, "spec.leaseDurationSeconds",
+               f"Invalid value: {duration!r}: must be greater than 0")
+    transitions = lease.spec.get("leaseTransitions")
+    if transitions is not None:
+        _check(isinstance(transitions, int) and transitions >= 0, "spec.leaseTransitions",
+               f"Invalid value: {transitions!r}: must be greater than or equal to 0")
+
+
 _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Pod": _pod,
     "PersistentVolumeClaim": _pvc,
@@ -334,4 +345,5 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "VolumeSnapshotContent": _volume_snapshot_content,
     "VolumeSnapshotClass": _volume_snapshot_class,
     "NetworkPolicy": _network_policy,
+    "Lease": _lease,
 }

@@ -36,6 +36,7 @@ from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.node_expansion import finish_expansions
+from kubelet_sim.kubelet.node_lease import RENEW_INTERVAL_SECONDS, renew_node_lease
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
@@ -157,8 +158,18 @@ class Kubelet:
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
+        """The kubelet's loop: a sync pass every ``period`` seconds, and the node's Lease
+        renewed every 10 s (its heartbeat)."""
         await self.start()
+        renewed_at: float | None = None
         while not stop.is_set():
+            now = self.clock.monotonic()
+            if renewed_at is None or now - renewed_at >= RENEW_INTERVAL_SECONDS:
+                try:
+                    renew_node_lease(self.api, self.node_name, self.clock.now())
+                    renewed_at = now
+                except Exception:  # retried on the next pass
+                    log.exception("kubelet %s: renewing its Lease failed", self.node_name)
             try:
                 await self.sync_once()
             except Exception:  # the loop must survive any one bad pass, as the kubelet does

@@ -17,7 +17,8 @@ from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 _GROUP_PACKAGES = {"": "io.k8s.api.core", "storage.k8s.io": "io.k8s.api.storage",
                    "networking.k8s.io": "io.k8s.api.networking",
-                   "snapshot.storage.k8s.io": "io.k8s.external-snapshotter.snapshot"}
+                   "snapshot.storage.k8s.io": "io.k8s.external-snapshotter.snapshot",
+                   "coordination.k8s.io": "io.k8s.api.coordination"}
 _QUERY = ("dryRun", "fieldManager", "fieldValidation", "pretty")
 
 

@@ -21,6 +21,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "VolumeSnapshotContent": ("volumesnapshotcontents", ("vsc", "vscs"), ()),
     "VolumeSnapshotClass": ("volumesnapshotclasses", ("vsclass", "vsclasses"), ()),
     "NetworkPolicy": ("networkpolicies", ("netpol",), ()),
+    "Lease": ("leases", (), ()),
 }
 
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")

@@ -161,6 +161,7 @@ COLUMNS: dict[str, list[Column]] = {
         ("SnapshotClass", "string", 0, _get("spec.volumeSnapshotClassName", "")),
         ("SnapshotContent", "string", 0, _get("status.boundVolumeSnapshotContentName", "")),
         ("CreationTime", "string", 0, _get("status.creationTime", "")), AGE],
+    "Lease": [NAME, ("Holder", "string", 0, _get("spec.holderIdentity", "")), AGE],
     "NetworkPolicy": [
         NAME, ("Pod-Selector", "string", 0, lambda o: _selector(o.spec.get("podSelector"))), AGE],
 }

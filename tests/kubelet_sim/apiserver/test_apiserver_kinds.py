@@ -56,6 +56,7 @@ def every_kind() -> list[Resource]:
         b.volume_attachment("csi-abc", DRIVER, "node-1", "pvc-1"),
         b.volume_snapshot_class("snap", DRIVER),
         b.volume_snapshot("snap-1", source_pvc="data", snapshot_class="snap"),
+        b.lease("node-1", "default", "node-1", 40, "2026-12-03T12:00:00.000000Z"),
         Resource.from_dict({"apiVersion": "snapshot.storage.k8s.io/v1",
                             "kind": "VolumeSnapshotContent", "metadata": {"name": "snapcontent-1"},
                             "spec": {"driver": DRIVER, "deletionPolicy": "Delete",

@@ -72,6 +72,10 @@ def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
                                         "NODE"]
         assert all(row.split()[1:3] == ["1/1", "Running"] for row in table[1:])
 
+        leases = kubectl("get", "leases", "-n", "kube-node-lease").splitlines()
+        assert leases[0].split() == ["NAME", "HOLDER", "AGE"]
+        assert [row.split()[:2] for row in leases[1:]] == [["node-1", "node-1"],
+                                                            ["node-2", "node-2"]]
         # the components' events, as kubectl describe and kubectl get events show them
         claim_events = kubectl("get", "events", "--field-selector",
                                "involvedObject.kind=PersistentVolumeClaim,"

@@ -1,0 +1,47 @@
+"""The kubelet's heartbeat: a Lease per node in ``kube-node-lease``, renewed every 10 s for
+40 s (Kubernetes' defaults), owned by the Node so it goes with it. The node lifecycle
+controller of a real cluster reads it to tell a live node from a dead one."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+
+from kubelet_sim.api import builders
+from kubelet_sim.api.errors import AlreadyExists, NotFound
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
+
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_DURATION_SECONDS = 40
+RENEW_INTERVAL_SECONDS = 10.0  # a quarter of the duration, as the kubelet renews
+
+
+def micro_time(moment: datetime) -> str:
+    """``metav1.MicroTime``: RFC 3339 with microseconds, UTC."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def ensure_lease_namespace(api: APIServer) -> None:
+    with contextlib.suppress(AlreadyExists):
+        api.create(builders.namespace(LEASE_NAMESPACE))
+
+
+def renew_node_lease(api: APIServer, node_name: str, now: datetime) -> Resource:
+    """Create the node's Lease, or move its ``renewTime`` to ``now``."""
+    def attempt() -> Resource:
+        try:
+            lease = api.get("Lease", node_name, LEASE_NAMESPACE)
+        except NotFound:
+            node = api.get("Node", node_name)
+            lease = builders.lease(node_name, LEASE_NAMESPACE, node_name,
+                                   LEASE_DURATION_SECONDS, micro_time(now))
+            lease.metadata.owner_references = [{"apiVersion": "v1", "kind": "Node",
+                                                "name": node_name,
+                                                "uid": node.metadata.uid}]
+            return api.create(lease)
+        lease.spec["renewTime"] = micro_time(now)
+        return api.update(lease)
+
+    return retry_on_conflict(attempt)
