@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone
+from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.http import events
@@ -127,12 +128,9 @@ class Rest:
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
+        timeout = float(_int_param(request, "timeoutSeconds") or 1800)
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
-        try:
-            timeout = float(request.query.get("timeoutSeconds") or 1800)
-        except ValueError:
-            timeout = 1800
         bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
         try:
             watch = self.api.watch(r.kind, target.namespace or None,
@@ -163,8 +161,8 @@ class Rest:
                     break
                 await _send(response, {"type": event.type, "object": self._shown(
                     request, r.kind, event.object)})
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the client went away: nothing more to send
         finally:
             watch.stop()
         return response
@@ -225,7 +223,6 @@ class Rest:
             elif content_type == "application/strategic-merge-patch+json":
                 merged = strategic_merge(doc, patch)
             else:
-                from kubelet_sim.api.merge_patch import merge_patch
                 merged = merge_patch(doc, patch)
             obj = Resource.from_dict(merged)
             if dry_run:
@@ -243,13 +240,15 @@ class Rest:
 
     def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
         options = options if isinstance(options, dict) else {}
-        grace = request.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+        grace = _int_param(request, "gracePeriodSeconds")
+        if grace is None and options.get("gracePeriodSeconds") is not None:
+            grace = int(options["gracePeriodSeconds"])
         pre = options.get("preconditions") or {}
         if _dry_run(request) or options.get("dryRun") == ["All"]:
             return _json(self.api.get(target.resource.kind, target.name,
                                       target.namespace).to_dict())
         obj = self.api.delete(target.resource.kind, target.name, target.namespace,
-                              grace_period_seconds=int(grace) if grace is not None else None,
+                              grace_period_seconds=grace,
                               uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
         return _json(obj.to_dict())
 
@@ -279,7 +278,7 @@ def _page(items: list[Resource], resource_version: str,
             start = int(json.loads(base64.urlsafe_b64decode(token))["start"])
         except (ValueError, KeyError, TypeError):
             raise fail(400, "BadRequest", "invalid continue token") from None
-    limit = int(request.query.get("limit") or 0)
+    limit = _int_param(request, "limit") or 0
     if limit <= 0:
         return items[start:], ""
     end = start + limit
@@ -288,6 +287,16 @@ def _page(items: list[Resource], resource_version: str,
     next_token = base64.urlsafe_b64encode(json.dumps(
         {"rv": resource_version, "start": end}).encode()).decode()
     return items[start:end], next_token
+
+
+def _int_param(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise fail(400, "BadRequest", f"{name}: invalid integer {raw!r}") from None
 
 
 async def _send(response: web.StreamResponse, event: dict[str, Any]) -> None:

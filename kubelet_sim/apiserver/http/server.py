@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import socket
 import ssl
 import threading
 from collections.abc import Awaitable, Callable
@@ -146,11 +147,10 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
         runner = web.AppRunner(make_app(api, creds.token, placeholder, events), access_log=None,
                                handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=tls)
+        listener = socket.create_server((host, port))  # bound here: port 0 picks one
+        site = web.SockSite(runner, listener, ssl_context=tls)
         await site.start()
-        server = site._server  # the bound socket tells the port picked for port 0
-        sockets = getattr(server, "sockets", None) or []
-        started["port"] = sockets[0].getsockname()[1] if sockets else port
+        started["port"] = listener.getsockname()[1]
         started["runner"] = runner
 
     def run() -> None:

@@ -118,3 +118,10 @@ def test_watch_streams_events_and_an_expired_version_is_410(served: Served,
         list(watch.Watch().stream(core.list_namespaced_pod, "default",
                                   resource_version=start, timeout_seconds=2))
     assert caught.value.status == 410
+
+
+def test_malformed_integer_parameters_are_400(served: Served) -> None:
+    token = served.handle.credentials.token
+    for query in ("limit=x", "watch=1&timeoutSeconds=soon"):
+        code, body = raw(served, f"/api/v1/namespaces/default/pods?{query}", token=token)
+        assert code == 400 and body["reason"] == "BadRequest"
