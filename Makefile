@@ -50,7 +50,7 @@ kubectl: $(KUBECTL)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy csi_driver cni_spec cni_plugin kubelet_sim node_driver_registrar
+	$(VENV)/bin/mypy csi_driver cni_spec cni_plugin kubelet_sim node_driver_registrar tests bench tools
 	$(VENV)/bin/lint-imports
 
 test: $(STAMP) system-deps $(KUBECTL) lint

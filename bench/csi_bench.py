@@ -93,7 +93,7 @@ def _preload_loop(endpoint: str, names: list[str]) -> int:
 
 
 def _worker(kind: str, endpoint: str, seconds: float, start: mp.synchronize.Event,
-            out: mp.Queue) -> None:  # type: ignore[type-arg]
+            out: mp.Queue) -> None:
     start.wait()
     loop = _probe_loop if kind == "probe" else _pair_loop
     out.put(loop(endpoint, seconds))
@@ -103,7 +103,7 @@ def rate(kind: str, endpoint: str, clients: int, seconds: float) -> float:
     """Operations per second summed over ``clients`` processes."""
     ctx = mp.get_context("spawn")
     start = ctx.Event()
-    out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    out: mp.Queue = ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(kind, endpoint, seconds, start, out))
              for _ in range(clients)]
     for p in procs:

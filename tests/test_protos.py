@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from google.protobuf import descriptor_pb2
 
@@ -37,7 +38,8 @@ def test_csi_schema_has_the_five_services_in_package_csi_v1() -> None:
 
 def test_secret_fields_carry_the_csi_secret_option() -> None:
     field = csi_pb2.CreateVolumeRequest.DESCRIPTOR.fields_by_name["secrets"]
-    assert field.GetOptions().Extensions[csi_pb2.csi_secret] is True
+    extensions: Any = field.GetOptions().Extensions  # the stubs type the key too narrowly
+    assert extensions[csi_pb2.csi_secret] is True
     assert csi_pb2.csi_secret.number == 1059
     assert csi_pb2.alpha_field.number == 1060
 

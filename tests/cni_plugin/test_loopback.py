@@ -33,7 +33,7 @@ def test_add_brings_lo_up_and_prints_the_current_shape_labelled_with_the_config_
     ips[].version or ip4/ip6 (test_reference_loopback compares the two)."""
     out = run("ADD", conf(dataplane_dir, version), sandbox)
     assert out.status == 0, out.stdout
-    expected = {"cniVersion": version,
+    expected: dict[str, Any] = {"cniVersion": version,
                 "interfaces": [{"name": "lo", "mac": "00:00:00:00:00:00", "sandbox": sandbox}],
                 "ips": [{"interface": 0, "address": "127.0.0.1/8"},
                         {"interface": 0, "address": "::1/128"}]}

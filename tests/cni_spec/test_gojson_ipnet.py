@@ -107,7 +107,7 @@ def test_cmd_args_are_immutable_like_a_frozen_dataclass() -> None:
     args = CmdArgs(command="ADD", container_id="c", netns="/n", ifname="eth0", args={},
                    path=["/bin"], stdin_data=b"{}")
     with pytest.raises(AttributeError):
-        args.ifname = "eth1"  # type: ignore[misc]
+        args.ifname = "eth1"
     same = CmdArgs(command="ADD", container_id="c", netns="/n", ifname="eth0", args={},
                    path=["/bin"], stdin_data=b"{}")
     assert args == same and args.args_raw == ""

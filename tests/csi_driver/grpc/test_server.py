@@ -244,7 +244,8 @@ class TestLogging:
         req.secrets["token"] = SECRET_VALUE + "\0"
         err = expect_error_code(proc.stubs.controller.CreateVolume, req,
                                 grpc.StatusCode.INVALID_ARGUMENT)
-        assert "secrets" in err.details() and SECRET_VALUE not in err.details()
+        details = err.details() or ""
+        assert "secrets" in details and SECRET_VALUE not in details
         assert log_lines(proc, "/CreateVolume")[0]["error"] == err.details()
         assert SECRET_VALUE not in proc.stderr()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def make_domain(state_dir: Path, **overrides: object) -> Domain:
 
 
 @pytest.fixture
-def domain(tmp_path: Path) -> Domain:
+def domain(tmp_path: Path) -> Iterator[Domain]:
     d = make_domain(tmp_path / "state")
     yield d
     d.store.close()

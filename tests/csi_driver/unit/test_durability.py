@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 
 import pytest
 
@@ -22,9 +23,11 @@ def test_a_reopened_store_holds_volumes_attachments_and_stages(tmp_path):
     d.node.stage(v.volume_id, str(staging), mount_cap())
     # No close(): as after kill -9, only what was committed counts.
     again = Store(str(tmp_path))
-    assert again.get_volume(v.volume_id).name == "v"
+    volume = again.get_volume(v.volume_id)
+    assert volume is not None and volume.name == "v"
     assert again.get_attachment(v.volume_id, "node-1") is not None
-    assert again.get_stage(v.volume_id, "node-1").staging_path == str(staging)
+    stage = again.get_stage(v.volume_id, "node-1")
+    assert stage is not None and stage.staging_path == str(staging)
 
 
 async def test_group_commit_makes_concurrent_bodies_durable_before_settle_returns(tmp_path):
@@ -155,10 +158,13 @@ async def test_an_equal_before_commit_hook_runs_once_after_the_others_in_a_batch
             ran.append("sync")
 
     d = Dir()
+    def mkdir(name: str) -> Callable[[], None]:
+        return lambda: ran.append(f"mkdir {name}")
+
     for name in ("a", "b", "c"):
         with store.transaction():
             store.upsert_node(Node(name, {}, 0))
-            store.before_commit(lambda name=name: ran.append(f"mkdir {name}"))
+            store.before_commit(mkdir(name))
             store.before_commit(d.sync)
     await store.settle()
     assert ran == ["mkdir a", "mkdir b", "mkdir c", "sync"]

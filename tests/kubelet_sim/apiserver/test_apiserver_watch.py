@@ -9,6 +9,7 @@ import pytest
 from kubelet_sim.api.errors import Conflict, Gone
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.watch import WatchEvent
 from kubelet_sim.client.retry import retry_on_conflict, retry_on_conflict_async
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.clock import Backoff
@@ -184,7 +185,7 @@ async def test_writes_from_worker_threads_reach_a_live_watch_in_order(api: APISe
             api.create(pod(f"p{i}"))
 
     await asyncio.to_thread(write_from_thread)
-    events = []
+    events: list[WatchEvent | None] = []
     while len(events) < 20:
         events.append(await w.next())
     w.stop()

@@ -60,7 +60,7 @@ def _who(api: APIServer, ref: str) -> Any:
 WEB_TO_DB_3306 = {"podSelector": {"matchLabels": {"app": "db"}},
                   "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
                                "ports": [{"protocol": "TCP", "port": 3306}]}]}
-DENY_ALL_INGRESS = {"podSelector": {}}
+DENY_ALL_INGRESS: dict[str, Any] = {"podSelector": {}}
 
 
 def test_without_policies_everything_is_allowed(api: APIServer) -> None:

@@ -36,7 +36,7 @@ def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        lines = []
+        lines: list[str] = []
         while not any(line.startswith("export KUBECONFIG=") for line in lines):
             line = proc.stdout.readline()
             assert line, "up ended before printing the kubeconfig: " + "".join(lines)
