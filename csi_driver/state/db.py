@@ -41,7 +41,7 @@ from csi_driver.errors import FailedPrecondition
 log = logging.getLogger(__name__)
 
 
-def _connect(path: str, wait_for_disk: bool = False) -> sqlite3.Connection:
+def open_connection(path: str, wait_for_disk: bool = False) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     # Small pages: a commit writes ~5 pages, so 1 KiB pages keep it (and its fsync,
@@ -90,8 +90,8 @@ class Database:
                  added_columns: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.path = path
         self.wait_for_disk = wait_for_disk
-        self._conn = _connect(path, wait_for_disk)
-        self._read = _connect(path, wait_for_disk)
+        self._conn = open_connection(path, wait_for_disk)
+        self._read = open_connection(path, wait_for_disk)
         self._lock = threading.RLock()  # the write connection
         self._read_lock = threading.Lock()  # the read connection: never waits for a COMMIT
         self._depth = 0

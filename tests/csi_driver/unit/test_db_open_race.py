@@ -14,8 +14,8 @@ from pathlib import Path
 go = Path(sys.argv[2])
 while not go.exists():
     time.sleep(0.001)
-from csi_driver.state.db import _connect
-conn = _connect(sys.argv[1])
+from csi_driver.state.db import open_connection
+conn = open_connection(sys.argv[1])
 conn.execute("CREATE TABLE IF NOT EXISTS t (x)")
 print(conn.execute("PRAGMA journal_mode").fetchone()[0])
 """
