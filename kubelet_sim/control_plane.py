@@ -1,6 +1,7 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, attach/detach, snapshot-controller) and the CSI
-sidecars that serve the driver (external-provisioner, -attacher, -snapshotter, -resizer).
+(scheduler, PV binder, PVC/PV protection, garbage collector, attach/detach,
+snapshot-controller) and the CSI sidecars that serve the driver (external-provisioner,
+-attacher, -snapshotter, -resizer).
 
 :func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
 them (tests, demo) or runs their watch loops.
@@ -15,6 +16,7 @@ from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.controllers.binder import VolumeBinder
+from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
@@ -47,6 +49,7 @@ def cluster_controllers(
         Scheduler(api, **common),
         VolumeBinder(api, **common),
         StorageProtection(api, **common),
+        GarbageCollector(api, **common),
         ExternalProvisioner(api, csi, driver, secrets=secrets, **common),
         AttachDetachController(api, **common),
         ExternalAttacher(api, csi, driver, secrets=secrets, **common),

@@ -57,6 +57,7 @@ from kubelet_sim.apiserver.admission import (
     generated_name,
 )
 from kubelet_sim.apiserver.defaulting import apply_defaults
+from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
@@ -220,28 +221,33 @@ class APIServer:
         grace_period_seconds: int | None = None,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: str | None = None,
     ) -> Resource:
         """Delete gracefully; returns the object as it stands after the call (its last state
-        when it is gone). ``uid``/``resource_version`` are preconditions (Conflict)."""
+        when it is gone). ``uid``/``resource_version`` are preconditions (Conflict).
+        ``propagation_policy`` (Orphan, Background, Foreground) sets the garbage
+        collector's finalizers (:mod:`kubelet_sim.apiserver.deletion_policy`)."""
         current = self._current(kind, name, namespace)
         meta = current.metadata
         stale = resource_version and resource_version != meta.resource_version
         if (uid and uid != meta.uid) or stale:
             raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
+        policy = resolve_policy(propagation_policy, None)
         grace = deletion_grace_period(current, grace_period_seconds)
+        updated = current.copy()
+        updated.metadata.finalizers = finalizers_after_delete(meta.finalizers, policy)
         if current.is_terminating:
-            pending = meta.deletion_grace_period_seconds or 0
-            if grace >= pending:
+            if grace < (meta.deletion_grace_period_seconds or 0):
+                self._mark_deleting(updated, grace)
+            if updated.to_dict() == current.to_dict():
                 return current.copy()
-            updated = current.copy()
-            self._mark_deleting(updated, grace)
         else:
-            updated = current.copy()
             updated.metadata.generation += 1
             self._mark_deleting(updated, grace)
             if kind == "Namespace":
                 updated.status["phase"] = "Terminating"
-        if grace == 0 and not updated.metadata.finalizers and kind != "Namespace":
+        if (not updated.metadata.deletion_grace_period_seconds
+                and not updated.metadata.finalizers and kind != "Namespace"):
             return self._remove(current)
         self._store.commit(MODIFIED, updated, current)
         if kind == "Namespace":

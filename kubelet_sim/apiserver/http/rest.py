@@ -1,9 +1,11 @@
 """The REST verbs on one resource path, as the Kubernetes API defines them.
 
 get, list (labelSelector, fieldSelector, limit + continue), watch (``?watch=1``: one JSON
-event per line, BOOKMARKs when asked, ``timeoutSeconds``; a too-old resourceVersion
+event per line, BOOKMARKs when asked, ``timeoutSeconds``, ``sendInitialEvents`` ending the
+initial ADDEDs with the ``k8s.io/initial-events-end`` BOOKMARK; a too-old resourceVersion
 ends the stream with an ERROR event carrying a 410 Status), create, update (409 on a
-stale resourceVersion), delete (graceful, finalizers kept), patch (JSON merge, JSON
+stale resourceVersion), delete (graceful, finalizers kept; ``propagationPolicy`` and
+``orphanDependents`` become the garbage collector's finalizers), patch (JSON merge, JSON
 patch, strategic merge; server-side apply is 415), the status subresource and
 ``dryRun=All`` (validated, answered, not stored).
 """
@@ -21,10 +23,11 @@ from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone
 from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
-from kubelet_sim.apiserver.http import events
+from kubelet_sim.apiserver.deletion_policy import resolve_policy
+from kubelet_sim.apiserver.http import events, pod_connect
 from kubelet_sim.apiserver.http.events import EventSource, NoEvents
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
-from kubelet_sim.apiserver.http.paths import Target
+from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.server import APIServer
@@ -67,6 +70,8 @@ class Rest:
         try:
             if target.resource.kind == "Event":
                 return self.events(request, target)
+            if target.subresource in POD_CONNECT:
+                raise pod_connect.refuse(self.api, target)
             if not target.name:
                 if method == "GET":
                     if request.query.get("watch") in ("1", "true"):
@@ -132,11 +137,16 @@ class Rest:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
+        labels = request.query.get("labelSelector") or None
+        fields = request.query.get("fieldSelector") or None
+        initial: list[Resource] | None = None
+        since: str | None = request.query.get("resourceVersion") or None
         try:
-            watch = self.api.watch(r.kind, target.namespace or None,
-                                   label_selector=request.query.get("labelSelector") or None,
-                                   field_selector=request.query.get("fieldSelector") or None,
-                                   resource_version=request.query.get("resourceVersion") or None)
+            if request.query.get("sendInitialEvents") in ("1", "true"):
+                # a streaming list: the current objects, then a BOOKMARK marking their end
+                found = self.api.list(r.kind, target.namespace or None, labels, fields)
+                initial, since = found.items, found.resource_version
+            watch = self.api.watch(r.kind, target.namespace or None, labels, fields, since)
         except Gone as err:
             await _send(response, {"type": "ERROR", "object": status_body(
                 410, "Expired", f"too old resource version: {err.message}")})
@@ -144,6 +154,14 @@ class Rest:
         except ApiError as err:
             await _send(response, {"type": "ERROR", "object": error_body(err, r.plural)})
             return response
+        if initial is not None:
+            for obj in initial:
+                await _send(response, {"type": "ADDED",
+                                       "object": self._shown(request, r.kind, obj)})
+            await _send(response, {"type": "BOOKMARK", "object": {
+                "kind": r.kind, "apiVersion": r.group_version,
+                "metadata": {"resourceVersion": since,
+                             "annotations": {"k8s.io/initial-events-end": "true"}}}})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
@@ -244,11 +262,14 @@ class Rest:
         if grace is None and options.get("gracePeriodSeconds") is not None:
             grace = int(options["gracePeriodSeconds"])
         pre = options.get("preconditions") or {}
+        policy = resolve_policy(
+            request.query.get("propagationPolicy") or options.get("propagationPolicy"),
+            _orphan_dependents(request, options))
         if _dry_run(request) or options.get("dryRun") == ["All"]:
             return _json(self.api.get(target.resource.kind, target.name,
                                       target.namespace).to_dict())
         obj = self.api.delete(target.resource.kind, target.name, target.namespace,
-                              grace_period_seconds=grace,
+                              grace_period_seconds=grace, propagation_policy=policy,
                               uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
         return _json(obj.to_dict())
 
@@ -287,6 +308,15 @@ def _page(items: list[Resource], resource_version: str,
     next_token = base64.urlsafe_b64encode(json.dumps(
         {"rv": resource_version, "start": end}).encode()).decode()
     return items[start:end], next_token
+
+
+def _orphan_dependents(request: web.Request, options: dict[str, Any]) -> bool | None:
+    """The legacy ``orphanDependents`` (query or DeleteOptions), None when not sent."""
+    raw = request.query.get("orphanDependents")
+    if raw is not None:
+        return raw in ("1", "true", "True")
+    sent = options.get("orphanDependents")
+    return None if sent is None else bool(sent)
 
 
 def _int_param(request: web.Request, name: str) -> int | None:

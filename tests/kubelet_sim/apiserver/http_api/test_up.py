@@ -28,6 +28,19 @@ def wait_for(check, timeout: float = 60.0, what: str = "") -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def write_lease(directory: Path, name: str, owner_uid: str) -> Path:
+    """A Lease manifest in ``directory``, owned (blocking) by Lease "owner" when given."""
+    meta: dict = {"name": name}
+    if owner_uid:
+        meta["ownerReferences"] = [{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                    "name": "owner", "uid": owner_uid,
+                                    "blockOwnerDeletion": True}]
+    path = directory / f"lease-{name}.json"
+    path.write_text(json.dumps({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                "metadata": meta, "spec": {}}))
+    return path
+
+
 def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
     # a short path: the plugins' unix sockets live under it (108-byte limit)
     state = Path(tempfile.mkdtemp(prefix="ksim-up-", dir="/tmp"))
@@ -86,6 +99,13 @@ def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
         assert "persistentvolumeclaim/db-data" in claim_events
         described = kubectl("describe", "pvc", "db-data")
         assert "ProvisioningSucceeded" in described.split("Events:", 1)[1]
+        # the garbage collector runs as a loop: a foreground delete of an owner returns
+        # once its blocking dependent is gone (the owner goes last)
+        kubectl("create", "-f", str(write_lease(state, "owner", "")))
+        owner_uid = kubectl("get", "lease", "owner", "-o", "jsonpath={.metadata.uid}")
+        kubectl("create", "-f", str(write_lease(state, "dependent", owner_uid)))
+        kubectl("delete", "lease", "owner", "--cascade=foreground", "--timeout=30s")
+        assert "dependent" not in kubectl("get", "leases", "-o", "name")
 
         def mounted() -> tuple[list[Path], list[Path]]:
             kubelets = [state / "cluster" / n / "kubelet" for n in ("node-1", "node-2")]
