@@ -6,13 +6,16 @@ from dataclasses import dataclass
 
 from kubelet_sim.apiserver.http.resources import ApiResource, lookup
 
+# the Pod subresources that would reach a running container (none runs here)
+POD_CONNECT = ("log", "exec", "attach", "portforward")
+
 
 @dataclass(frozen=True)
 class Target:
     resource: ApiResource
     namespace: str  # "" = all namespaces (lists) or a cluster-scoped kind
     name: str  # "" = the collection
-    subresource: str  # "" or "status"
+    subresource: str  # "", "status", or for Pods one of POD_CONNECT
 
 
 def parse(group: str, version: str, segments: list[str]) -> Target | None:
@@ -28,7 +31,9 @@ def parse(group: str, version: str, segments: list[str]) -> Target | None:
         return None
     name = segments[1] if len(segments) >= 2 else ""
     sub = segments[2] if len(segments) == 3 else ""
-    if sub not in ("", "status") or (sub and not resource.has_status):
+    if sub == "status" and not resource.has_status:
+        return None
+    if sub not in ("", "status") and not (resource.kind == "Pod" and sub in POD_CONNECT):
         return None
     if name and resource.namespaced and not namespace:
         return None  # /api/v1/pods/<name> does not exist: a namespaced object needs its namespace
