@@ -1,14 +1,14 @@
 """Discovery as kubectl reads it: /version, /api, /api/v1, /apis, /apis/<group>/<version>.
 
-Only the legacy form: a client asking for the aggregated form (apidiscovery.k8s.io/v2)
-gets plain JSON and falls back, as it does with older servers.
+The legacy form; the aggregated form (apidiscovery.k8s.io/v2) is in
+:mod:`kubelet_sim.apiserver.http.discovery_v2`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
+from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, subresources
 
 VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-cni-csi-mini",
            "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
@@ -39,11 +39,9 @@ def _entries(r: ApiResource) -> list[dict[str, Any]]:
         main["shortNames"] = list(r.short_names)
     if r.categories:
         main["categories"] = list(r.categories)
-    out = [main]
-    if r.has_status:
-        out.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
-                    "kind": r.kind, "verbs": ["get", "patch", "update"]})
-    return out
+    return [main] + [{"name": f"{r.plural}/{s.name}", "singularName": "",
+                      "namespaced": r.namespaced, "kind": s.kind, "verbs": list(s.verbs)}
+                     for s in subresources(r)]
 
 
 def api_resource_list(group_version: str) -> dict[str, Any] | None:

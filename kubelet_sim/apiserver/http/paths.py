@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubelet_sim.apiserver.http.resources import POD_CONNECT as CONNECT
 from kubelet_sim.apiserver.http.resources import ApiResource, lookup
 
 # the Pod subresources that would reach a running container (none runs here)
-POD_CONNECT = ("log", "exec", "attach", "portforward")
+POD_CONNECT = tuple(s.name for s in CONNECT)
 
 
 @dataclass(frozen=True)

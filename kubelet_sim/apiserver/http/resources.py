@@ -62,6 +62,29 @@ RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVEN
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 
+@dataclass(frozen=True)
+class Subresource:
+    name: str
+    kind: str  # the kind its requests answer with
+    verbs: tuple[str, ...]
+
+
+# The Pod subresources that would reach a running container; served, always refused
+# (kubelet_sim.apiserver.http.pod_connect).
+POD_CONNECT = (Subresource("log", "Pod", ("get",)),
+               Subresource("exec", "PodExecOptions", ("create", "get")),
+               Subresource("attach", "PodAttachOptions", ("create", "get")),
+               Subresource("portforward", "PodPortForwardOptions", ("create", "get")))
+
+
+def subresources(r: ApiResource) -> list[Subresource]:
+    """The subresources discovery lists for ``r``."""
+    out = [Subresource("status", r.kind, ("get", "patch", "update"))] if r.has_status else []
+    if r.kind == "Pod":
+        out.extend(POD_CONNECT)
+    return out
+
+
 def lookup(group: str, version: str, plural: str) -> ApiResource | None:
     return _BY_PATH.get((group, version, plural))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import socket
 import ssl
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import discovery, openapi
+from kubelet_sim.apiserver.http import discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.events import EventSource
 from kubelet_sim.apiserver.http.paths import parse
@@ -42,11 +43,17 @@ def make_app(api: APIServer, token: str, address: str,
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    def aggregated(request: web.Request, core: bool) -> web.Response | None:
+        if not discovery_v2.wants_aggregated(request.headers.get("Accept", "")):
+            return None
+        return web.Response(body=json.dumps(discovery_v2.group_discovery_list(core)).encode(),
+                            headers={"Content-Type": discovery_v2.AGGREGATED})
+
     async def api_versions(request: web.Request) -> web.Response:
-        return web.json_response(discovery.api_versions(address))
+        return aggregated(request, True) or web.json_response(discovery.api_versions(address))
 
     async def groups(request: web.Request) -> web.Response:
-        return web.json_response(discovery.api_group_list())
+        return aggregated(request, False) or web.json_response(discovery.api_group_list())
 
     def not_found() -> web.Response:
         return status_response(status_body(
