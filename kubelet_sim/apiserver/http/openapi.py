@@ -1,5 +1,6 @@
 """A small OpenAPI v3 for kubectl: the paths of every kind with their verbs, and one schema
-per kind (its top-level fields).
+per kind, built from the fields :mod:`kubelet_sim.api.schema` lists (the same list
+``fieldValidation`` checks against).
 
 kubectl reads it to learn that PATCH takes ``fieldValidation`` (then it leaves validation
 to the server instead of downloading schemas to validate itself) and ``kubectl explain``
@@ -13,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from kubelet_sim.api.schema import Arr, Leaf, Map, Node, Obj, kind_schema
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 _GROUP_PACKAGES = {"": "io.k8s.api.core", "storage.k8s.io": "io.k8s.api.storage",
@@ -68,22 +70,38 @@ def _paths(r: ApiResource) -> dict[str, Any]:
     return paths
 
 
+_DESCRIPTIONS = {
+    "apiVersion": "APIVersion defines the versioned schema of this representation of an "
+                  "object.",
+    "kind": "Kind is a string value representing the REST resource this object represents.",
+    "metadata": "Standard object's metadata.",
+}
+
+
+def _openapi(node: Node) -> dict[str, Any]:
+    """The OpenAPI v3 schema of one :mod:`kubelet_sim.api.schema` node."""
+    if isinstance(node, Leaf):
+        return {"type": node.type}
+    if isinstance(node, Map):
+        return {"type": "object", "additionalProperties": _openapi(node.values)}
+    if isinstance(node, Arr):
+        return {"type": "array", "items": _openapi(node.items)}
+    if isinstance(node, Obj):
+        return {"type": "object",
+                "properties": {k: _openapi(v) for k, v in node.fields.items()}}
+    return {"x-kubernetes-preserve-unknown-fields": True}  # fields not enumerated
+
+
 def _schema(r: ApiResource) -> dict[str, Any]:
-    fields = {
-        "apiVersion": {"type": "string", "description": "APIVersion defines the versioned "
-                       "schema of this representation of an object."},
-        "kind": {"type": "string", "description": "Kind is a string value representing the "
-                 "REST resource this object represents."},
-        "metadata": {"type": "object", "description": "Standard object's metadata.",
-                     "x-kubernetes-preserve-unknown-fields": True},
-        "spec": {"type": "object", "description": f"The desired state of the {r.kind}.",
-                 "x-kubernetes-preserve-unknown-fields": True},
-        "status": {"type": "object", "description": f"The observed state of the {r.kind}.",
-                   "x-kubernetes-preserve-unknown-fields": True},
-    }
+    described = kind_schema(r.kind)
+    fields = _openapi(described)["properties"] if described else {}
+    descriptions = {**_DESCRIPTIONS, "spec": f"The desired state of the {r.kind}.",
+                    "status": f"The observed state of the {r.kind}."}
+    for name, text in descriptions.items():
+        if name in fields:
+            fields[name]["description"] = text
     return {"type": "object", "description": f"{r.kind} ({r.group_version}), as served by the "
             "cni-csi-mini simulated cluster.", "properties": fields,
-            "x-kubernetes-preserve-unknown-fields": True,
             "x-kubernetes-group-version-kind": [_gvk(r)]}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import json
 from typing import Any
 
@@ -25,6 +26,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import events, pod_connect
+from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http.events import EventSource, NoEvents
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
@@ -37,8 +39,9 @@ BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client all
 PATCH_RETRIES = 5
 
 
-def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body), content_type="application/json")
+def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body), content_type="application/json",
+                        headers=fields.warning_headers(warnings or []))
 
 
 def wants_table(request: web.Request) -> bool:
@@ -47,7 +50,7 @@ def wants_table(request: web.Request) -> bool:
 
 async def _body(request: web.Request) -> Any:
     try:
-        return json.loads(await request.read() or b"{}")
+        return fields.decode(await request.read() or b"{}")
     except ValueError as e:
         raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
             from None
@@ -78,12 +81,14 @@ class Rest:
                         return await self.watch(request, target)
                     return self.list(request, target)
                 if method == "POST":
-                    return self.create(target, await _body(request), _dry_run(request))
+                    return self.create(target, await _body(request), _dry_run(request),
+                                       fields.directive(request))
                 raise fail(405, "MethodNotAllowed", f"{method} is not supported on a collection")
             if method == "GET":
                 return self.get(request, target)
             if method == "PUT":
-                return self.update(target, await _body(request), _dry_run(request))
+                return self.update(target, await _body(request), _dry_run(request),
+                                   fields.directive(request))
             if method == "PATCH":
                 return await self.patch(request, target)
             if method == "DELETE":
@@ -139,7 +144,7 @@ class Rest:
         bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
         labels = request.query.get("labelSelector") or None
         fields = request.query.get("fieldSelector") or None
-        initial: list[Resource] | None = None
+        initial: builtins.list[Resource] | None = None
         since: str | None = request.query.get("resourceVersion") or None
         try:
             if request.query.get("sendInitialEvents") in ("1", "true"):
@@ -194,16 +199,16 @@ class Rest:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def create(self, target: Target, body: Any, dry_run: bool) -> web.Response:
-        obj = self._object(target, body)
+    def create(self, target: Target, body: Any, dry_run: bool, mode: str) -> web.Response:
+        obj, warnings = self._object(target, body, mode)
         if dry_run:
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict(), 201)
-        return _json(self.api.create(obj).to_dict(), 201)
+            return _json(obj.to_dict(), 201, warnings)
+        return _json(self.api.create(obj).to_dict(), 201, warnings)
 
-    def update(self, target: Target, body: Any, dry_run: bool) -> web.Response:
-        obj = self._object(target, body)
+    def update(self, target: Target, body: Any, dry_run: bool, mode: str) -> web.Response:
+        obj, warnings = self._object(target, body, mode)
         if obj.name != target.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
                              f"the URL ({target.name})")
@@ -211,9 +216,9 @@ class Rest:
             self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict())
+            return _json(obj.to_dict(), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
-        return _json(write(obj).to_dict())
+        return _json(write(obj).to_dict(), warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = target.resource.kind
@@ -223,12 +228,15 @@ class Rest:
                        "server-side apply is not supported by this API server; use "
                        "client-side kubectl apply (without --server-side)")
         patch = await _body(request)
-        dry_run = _dry_run(request)
+        dry_run, mode = _dry_run(request), fields.directive(request)
+        problems = fields.duplicate_fields(patch)
         if content_type == "application/merge-patch+json" and not dry_run:
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
+            # a merge patch has the object's shape: its unknown fields are the result's
+            warnings = fields.settle(problems + fields.drop_unknown_fields(patch, kind), mode)
             return _json(self.api.patch(kind, target.name, patch, target.namespace,
-                                        target.subresource).to_dict())
+                                        target.subresource).to_dict(), warnings=warnings)
         if content_type not in ("application/merge-patch+json", "application/json-patch+json",
                                 "application/strategic-merge-patch+json"):
             raise fail(415, "UnsupportedMediaType", f"the body of the request was in an "
@@ -242,15 +250,16 @@ class Rest:
                 merged = strategic_merge(doc, patch)
             else:
                 merged = merge_patch(doc, patch)
+            warnings = fields.settle(problems + fields.drop_unknown_fields(merged, kind), mode)
             obj = Resource.from_dict(merged)
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _json(obj.to_dict())
+                return _json(obj.to_dict(), warnings=warnings)
             obj.metadata.resource_version = current.metadata.resource_version
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _json(write(obj).to_dict())
+                return _json(write(obj).to_dict(), warnings=warnings)
             except Conflict:
                 if attempt == PATCH_RETRIES - 1:
                     raise
@@ -273,7 +282,9 @@ class Rest:
                               uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
         return _json(obj.to_dict())
 
-    def _object(self, target: Target, body: Any) -> Resource:
+    def _object(self, target: Target, body: Any, mode: str) -> tuple[Resource, builtins.list[str]]:
+        """The object a create or update sends, without the fields its kind does not
+        define, and the warnings to answer with (Strict: BadRequest instead)."""
         r = target.resource
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -286,7 +297,8 @@ class Rest:
                 raise BadRequest("the namespace of the provided object does not match the "
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
-        return Resource.from_dict(body)
+        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(body, r.kind)
+        return Resource.from_dict(body), fields.settle(problems, mode)
 
 
 def _page(items: list[Resource], resource_version: str,
