@@ -130,8 +130,6 @@ class GarbageCollector(Controller):
                             propagation_policy=policy)
         except NotFound:
             return False
-        self.event(obj.kind, obj.namespace, obj.name, "Normal", "GarbageCollected",
-                   f"deleted: its owners {sorted(states)} are gone ({policy})")
         return True
 
     def _drop_owner_refs(self, obj: Resource, owners: set[str]) -> bool:
