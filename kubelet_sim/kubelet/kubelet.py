@@ -82,7 +82,7 @@ class Kubelet:
         secrets: SecretLookup | None = None,  # the cluster's Secrets
     ) -> None:
         self.api = api
-        self.recorder = recorder or EventRecorder()
+        self.recorder = recorder or EventRecorder(api)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
         self.runtime = runtime

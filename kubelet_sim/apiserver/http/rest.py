@@ -21,10 +21,10 @@ from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone
 from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
-from kubelet_sim.apiserver.http import events
-from kubelet_sim.apiserver.http.events import EventSource, NoEvents
+from kubelet_sim.apiserver.http.events import GROUP, shown, stored
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import Target
+from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.server import APIServer
@@ -58,15 +58,12 @@ def _dry_run(request: web.Request) -> bool:
 
 
 class Rest:
-    def __init__(self, api: APIServer, recorder: EventSource | None = None) -> None:
+    def __init__(self, api: APIServer) -> None:
         self.api = api
-        self.recorder: EventSource = recorder or NoEvents()
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
-            if target.resource.kind == "Event":
-                return self.events(request, target)
             if not target.name:
                 if method == "GET":
                     if request.query.get("watch") in ("1", "true"):
@@ -87,21 +84,6 @@ class Rest:
         except ApiError as err:
             return _json(error_body(err, target.resource.plural), err.code)
 
-    def events(self, request: web.Request, target: Target) -> web.Response:
-        """Events: get and list only, from the recorder."""
-        if request.method != "GET" or request.query.get("watch") in ("1", "true"):
-            raise fail(405, "MethodNotAllowed", "events are read-only here: get and list")
-        if target.name:
-            return _json(events.get_event(self.recorder, self.api, target.namespace,
-                                          target.name))
-        found = events.list_events(self.recorder, self.api, target.namespace,
-                                   request.query.get("fieldSelector", ""))
-        version = self.api.resource_version
-        if wants_table(request):
-            return _json(events.table(found, version))
-        return _json({"kind": "EventList", "apiVersion": "v1",
-                      "metadata": {"resourceVersion": version}, "items": found})
-
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, request: web.Request, target: Target) -> web.Response:
@@ -109,7 +91,7 @@ class Rest:
         if wants_table(request):
             return _json(table(target.resource.kind, [obj], obj.metadata.resource_version or "",
                                request.query.get("includeObject", "Metadata")))
-        return _json(obj.to_dict())
+        return _json(shown(target.resource, obj.to_dict()))
 
     def list(self, request: web.Request, target: Target) -> web.Response:
         r = target.resource
@@ -124,7 +106,7 @@ class Rest:
         if token:
             meta["continue"] = token
         return _json({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta,
-                      "items": [o.to_dict() for o in items]})
+                      "items": [shown(r, o.to_dict()) for o in items]})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
@@ -160,19 +142,19 @@ class Rest:
                 if event is None:
                     break
                 await _send(response, {"type": event.type, "object": self._shown(
-                    request, r.kind, event.object)})
+                    request, r, event.object)})
         except ConnectionResetError:
             pass  # the client went away: nothing more to send
         finally:
             watch.stop()
         return response
 
-    def _shown(self, request: web.Request, kind: str, obj: Resource) -> dict[str, Any]:
+    def _shown(self, request: web.Request, r: ApiResource, obj: Resource) -> dict[str, Any]:
         """A watched object as the client asked for it: itself, or a one-row Table."""
         if wants_table(request):
-            return table(kind, [obj], obj.metadata.resource_version or "",
+            return table(r.kind, [obj], obj.metadata.resource_version or "",
                          request.query.get("includeObject", "Metadata"))
-        return obj.to_dict()
+        return shown(r, obj.to_dict())
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -181,8 +163,8 @@ class Rest:
         if dry_run:
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict(), 201)
-        return _json(self.api.create(obj).to_dict(), 201)
+            return _json(shown(target.resource, obj.to_dict()), 201)
+        return _json(shown(target.resource, self.api.create(obj).to_dict()), 201)
 
     def update(self, target: Target, body: Any, dry_run: bool) -> web.Response:
         obj = self._object(target, body)
@@ -193,9 +175,9 @@ class Rest:
             self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict())
+            return _json(shown(target.resource, obj.to_dict()))
         write = self.api.update_status if target.subresource else self.api.update
-        return _json(write(obj).to_dict())
+        return _json(shown(target.resource, write(obj).to_dict()))
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = target.resource.kind
@@ -206,7 +188,8 @@ class Rest:
                        "client-side kubectl apply (without --server-side)")
         patch = await _body(request)
         dry_run = _dry_run(request)
-        if content_type == "application/merge-patch+json" and not dry_run:
+        r = target.resource
+        if content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP:
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             return _json(self.api.patch(kind, target.name, patch, target.namespace,
@@ -217,22 +200,22 @@ class Rest:
                        f"unknown format: {content_type or '(none)'}")
         for attempt in range(PATCH_RETRIES):
             current = self.api.get(kind, target.name, target.namespace)
-            doc = current.to_dict()
+            doc = shown(r, current.to_dict())
             if content_type == "application/json-patch+json":
                 merged = json_patch(doc, patch)
             elif content_type == "application/strategic-merge-patch+json":
                 merged = strategic_merge(doc, patch)
             else:
                 merged = merge_patch(doc, patch)
-            obj = Resource.from_dict(merged)
+            obj = Resource.from_dict(stored(r, merged))
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _json(obj.to_dict())
+                return _json(shown(r, obj.to_dict()))
             obj.metadata.resource_version = current.metadata.resource_version
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _json(write(obj).to_dict())
+                return _json(shown(r, write(obj).to_dict()))
             except Conflict:
                 if attempt == PATCH_RETRIES - 1:
                     raise
@@ -245,12 +228,12 @@ class Rest:
             grace = int(options["gracePeriodSeconds"])
         pre = options.get("preconditions") or {}
         if _dry_run(request) or options.get("dryRun") == ["All"]:
-            return _json(self.api.get(target.resource.kind, target.name,
-                                      target.namespace).to_dict())
+            return _json(shown(target.resource, self.api.get(
+                target.resource.kind, target.name, target.namespace).to_dict()))
         obj = self.api.delete(target.resource.kind, target.name, target.namespace,
                               grace_period_seconds=grace,
                               uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
-        return _json(obj.to_dict())
+        return _json(shown(target.resource, obj.to_dict()))
 
     def _object(self, target: Target, body: Any) -> Resource:
         r = target.resource
@@ -265,7 +248,7 @@ class Rest:
                 raise BadRequest("the namespace of the provided object does not match the "
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
-        return Resource.from_dict(body)
+        return Resource.from_dict(stored(r, body))
 
 
 def _page(items: list[Resource], resource_version: str,
