@@ -88,7 +88,7 @@ class Cluster:
         self.work_dir = self.config.work_dir or Path(tempfile.mkdtemp(prefix="ksim-", dir="/tmp"))
         self.trace = trace or Trace()
         self.api = APIServer()
-        self.events = EventRecorder()  # what `kubectl describe` would list, for every object
+        self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}

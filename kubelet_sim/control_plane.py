@@ -41,7 +41,7 @@ def cluster_controllers(
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name."""
-    recorder = recorder or EventRecorder()
+    recorder = recorder or EventRecorder(api)
     secrets = secrets or SecretStore()
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
                               "resync_seconds": resync_seconds}

@@ -60,7 +60,7 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
         loop.add_signal_handler(sig, shutdown.set)
     await cluster.start()
     handle = start_api_server(cluster.api, state_dir, port=options.port,
-                              kubeconfig=options.kubeconfig, events=cluster.events)
+                              kubeconfig=options.kubeconfig)
     stop_loops = asyncio.Event()
     loops = asyncio.create_task(cluster.run(stop_loops))
     print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)

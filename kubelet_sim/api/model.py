@@ -64,6 +64,13 @@ KINDS: dict[str, KindInfo] = {
         ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
         KindInfo("Lease", "coordination.k8s.io/v1", True, False),
+        KindInfo(
+            "Event", "v1", True, False, has_spec=False,
+            top_level=frozenset({"involvedObject", "reason", "message", "source",
+                                 "firstTimestamp", "lastTimestamp", "count", "type",
+                                 "eventTime", "series", "action", "related",
+                                 "reportingComponent", "reportingInstance"}),
+        ),
     )
 }
 

@@ -289,7 +289,9 @@ def field_value(obj: Resource, path: str) -> str:
         return obj.metadata.name
     if path == "metadata.namespace":
         return obj.metadata.namespace
-    node: Any = {"spec": obj.spec, "status": obj.status}
+    if path == "source":  # an Event's field label for source.component
+        path = "source.component"
+    node: Any = {**obj.body, "spec": obj.spec, "status": obj.status}
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     if isinstance(node, bool):
@@ -308,6 +310,10 @@ SUPPORTED_FIELDS: dict[str, frozenset[str]] = {
     "Node": _COMMON_FIELDS | {"spec.unschedulable"},
     "PersistentVolumeClaim": _COMMON_FIELDS | {"spec.volumeName"},
     "Namespace": _COMMON_FIELDS | {"status.phase"},
+    "Event": _COMMON_FIELDS
+    | {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+       "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+       "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"},
 }
 
 

@@ -332,6 +332,28 @@ def _lease(lease: Resource) -> None:
                f"Invalid value: {transitions!r}: must be greater than or equal to 0")
 
 
+def _event(event: Resource) -> None:
+    involved = event.body.get("involvedObject") or {}
+    _check(isinstance(involved, dict), "involvedObject", "must be an object")
+    namespace = involved.get("namespace") or ""
+    if namespace:
+        _check(namespace == event.namespace, "involvedObject.namespace",
+               f"Invalid value: {namespace!r}: does not match event.namespace")
+    else:  # a cluster-scoped object's events live in "default"
+        _check(event.namespace in ("", "default"), "involvedObject.namespace",
+               f"Invalid value: {namespace!r}: does not match event.namespace")
+    kind = event.body.get("type") or ""
+    _check(kind in ("", "Normal", "Warning"), "type",
+           f'Unsupported value: {kind!r}: supported values: "Normal", "Warning"')
+    reason = event.body.get("reason") or ""
+    _check(isinstance(reason, str) and len(reason) <= 128, "reason",
+           "Too long: may not be more than 128 bytes")
+    count = event.body.get("count")
+    if count is not None:
+        _check(isinstance(count, int) and not isinstance(count, bool) and count >= 0,
+               "count", f"Invalid value: {count!r}: must be greater than or equal to 0")
+
+
 _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Pod": _pod,
     "PersistentVolumeClaim": _pvc,
@@ -346,4 +368,5 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "VolumeSnapshotClass": _volume_snapshot_class,
     "NetworkPolicy": _network_policy,
     "Lease": _lease,
+    "Event": _event,
 }

@@ -1,64 +1,120 @@
-"""Events, as ``kubectl describe`` lists them under an object, shared by every component.
+"""Events, as ``kubectl describe`` and ``kubectl get events`` list them: client-go's
+``record`` package role, shared by every component of a cluster.
 
-The API server here has no Event kind, so one recorder per cluster keeps them in memory;
-the controllers and the kubelets write to it (client-go's ``record`` package role). A
-repeat of the same event bumps ``count`` and moves its ``last_seen``, as the recorder's
-aggregation moves ``lastTimestamp``.
+:meth:`EventRecorder.record` writes a core/v1 Event through the API server: a new
+object named ``<object name>.<hex nanoseconds>`` in the object's namespace (``default``
+for cluster-scoped objects), or — for a repeat, by the correlator's rules
+(:mod:`kubelet_sim.client.event_correlator`) — a patch of the first one's ``count``,
+``lastTimestamp`` and ``message``. Like client-go, a failed write is logged and dropped:
+events never fail the component that records them. The recorder also keeps what it wrote
+(client-go's correlator cache), which the in-process readers below use; without an API
+server (unit tests of one controller) it only keeps them.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from dataclasses import dataclass, field, replace
+import logging
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubelet_sim.api.errors import ApiError, NotFound
+from kubelet_sim.api.model import KINDS, format_time
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.event_correlator import Event, EventCorrelator
+from kubelet_sim.utils.clock import Clock, RealClock
+
+__all__ = ["NORMAL", "WARNING", "Event", "EventRecorder", "event_body"]
 
 NORMAL = "Normal"
 WARNING = "Warning"
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class Event:
-    """A core/v1 Event: the object it is about, ``type`` (Normal | Warning), ``reason``,
-    ``message``, the reporting ``component``; ``last_seen`` orders events by their latest
-    occurrence across the whole recorder."""
 
-    kind: str
-    namespace: str
-    name: str
-    type: str
-    reason: str
-    message: str
-    component: str
-    count: int = 1
-    last_seen: int = 0
-    first_time: float = 0.0  # wall clock (seconds since the epoch) of the first occurrence
-    last_time: float = 0.0  # ... and of the latest
+def event_body(event: Event, involved_version: str = "") -> dict[str, Any]:
+    """The core/v1 Event object for ``event``, as client-go's ``makeEvent`` fills it."""
+    involved: dict[str, Any] = {"kind": event.kind, "name": event.name,
+                                "apiVersion": KINDS[event.kind].api_version
+                                if event.kind in KINDS else "v1"}
+    for wire, value in (("namespace", event.namespace), ("uid", event.uid),
+                        ("resourceVersion", involved_version),
+                        ("fieldPath", event.field_path)):
+        if value:
+            involved[wire] = value
+    source = {"component": event.component, **({"host": event.host} if event.host else {})}
+    first, last = _rfc3339(event.first_time), _rfc3339(event.last_time)
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": event.object_name, "namespace": event.namespace or "default"},
+            "involvedObject": involved, "reason": event.reason, "message": event.message,
+            "source": source, "firstTimestamp": first, "lastTimestamp": last,
+            "count": event.count, "type": event.type,
+            "reportingComponent": event.component, "reportingInstance": event.host}
 
-    @property
-    def key(self) -> tuple[str, ...]:
-        """What makes two occurrences the same event (aggregated into one with a count)."""
-        return (self.kind, self.namespace, self.name, self.type, self.reason, self.message,
-                self.component)
+
+def _rfc3339(seconds: float) -> str:
+    return format_time(datetime.fromtimestamp(seconds, UTC))
 
 
 @dataclass
 class EventRecorder:
-    """Events in the order they were first recorded."""
+    """Writes events to ``api`` (when given) and remembers them in first-recorded order."""
 
+    api: APIServer | None = None
+    clock: Clock | None = None
     events: list[Event] = field(default_factory=list)
-    _clock: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _correlator: EventCorrelator = field(default_factory=EventCorrelator)
+    _position: dict[str, int] = field(default_factory=dict)  # Event name -> index in events
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, kind: str, namespace: str, name: str, event_type: str, reason: str,
-               message: str, component: str) -> None:
-        now = time.time()
-        event = Event(kind, namespace, name, event_type, reason, message, component,
-                      last_seen=next(self._clock), first_time=now, last_time=now)
-        for i, seen in enumerate(self.events):
-            if seen.key == event.key:
-                self.events[i] = replace(seen, count=seen.count + 1, last_seen=event.last_seen,
-                                         last_time=now)
-                return
-        self.events.append(event)
+               message: str, component: str, *, host: str = "", field_path: str = "") -> None:
+        """One occurrence of an event about the object ``kind``/``namespace``/``name``
+        (namespace "" for a cluster-scoped object), reported by ``component`` on ``host``;
+        ``field_path`` names a part of it (``spec.containers{web}``)."""
+        uid, version = self._involved(kind, name, namespace)
+        occurrence = Event(kind, namespace, name, event_type, reason, message, component,
+                           host=host, uid=uid, field_path=field_path)
+        clock = self.clock or (self.api.clock if self.api is not None else RealClock())
+        with self._lock:
+            event = self._correlator.observe(occurrence, clock.now().timestamp())
+            if event.object_name in self._position:
+                self.events[self._position[event.object_name]] = event
+            else:
+                self._position[event.object_name] = len(self.events)
+                self.events.append(event)
+            self._write(event, version)
+
+    def _involved(self, kind: str, name: str, namespace: str) -> tuple[str, str]:
+        """The object's uid and resourceVersion (client-go takes them from the object)."""
+        if self.api is None or kind not in KINDS:
+            return "", ""
+        try:
+            obj = self.api.get(kind, name, namespace)
+        except ApiError:
+            return "", ""
+        return obj.metadata.uid, obj.metadata.resource_version
+
+    def _write(self, event: Event, involved_version: str) -> None:
+        if self.api is None:
+            return
+        namespace = event.namespace or "default"
+        try:
+            if event.count > 1:
+                try:
+                    self.api.patch("Event", event.object_name, {
+                        "count": event.count, "message": event.message,
+                        "lastTimestamp": _rfc3339(event.last_time)}, namespace)
+                    return
+                except NotFound:
+                    pass  # it went (a namespace cleanup, say): create it again, as client-go
+            self.api.create(event_body(event, involved_version))
+        except ApiError as err:  # e.g. the namespace is being deleted: drop the event
+            log.info("event %s/%s (%s) not written: %s", namespace, event.object_name,
+                     event.reason, err)
+
+    # -- readers (what `kubectl describe` lists for an object) -------------------------------
 
     def for_object(self, kind: str, name: str, namespace: str = "") -> list[Event]:
         return [e for e in self.events

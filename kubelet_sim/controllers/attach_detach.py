@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, new
-from kubelet_sim.client.events import WARNING
+from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,
@@ -123,7 +123,12 @@ class AttachDetachController(Controller):
         if va.status.get("attached") is not True:
             self._report_attach_error(want, va)
             return False
-        return self._report_attached(want.node_name, want.unique_name, True)
+        if not self._report_attached(want.node_name, want.unique_name, True):
+            return False
+        for namespace, name in want.pods:  # the volume's trailing space is Kubernetes'
+            self.event("Pod", namespace, name, NORMAL, "SuccessfulAttachVolume",
+                       f'AttachVolume.Attach succeeded for volume "{want.pv_name}" ')
+        return True
 
     def _report_attach_error(self, want: WantedAttachment, va: Resource) -> None:
         error = (va.status.get("attachError") or {}).get("message")

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubelet_sim.api.errors import Gone
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.watch import Watch
 from kubelet_sim.client.events import EventRecorder
@@ -45,7 +46,7 @@ class Controller(ABC):
     ) -> None:
         self.api = api
         self.clock: Clock = clock or api.clock or RealClock()
-        self.recorder = recorder or EventRecorder()
+        self.recorder = recorder or EventRecorder(api)
         self.resync_seconds = resync_seconds
         self.backoff = ExponentialBackoff(self.clock)
         self.errors: dict[str, str] = {}  # object key -> last error, while it backs off
@@ -124,6 +125,17 @@ class Controller(ABC):
                     await task
 
 
+def wrote_objects(api: APIServer, since: str) -> bool:
+    """True when anything but an Event was written after resourceVersion ``since``: a
+    recorded event (a repeat's count, say) is no progress towards the desired state."""
+    if api.resource_version == since:
+        return False
+    try:
+        return any(e.object.kind != "Event" for e in api.events_since(since))
+    except Gone:
+        return True
+
+
 async def _pump(watch: Watch, dirty: asyncio.Event) -> None:
     async for _ in watch:
         dirty.set()
@@ -168,7 +180,7 @@ class ControllerManager:
             for controller in self.controllers:
                 changed = await controller.sync_once() or changed
             # A step that failed after writing reports no change: the API server knows.
-            changed = changed or any(c.api.resource_version != versions[id(c.api)]
+            changed = changed or any(wrote_objects(c.api, versions[id(c.api)])
                                      for c in self.controllers)
             if not changed:
                 return rounds

@@ -192,6 +192,8 @@ class Scheduler(Controller):
 
         write_object(self.api, "Pod", pod.name, pod.namespace, set_node)
         self._condition(pod, {"type": "PodScheduled", "status": "True"})
+        self.event("Pod", pod.namespace, pod.name, "Normal", "Scheduled",
+                   f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}")
         return True
 
     def _unschedulable(self, pod: Resource, message: str) -> bool:

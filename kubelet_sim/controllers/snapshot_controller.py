@@ -145,6 +145,9 @@ class SnapshotController(Controller):
             content.metadata.finalizers.append(FIN_CONTENT)
         with contextlib.suppress(AlreadyExists):
             self.api.create(content)
+            self.event("VolumeSnapshot", vs.namespace, vs.name, "Normal", "CreatingSnapshot",
+                       f"Waiting for a snapshot {vs.namespace}/{vs.name} to be created by the "
+                       "CSI driver.")
         return self.api.get("VolumeSnapshotContent", name)
 
     def _class_for(self, vs: Resource, driver: str) -> Resource:
@@ -174,8 +177,18 @@ class SnapshotController(Controller):
             status["creationTime"] = format_time(datetime.fromtimestamp(seconds, UTC))
         if content.status.get("error"):
             status["error"] = dict(content.status["error"])
-        return write_status(self.api, "VolumeSnapshot", vs.name, vs.namespace,
-                            status_replacing_error(status)) is not None
+        written = write_status(self.api, "VolumeSnapshot", vs.name, vs.namespace,
+                               status_replacing_error(status))
+        if written is None:
+            return False
+        key = f"{vs.namespace}/{vs.name}"
+        if "creationTime" in status and "creationTime" not in vs.status:
+            self.event("VolumeSnapshot", vs.namespace, vs.name, "Normal", "SnapshotCreated",
+                       f"Snapshot {key} was successfully created by the CSI driver.")
+        if status["readyToUse"] and vs.status.get("readyToUse") is not True:
+            self.event("VolumeSnapshot", vs.namespace, vs.name, "Normal", "SnapshotReady",
+                       f"Snapshot {key} is ready to use.")
+        return True
 
     # -- deletion ---------------------------------------------------------------------------
 

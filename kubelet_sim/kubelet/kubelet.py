@@ -35,6 +35,7 @@ from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
+from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import RENEW_INTERVAL_SECONDS, renew_node_lease
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -82,7 +83,7 @@ class Kubelet:
         secrets: SecretLookup | None = None,  # the cluster's Secrets
     ) -> None:
         self.api = api
-        self.recorder = recorder or EventRecorder()
+        self.recorder = recorder or EventRecorder(api)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
         self.runtime = runtime
@@ -154,7 +155,8 @@ class Kubelet:
                 changed |= await self._kill_pod(pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 changed |= await self._start_pod(pod)
-        changed |= await finish_expansions(self.api, self.volumes, self.pods, pods)
+        changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
+                                           self.recorder, self.node_name)
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
@@ -264,6 +266,7 @@ class Kubelet:
                                   f"Failed to create pod sandbox: {err}")
             self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
+            containers_started(self.recorder, pod, self.node_name)
         self.waiting.pop(uid, None)
         try:
             self._set_running(pod, record)
@@ -290,7 +293,7 @@ class Kubelet:
             return False
         self.waiting[uid] = message
         self.recorder.record("Pod", pod.namespace, pod.name, WARNING, reason, message,
-                             "kubelet")
+                             "kubelet", host=self.node_name)
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
@@ -340,6 +343,7 @@ class Kubelet:
         uid = pod.metadata.uid
         record = self.pods.get(uid, PodRecord())
         if record.sandbox_id:
+            containers_killed(self.recorder, pod, self.node_name)
             await asyncio.to_thread(self.runtime.remove_pod_sandbox, record.sandbox_id)
             record.sandbox_id = ""
         info = pod_info(pod)

@@ -13,6 +13,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.api.pvc_resize import clear_resize_state, file_system_resize_pending
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import NORMAL, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -41,8 +42,10 @@ def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resou
 
 
 async def finish_expansions(api: APIServer, volumes: VolumeManager,
-                            records: Mapping[str, PodRecord], pods: list[Resource]) -> bool:
-    """NodeExpandVolume for mounted volumes whose claim waits for the file system resize."""
+                            records: Mapping[str, PodRecord], pods: list[Resource],
+                            recorder: EventRecorder, node_name: str) -> bool:
+    """NodeExpandVolume for mounted volumes whose claim waits for the file system resize;
+    a success is a ``FileSystemResizeSuccessful`` event on the pod and on the claim."""
     changed = False
     for pod in pods:
         record = records.get(pod.metadata.uid)
@@ -70,5 +73,10 @@ async def finish_expansions(api: APIServer, volumes: VolumeManager,
                 log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
                 continue
             finish_node_expansion(api, pvc, size)
+            message = (f'MountVolume.NodeExpandVolume succeeded for volume "{volume.spec_name}" '
+                       f"{node_name}")
+            for kind, name in (("Pod", pod.name), ("PersistentVolumeClaim", pvc.name)):
+                recorder.record(kind, pod.namespace, name, NORMAL, "FileSystemResizeSuccessful",
+                                message, "kubelet", host=node_name)
             changed = True
     return changed

@@ -116,6 +116,8 @@ class ExternalResizer(Controller):
             return True
 
         self._write_claim(pvc, in_progress)
+        self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Resizing",
+                   f"External resizer is resizing volume {pv.name}")
         rpcs = await self._controller_rpcs()
         if CtrlRpc.EXPAND_VOLUME in rpcs:
             try:

@@ -1,152 +1,113 @@
-"""Events for kubectl: the cluster's event recorder served read-only as core/v1 Events.
+"""Events over HTTP: the events.k8s.io/v1 shape of the stored core/v1 Events, and the
+columns ``kubectl get events`` prints.
 
-``kubectl describe`` lists an object's events with a field selector on
-``involvedObject.*``; ``kubectl get events`` lists them with LAST SEEN, TYPE, REASON,
-OBJECT and MESSAGE. The components record events in memory (client-go's recorder role,
-aggregated by count); they are not stored as API objects, so they take no
-resourceVersion and cannot be watched or written through the API.
+An Event is stored once, as core/v1 (its kind in :mod:`kubelet_sim.api.model`);
+``/apis/events.k8s.io/v1/.../events`` serves the same objects renamed as the API server's
+conversion renames them (``involvedObject`` ↔ ``regarding``, ``message`` ↔ ``note``,
+``reportingComponent`` ↔ ``reportingController``, ``source``/``firstTimestamp``/
+``lastTimestamp``/``count`` ↔ their ``deprecated*`` names).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import uuid
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from kubelet_sim.api.errors import BadRequest, NotFound
-from kubelet_sim.api.model import KINDS
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http.resources import ApiResource
 
+GROUP = "events.k8s.io"
 
-class Event(Protocol):
-    """One recorded event (client.events.Event has these; no import: the API server
-    sits below the clients that record)."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def component(self) -> str: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def last_seen(self) -> int: ...
-    @property
-    def first_time(self) -> float: ...
-    @property
-    def last_time(self) -> float: ...
-
-
-class EventSource(Protocol):
-    @property
-    def events(self) -> Sequence[Event]: ...
-
-
-class NoEvents:
-    events: Sequence[Event] = ()
-
-FIELDS = {
-    "metadata.name": lambda o: o["metadata"]["name"],
-    "metadata.namespace": lambda o: o["metadata"]["namespace"],
-    "involvedObject.kind": lambda o: o["involvedObject"]["kind"],
-    "involvedObject.namespace": lambda o: o["involvedObject"].get("namespace", ""),
-    "involvedObject.name": lambda o: o["involvedObject"]["name"],
-    "involvedObject.uid": lambda o: o["involvedObject"].get("uid", ""),
-    "involvedObject.apiVersion": lambda o: o["involvedObject"]["apiVersion"],
-    "involvedObject.resourceVersion": lambda o: "",
-    "involvedObject.fieldPath": lambda o: "",
-    "reason": lambda o: o["reason"],
-    "reportingComponent": lambda o: o["reportingComponent"],
-    "source": lambda o: o["source"]["component"],
-    "type": lambda o: o["type"],
+# core/v1 field -> events.k8s.io/v1 field (the others keep their names)
+_RENAMED = {
+    "involvedObject": "regarding",
+    "message": "note",
+    "reportingComponent": "reportingController",
+    "source": "deprecatedSource",
+    "firstTimestamp": "deprecatedFirstTimestamp",
+    "lastTimestamp": "deprecatedLastTimestamp",
+    "count": "deprecatedCount",
 }
+_BACK = {new: old for old, new in _RENAMED.items()}
 
 
-def _time(seconds: float) -> str:
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _rename(doc: dict[str, Any], names: dict[str, str], api_version: str) -> dict[str, Any]:
+    out = {names.get(k, k): v for k, v in doc.items()}
+    out["apiVersion"] = api_version
+    return out
 
 
-def event_object(index: int, event: Event, api: APIServer) -> dict[str, Any]:
-    namespace = event.namespace or "default"
-    involved: dict[str, Any] = {"kind": event.kind, "name": event.name,
-                                "apiVersion": KINDS[event.kind].api_version
-                                if event.kind in KINDS else "v1"}
-    if event.namespace:
-        involved["namespace"] = event.namespace
-    with contextlib.suppress(Exception):  # the object is gone, or not served: no uid
-        involved["uid"] = api.get(event.kind, event.name, event.namespace).metadata.uid
-    name = f"{event.name}.{index:016x}"
-    return {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": namespace,
-                     "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"event/{namespace}/{name}")),
-                     "resourceVersion": str(event.last_seen),
-                     "creationTimestamp": _time(event.first_time)},
-        "involvedObject": involved, "reason": event.reason, "message": event.message,
-        "type": event.type, "count": event.count,
-        "source": {"component": event.component}, "reportingComponent": event.component,
-        "reportingInstance": "", "firstTimestamp": _time(event.first_time),
-        "lastTimestamp": _time(event.last_time),
-    }
+def shown(resource: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
+    """A stored object as ``resource``'s group serves it."""
+    if resource.kind == "Event" and resource.group == GROUP:
+        return _rename(doc, _RENAMED, f"{GROUP}/v1")
+    return doc
 
 
-def _matcher(field_selector: str) -> Any:
-    terms = []
-    for term in filter(None, (t.strip() for t in field_selector.split(","))):
-        negate = "!=" in term
-        key, _, value = term.partition("!=" if negate else "=")
-        key, value = key.strip(), value.strip().removeprefix("=")
-        if key not in FIELDS:
-            raise BadRequest(f'"{key}" is not a known field selector: only '
-                             f'{", ".join(sorted(FIELDS))}')
-        terms.append((FIELDS[key], value, negate))
-    return lambda obj: all((get(obj) != value) if neg else (get(obj) == value)
-                           for get, value, neg in terms)
+def stored(resource: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
+    """A sent object in the stored (core/v1) shape."""
+    if resource.kind == "Event" and resource.group == GROUP:
+        return _rename(doc, _BACK, "v1")
+    return doc
 
 
-def list_events(recorder: EventSource, api: APIServer, namespace: str,
-                field_selector: str) -> list[dict[str, Any]]:
-    matches = _matcher(field_selector)
-    objects = [event_object(i, e, api) for i, e in enumerate(recorder.events)]
-    return [o for o in objects if (not namespace or o["metadata"]["namespace"] == namespace)
-            and matches(o)]
+# -- kubectl get events ---------------------------------------------------------------------
+
+def _since(stamp: Any, now: datetime.datetime | None = None) -> str:
+    """Kubernetes' short HumanDuration of the time since an RFC 3339 stamp."""
+    if not stamp:
+        return "<unknown>"
+    then = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    seconds = max(0, int(((now or datetime.datetime.now(datetime.UTC)) - then).total_seconds()))
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 180:
+        return f"{minutes}m"
+    return f"{minutes // 60}h" if minutes < 48 * 60 else f"{minutes // 1440}d"
 
 
-def get_event(recorder: EventSource, api: APIServer, namespace: str,
-              name: str) -> dict[str, Any]:
-    for obj in list_events(recorder, api, namespace, ""):
-        if obj["metadata"]["name"] == name:
-            return obj
-    raise NotFound("Event", name, namespace)
+def _first_seen(event: Resource) -> str:
+    return _since(event.body.get("firstTimestamp") or event.body.get("eventTime"))
 
 
-def table(objects: list[dict[str, Any]], resource_version: str) -> dict[str, Any]:
-    columns = ["Last Seen", "Type", "Reason", "Object", "Message"]
-    rows = []
-    now = datetime.datetime.now(datetime.UTC)
-    for o in objects:
-        last = datetime.datetime.fromisoformat(o["lastTimestamp"].replace("Z", "+00:00"))
-        seconds = max(0, int((now - last).total_seconds()))
-        seen = f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
-        involved = o["involvedObject"]
-        rows.append({"cells": [seen, o["type"], o["reason"],
-                               f"{involved['kind'].lower()}/{involved['name']}", o["message"]],
-                     "object": {"kind": "PartialObjectMetadata",
-                                "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-            "metadata": {"resourceVersion": resource_version},
-            "columnDefinitions": [{"name": c, "type": "string", "format": "", "description": "",
-                                   "priority": 0} for c in columns],
-            "rows": rows}
+def _last_seen(event: Resource) -> str:
+    series = event.body.get("series") or {}
+    if series.get("lastObservedTime"):
+        return _since(series["lastObservedTime"])
+    last = event.body.get("lastTimestamp")
+    return _since(last) if last else _first_seen(event)
+
+
+def _count(event: Resource) -> int:
+    series = event.body.get("series") or {}
+    return int(series.get("count") or event.body.get("count") or 1)
+
+
+def _object(event: Resource) -> str:
+    involved = event.body.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    return f"{kind}/{involved['name']}" if involved.get("name") else kind
+
+
+def _source(event: Resource) -> str:
+    source = event.body.get("source") or {}
+    component = source.get("component") or event.body.get("reportingComponent") or ""
+    host = source.get("host") or event.body.get("reportingInstance") or ""
+    return f"{component}, {host}" if component and host else str(component)
+
+
+# name, type, priority, cell: the columns of the API server's event printer, in its order
+COLUMNS: list[tuple[str, str, int, Any]] = [
+    ("Last Seen", "string", 0, _last_seen),
+    ("Type", "string", 0, lambda e: e.body.get("type", "")),
+    ("Reason", "string", 0, lambda e: e.body.get("reason", "")),
+    ("Object", "string", 0, _object),
+    ("Subobject", "string", 1,
+     lambda e: (e.body.get("involvedObject") or {}).get("fieldPath", "")),
+    ("Source", "string", 1, _source),
+    ("Message", "string", 0, lambda e: str(e.body.get("message", "")).strip()),
+    ("First Seen", "string", 1, _first_seen),
+    ("Count", "integer", 1, _count),
+    ("Name", "string", 1, lambda e: e.name),
+]

@@ -22,6 +22,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "VolumeSnapshotClass": ("volumesnapshotclasses", ("vsclass", "vsclasses"), ()),
     "NetworkPolicy": ("networkpolicies", ("netpol",), ()),
     "Lease": ("leases", (), ()),
+    "Event": ("events", ("ev",), ()),
 }
 
 VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -56,9 +57,9 @@ def _resource(kind: str) -> ApiResource:
                        short, categories)
 
 
-# Events are served read-only from the components' event recorder (see events.py).
-EVENTS = ApiResource("Event", "", "v1", "events", True, False, ("ev",), (), ("get", "list"))
-RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS)
+# The stored core/v1 Events served again in the events.k8s.io/v1 shape (see events.py).
+EVENTS_V1 = ApiResource("Event", "events.k8s.io", "v1", "events", True, False, (), ())
+RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS_V1)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 

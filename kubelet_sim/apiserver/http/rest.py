@@ -25,11 +25,12 @@ from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
-from kubelet_sim.apiserver.http import events, pod_connect
 from kubelet_sim.apiserver.http import field_validation as fields
-from kubelet_sim.apiserver.http.events import EventSource, NoEvents
+from kubelet_sim.apiserver.http import pod_connect
+from kubelet_sim.apiserver.http.events import GROUP, shown, stored
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
+from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.server import APIServer
@@ -64,15 +65,12 @@ def _dry_run(request: web.Request) -> bool:
 
 
 class Rest:
-    def __init__(self, api: APIServer, recorder: EventSource | None = None) -> None:
+    def __init__(self, api: APIServer) -> None:
         self.api = api
-        self.recorder: EventSource = recorder or NoEvents()
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
-            if target.resource.kind == "Event":
-                return self.events(request, target)
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
             if not target.name:
@@ -97,21 +95,6 @@ class Rest:
         except ApiError as err:
             return _json(error_body(err, target.resource.plural), err.code)
 
-    def events(self, request: web.Request, target: Target) -> web.Response:
-        """Events: get and list only, from the recorder."""
-        if request.method != "GET" or request.query.get("watch") in ("1", "true"):
-            raise fail(405, "MethodNotAllowed", "events are read-only here: get and list")
-        if target.name:
-            return _json(events.get_event(self.recorder, self.api, target.namespace,
-                                          target.name))
-        found = events.list_events(self.recorder, self.api, target.namespace,
-                                   request.query.get("fieldSelector", ""))
-        version = self.api.resource_version
-        if wants_table(request):
-            return _json(events.table(found, version))
-        return _json({"kind": "EventList", "apiVersion": "v1",
-                      "metadata": {"resourceVersion": version}, "items": found})
-
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, request: web.Request, target: Target) -> web.Response:
@@ -119,7 +102,7 @@ class Rest:
         if wants_table(request):
             return _json(table(target.resource.kind, [obj], obj.metadata.resource_version or "",
                                request.query.get("includeObject", "Metadata")))
-        return _json(obj.to_dict())
+        return _json(shown(target.resource, obj.to_dict()))
 
     def list(self, request: web.Request, target: Target) -> web.Response:
         r = target.resource
@@ -134,7 +117,7 @@ class Rest:
         if token:
             meta["continue"] = token
         return _json({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta,
-                      "items": [o.to_dict() for o in items]})
+                      "items": [shown(r, o.to_dict()) for o in items]})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
@@ -162,7 +145,7 @@ class Rest:
         if initial is not None:
             for obj in initial:
                 await _send(response, {"type": "ADDED",
-                                       "object": self._shown(request, r.kind, obj)})
+                                       "object": self._shown(request, r, obj)})
             await _send(response, {"type": "BOOKMARK", "object": {
                 "kind": r.kind, "apiVersion": r.group_version,
                 "metadata": {"resourceVersion": since,
@@ -183,19 +166,19 @@ class Rest:
                 if event is None:
                     break
                 await _send(response, {"type": event.type, "object": self._shown(
-                    request, r.kind, event.object)})
+                    request, r, event.object)})
         except ConnectionResetError:
             pass  # the client went away: nothing more to send
         finally:
             watch.stop()
         return response
 
-    def _shown(self, request: web.Request, kind: str, obj: Resource) -> dict[str, Any]:
+    def _shown(self, request: web.Request, r: ApiResource, obj: Resource) -> dict[str, Any]:
         """A watched object as the client asked for it: itself, or a one-row Table."""
         if wants_table(request):
-            return table(kind, [obj], obj.metadata.resource_version or "",
+            return table(r.kind, [obj], obj.metadata.resource_version or "",
                          request.query.get("includeObject", "Metadata"))
-        return obj.to_dict()
+        return shown(r, obj.to_dict())
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -204,8 +187,8 @@ class Rest:
         if dry_run:
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict(), 201, warnings)
-        return _json(self.api.create(obj).to_dict(), 201, warnings)
+            return _json(shown(target.resource, obj.to_dict()), 201, warnings)
+        return _json(shown(target.resource, self.api.create(obj).to_dict()), 201, warnings)
 
     def update(self, target: Target, body: Any, dry_run: bool, mode: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
@@ -216,9 +199,9 @@ class Rest:
             self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
             validate(obj)
-            return _json(obj.to_dict(), warnings=warnings)
+            return _json(shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
-        return _json(write(obj).to_dict(), warnings=warnings)
+        return _json(shown(target.resource, write(obj).to_dict()), warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = target.resource.kind
@@ -230,7 +213,8 @@ class Rest:
         patch = await _body(request)
         dry_run, mode = _dry_run(request), fields.directive(request)
         problems = fields.duplicate_fields(patch)
-        if content_type == "application/merge-patch+json" and not dry_run:
+        r = target.resource
+        if content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP:
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             # a merge patch has the object's shape: its unknown fields are the result's
@@ -243,23 +227,24 @@ class Rest:
                        f"unknown format: {content_type or '(none)'}")
         for attempt in range(PATCH_RETRIES):
             current = self.api.get(kind, target.name, target.namespace)
-            doc = current.to_dict()
+            doc = shown(r, current.to_dict())
             if content_type == "application/json-patch+json":
                 merged = json_patch(doc, patch)
             elif content_type == "application/strategic-merge-patch+json":
                 merged = strategic_merge(doc, patch)
             else:
                 merged = merge_patch(doc, patch)
+            merged = stored(r, merged)
             warnings = fields.settle(problems + fields.drop_unknown_fields(merged, kind), mode)
             obj = Resource.from_dict(merged)
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _json(obj.to_dict(), warnings=warnings)
+                return _json(shown(r, obj.to_dict()), warnings=warnings)
             obj.metadata.resource_version = current.metadata.resource_version
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _json(write(obj).to_dict(), warnings=warnings)
+                return _json(shown(r, write(obj).to_dict()), warnings=warnings)
             except Conflict:
                 if attempt == PATCH_RETRIES - 1:
                     raise
@@ -275,12 +260,12 @@ class Rest:
             request.query.get("propagationPolicy") or options.get("propagationPolicy"),
             _orphan_dependents(request, options))
         if _dry_run(request) or options.get("dryRun") == ["All"]:
-            return _json(self.api.get(target.resource.kind, target.name,
-                                      target.namespace).to_dict())
+            return _json(shown(target.resource, self.api.get(
+                target.resource.kind, target.name, target.namespace).to_dict()))
         obj = self.api.delete(target.resource.kind, target.name, target.namespace,
                               grace_period_seconds=grace, propagation_policy=policy,
                               uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
-        return _json(obj.to_dict())
+        return _json(shown(target.resource, obj.to_dict()))
 
     def _object(self, target: Target, body: Any, mode: str) -> tuple[Resource, builtins.list[str]]:
         """The object a create or update sends, without the fields its kind does not
@@ -297,6 +282,7 @@ class Rest:
                 raise BadRequest("the namespace of the provided object does not match the "
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
+        body = stored(r, body)
         problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(body, r.kind)
         return Resource.from_dict(body), fields.settle(problems, mode)
 

@@ -16,7 +16,6 @@ from aiohttp import web
 
 from kubelet_sim.apiserver.http import discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
-from kubelet_sim.apiserver.http.events import EventSource
 from kubelet_sim.apiserver.http.paths import parse
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
@@ -26,9 +25,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
 
 
-def make_app(api: APIServer, token: str, address: str,
-             recorder: EventSource | None = None) -> web.Application:
-    rest = Rest(api, recorder)
+def make_app(api: APIServer, token: str, address: str) -> web.Application:
+    rest = Rest(api)
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -135,11 +133,9 @@ class ApiServerHandle:
 
 
 def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
-                     kubeconfig: Path | None = None,
-                     events: EventSource | None = None) -> ApiServerHandle:
+                     kubeconfig: Path | None = None) -> ApiServerHandle:
     """Serve ``api`` over HTTPS on ``host:port`` (0: any free port) from a thread of its
-    own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600). ``events``:
-    the components' recorder, served as core/v1 Events."""
+    own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600)."""
     if host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the API server listens on 127.0.0.1 only, not {host!r}")
     creds = load_or_create(state_dir)
@@ -151,7 +147,7 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
 
     async def begin() -> None:
         placeholder = f"https://{host}:{port}"
-        runner = web.AppRunner(make_app(api, creds.token, placeholder, events), access_log=None,
+        runner = web.AppRunner(make_app(api, creds.token, placeholder), access_log=None,
                                handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         listener = socket.create_server((host, port))  # bound here: port 0 picks one

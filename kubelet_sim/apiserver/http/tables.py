@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http import events
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -164,6 +165,7 @@ COLUMNS: dict[str, list[Column]] = {
     "Lease": [NAME, ("Holder", "string", 0, _get("spec.holderIdentity", "")), AGE],
     "NetworkPolicy": [
         NAME, ("Pod-Selector", "string", 0, lambda o: _selector(o.spec.get("podSelector"))), AGE],
+    "Event": events.COLUMNS,
 }
 
 

@@ -64,6 +64,15 @@ def every_kind() -> list[Resource]:
                                      "volumeSnapshotRef": {"namespace": "default",
                                                            "name": "snap-1"}}}),
         b.network_policy("deny", pod_selector={}),
+        Resource.from_dict({"apiVersion": "v1", "kind": "Event",
+                            "metadata": {"name": "web.1880a1b2c3d4e5f6", "namespace": "default"},
+                            "involvedObject": {"kind": "Pod", "namespace": "default",
+                                               "name": "web", "apiVersion": "v1"},
+                            "reason": "Scheduled", "type": "Normal", "count": 1,
+                            "message": "Successfully assigned default/web to node-1",
+                            "source": {"component": "default-scheduler"},
+                            "firstTimestamp": "2026-12-03T12:00:00Z",
+                            "lastTimestamp": "2026-12-03T12:00:00Z"}),
     ]
 
 

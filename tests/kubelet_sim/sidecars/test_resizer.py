@@ -93,6 +93,18 @@ async def test_expansion_without_node_expansion_sets_capacity_directly(bound: Cl
         "fake.csi.example.com"
 
 
+async def test_resizer_records_resizing_then_success_or_file_system_resize_required(
+        bound: Cluster) -> None:
+    pv_name = bound.get("PersistentVolumeClaim", "data").spec["volumeName"]
+    request_size(bound, "15Gi")
+
+    await bound.settle()
+
+    assert bound.events("PersistentVolumeClaim", "data")[-2:] == [
+        f"Resizing: External resizer is resizing volume {pv_name}",
+        "FileSystemResizeRequired: Require file system resize of volume on node"]
+
+
 async def test_claim_of_another_driver_is_not_expanded(cluster: Cluster) -> None:
     cluster.storage_class("manual", provisioner="other.example.com",
                           allow_volume_expansion=True)

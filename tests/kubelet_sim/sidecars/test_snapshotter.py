@@ -72,6 +72,20 @@ async def test_snapshot_status_reports_content_handle_ready_and_restore_size(
     assert FIN_PVC_SOURCE not in bound.get("PersistentVolumeClaim", "data").metadata.finalizers
 
 
+async def test_snapshot_controller_records_creating_created_and_ready(bound: Cluster) -> None:
+    snapshot_class(bound)
+    bound.api.create(snapshot("snap", "data", "snaps"))
+
+    await bound.settle()
+
+    assert bound.events("VolumeSnapshot", "snap") == [
+        "CreatingSnapshot: Waiting for a snapshot default/snap to be created by the CSI driver.",
+        "SnapshotCreated: Snapshot default/snap was successfully created by the CSI driver.",
+        "SnapshotReady: Snapshot default/snap is ready to use."]
+    assert {e.component for e in bound.recorder.for_object("VolumeSnapshot", "snap",
+                                                           "default")} == {"snapshot-controller"}
+
+
 async def test_snapshotter_secret_keys_are_stripped_and_the_secret_sent(bound: Cluster) -> None:
     bound.secrets.put("default", "snap-creds", {"key": "v"})
     snapshot_class(bound, parameters={"tier": "gold",
