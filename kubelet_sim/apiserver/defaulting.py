@@ -48,6 +48,35 @@ def _pod(obj: Resource) -> None:
         claim = volume.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             claim.setdefault("readOnly", False)
+    obj.status.setdefault("qosClass", qos_class(spec))
+
+
+def _same_quantity(a: object, b: object) -> bool:
+    try:
+        return Quantity.parse(a).canonical() == Quantity.parse(b).canonical()
+    except QuantityError:
+        return a == b
+
+
+def qos_class(spec: JSON) -> str:
+    """Kubernetes' QoS class of a pod spec: BestEffort without any cpu/memory request or
+    limit; Guaranteed when every container limits both and requests (where given) equal
+    the limits; Burstable otherwise."""
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    compute = ("cpu", "memory")
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        if any(r in requests or r in limits for r in compute):
+            any_set = True
+        for r in compute:
+            if r not in limits or (r in requests and not _same_quantity(requests[r], limits[r])):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _canonical_quantities(resources: object) -> None:

@@ -41,6 +41,7 @@ from kubelet_sim.kubelet.node_lease import RENEW_INTERVAL_SECONDS, renew_node_le
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
+from kubelet_sim.kubelet.pod_status import write_running, write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
@@ -297,10 +298,7 @@ class Kubelet:
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
-            current.status.setdefault("phase", "Pending")
-            current.status["conditions"] = _conditions(
-                current, ready=False, reason="ContainerCreating", message=f"{reason}: {message}",
-                now=self._now())
+            write_waiting(current, reason=reason, message=message, now=self._now())
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -319,21 +317,8 @@ class Kubelet:
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
-            st = current.status
-            st["phase"] = "Running"
-            st["hostIP"] = host_ip
-            if host_ip:
-                st["hostIPs"] = [{"ip": host_ip}]
-            if record.ips:
-                st["podIP"] = record.ips[0]
-                st["podIPs"] = [{"ip": ip} for ip in record.ips]
-            st.setdefault("startTime", now)
-            st["conditions"] = _conditions(current, ready=True, reason="", message="", now=now)
-            st["containerStatuses"] = [
-                {"name": c.get("name", ""), "image": c.get("image", ""), "ready": True,
-                 "started": True, "restartCount": 0, "state": {"running": {"startedAt": now}}}
-                for c in current.spec.get("containers", [])
-            ]
+            write_running(current, sandbox_id=record.sandbox_id, host_ip=host_ip,
+                          ips=record.ips, now=now)
             self.api.update_status(current)
         retry_on_conflict(write)
 
@@ -367,19 +352,6 @@ class Kubelet:
 
     def _now(self) -> str:
         return format_time(self.clock.now())
-
-
-def _conditions(pod: Resource, *, ready: bool, reason: str, message: str, now: str) -> list[JSON]:
-    status = "True" if ready else "False"
-    conds: list[JSON] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now}]
-    conds.append({"type": "Initialized", "status": "True", "lastTransitionTime": now})
-    for kind in ("ContainersReady", "Ready"):
-        cond: JSON = {"type": kind, "status": status, "lastTransitionTime": now}
-        if not ready:
-            cond["reason"] = "ContainersNotReady"
-            cond["message"] = f"{reason}: {message}"
-        conds.append(cond)
-    return conds
 
 
 def sandbox_config(pod: Resource) -> PodSandboxConfig:

@@ -30,7 +30,7 @@ def test_create_assigns_uid_version_generation_and_timestamp(api: APIServer) -> 
     assert int(created.metadata.resource_version) > 0
     assert created.metadata.generation == 1
     assert created.metadata.creation_timestamp == "2025-01-01T00:00:00Z"
-    assert created.status == {"phase": "Pending"}  # the API server resets pod status
+    assert created.status == {"phase": "Pending", "qosClass": "BestEffort"}  # reset, QoS set
 
 
 def test_create_same_name_fails_already_exists(api: APIServer) -> None:
@@ -156,7 +156,8 @@ def test_main_update_ignores_status(api: APIServer) -> None:
     obj.status = {"phase": "Running"}
     obj.labels["l"] = "v"
     updated = api.update(obj)
-    assert updated.status == {"phase": "Pending"} and updated.labels == {"l": "v"}
+    assert updated.status == {"phase": "Pending", "qosClass": "BestEffort"}
+    assert updated.labels == {"l": "v"}
 
 
 def test_status_update_ignores_spec_and_metadata(api: APIServer) -> None:

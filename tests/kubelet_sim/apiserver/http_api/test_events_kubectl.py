@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +17,7 @@ from tests.kubelet_sim.failing_plugins import (
 )
 
 from .conftest import KUBECTL, PROJECT_ROOT, Served, needs_kubectl
+from .running_up import Up, running_up, wait_for
 
 pytestmark = needs_kubectl
 
@@ -48,56 +43,6 @@ spec:
   storageClassName: later
   resources: {requests: {storage: 1Gi}}
 """
-
-
-@dataclass
-class Up:
-    kubeconfig: str
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run([str(KUBECTL), "--kubeconfig", self.kubeconfig, *args],
-                              input=stdin, capture_output=True, text=True, timeout=30,
-                              check=False)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
-
-    def events(self, selector: str) -> list[dict[str, Any]]:
-        out = self.kubectl("get", "events", "--field-selector", selector, "-o", "json")
-        items: list[dict[str, Any]] = json.loads(out)["items"]
-        return items
-
-
-@contextmanager
-def running_up(*args: str) -> Iterator[Up]:
-    state = Path(tempfile.mkdtemp(prefix="ksim-ev-", dir="/tmp"))
-    proc = subprocess.Popen([sys.executable, "-m", "kubelet_sim", "up", "--state-dir",
-                             str(state), *args], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        line = ""
-        while not line.startswith("export KUBECONFIG="):
-            line = proc.stdout.readline()
-            assert line, "up ended before printing the kubeconfig"
-        yield Up(line.strip().split("=", 1)[1])
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(state, ignore_errors=True)
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def described_events(up: Up, pod: str) -> list[list[str]]:

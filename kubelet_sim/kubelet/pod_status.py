@@ -1,0 +1,97 @@
+"""The pod status the kubelet's status manager writes: phase, conditions, container statuses.
+
+Conditions are the five a current kubelet reports, in its order: PodReadyToStartContainers
+(the sandbox exists and has its network), Initialized (no init containers here, so True),
+ContainersReady, Ready, PodScheduled. A condition keeps its ``lastTransitionTime`` while
+its status does not change. Each container is ``waiting`` (ContainerCreating) until the
+sandbox is up, then ``running`` since the pod started. Nothing is pulled or run, so the
+``containerID`` and ``imageID`` are derived from the sandbox and the image reference (the
+same pod and image always give the same ids); they have the real fields' shapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from kubelet_sim.api.model import JSON, Resource
+
+CONTAINER_CREATING = "ContainerCreating"
+
+
+def _transition(old: list[JSON], cond: JSON, now: str) -> JSON:
+    """``cond`` with the lastTransitionTime it had when its status is unchanged."""
+    before = next((c for c in old if c.get("type") == cond["type"]), None)
+    kept = before is not None and before.get("status") == cond["status"]
+    cond["lastTransitionTime"] = (before or {}).get("lastTransitionTime", now) if kept else now
+    cond.setdefault("lastProbeTime", None)
+    return cond
+
+
+def conditions(pod: Resource, *, sandbox_ready: bool, ready: bool, reason: str, message: str,
+               now: str) -> list[JSON]:
+    old = pod.status.get("conditions") or []
+    wanted: list[JSON] = [
+        {"type": "PodReadyToStartContainers", "status": str(sandbox_ready)},
+        {"type": "Initialized", "status": "True"},
+    ]
+    for kind in ("ContainersReady", "Ready"):
+        cond: JSON = {"type": kind, "status": str(ready)}
+        if not ready:
+            cond["reason"] = "ContainersNotReady"
+            cond["message"] = f"{reason}: {message}"
+        wanted.append(cond)
+    wanted.append({"type": "PodScheduled", "status": "True"})
+    return [_transition(old, c, now) for c in wanted]
+
+
+def container_id(sandbox_id: str, name: str) -> str:
+    return "containerd://" + hashlib.sha256(f"{sandbox_id}/{name}".encode()).hexdigest()
+
+
+def image_id(image: str) -> str:
+    """``<repository>@sha256:<digest>`` as containerd reports a pulled image (the digest is
+    derived from the reference: no image is pulled)."""
+    repository = image.split("@", 1)[0]
+    last = repository.rsplit("/", 1)[-1]
+    if ":" in last:
+        repository = repository[: len(repository) - len(last)] + last.split(":", 1)[0]
+    return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def write_waiting(pod: Resource, *, reason: str, message: str, now: str) -> None:
+    """Pending: the pod's containers wait for volumes or the sandbox (ContainerCreating)."""
+    st = pod.status
+    st.setdefault("phase", "Pending")
+    st["conditions"] = conditions(pod, sandbox_ready=False, ready=False,
+                                  reason=CONTAINER_CREATING, message=f"{reason}: {message}",
+                                  now=now)
+    st["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
+         "ready": False, "started": False, "restartCount": 0,
+         "state": {"waiting": {"reason": CONTAINER_CREATING}}}
+        for c in pod.spec.get("containers", [])
+    ]
+
+
+def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str],
+                  now: str) -> None:
+    """Running: sandbox up with its IPs, every container started and ready."""
+    st = pod.status
+    st["phase"] = "Running"
+    st["hostIP"] = host_ip
+    if host_ip:
+        st["hostIPs"] = [{"ip": host_ip}]
+    if ips:
+        st["podIP"] = ips[0]
+        st["podIPs"] = [{"ip": ip} for ip in ips]
+    st.setdefault("startTime", now)
+    st["conditions"] = conditions(pod, sandbox_ready=True, ready=True, reason="", message="",
+                                  now=now)
+    st["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""),
+         "imageID": image_id(c.get("image", "")),
+         "containerID": container_id(sandbox_id, c.get("name", "")),
+         "ready": True, "started": True, "restartCount": 0,
+         "state": {"running": {"startedAt": now}}}
+        for c in pod.spec.get("containers", [])
+    ]
