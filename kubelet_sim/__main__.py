@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--state-dir", type=Path, metavar="DIR",
                     help="keep the CA, token and the nodes' dirs here (default: a temp dir "
                     "removed at exit)")
+    up.add_argument("--no-sidecars", action="store_true",
+                    help="leave out the CSI sidecar roles (external-provisioner, -attacher, "
+                    "-snapshotter, -resizer) so the real ones can run against the API with "
+                    "--kubeconfig and the printed driver sockets")
     _common(up)
     return parser
 
@@ -122,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run_up(UpOptions(
             nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
             state_dir=args.state_dir, dataplane=args.dataplane,
-            cluster=cluster_options(args))))
+            cluster={**cluster_options(args),
+                     **({"sidecars": False} if args.no_sidecars else {})})))
     from kubelet_sim.apply import apply_files
 
     return asyncio.run(apply_files(args.files, nodes=args.nodes, dataplane=args.dataplane,

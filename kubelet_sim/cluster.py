@@ -79,6 +79,9 @@ class ClusterConfig:
     # whatever its GetPluginInfo answers.
     csi_controller_endpoint: str | None = None
     csi_node_endpoints: Mapping[str, str] = field(default_factory=dict)
+    # False: no external-provisioner/-attacher/-snapshotter/-resizer roles; the real
+    # sidecars (or the user's controllers) do that work through the API.
+    sidecars: bool = True
 
 
 class Cluster:
@@ -95,6 +98,7 @@ class Cluster:
         self.kubelets: dict[str, Kubelet] = {}
         self.manager: ControllerManager | None = None  # set in start()
         self.driver_name = DRIVER_NAME
+        self.controller_endpoint = ""  # the CSI controller plugin's, once started
         self._registrars: list[RegistrationServer] = []
         self._clients: list[GrpcCsiClient] = []
         self._stop = asyncio.Event()
@@ -111,6 +115,11 @@ class Cluster:
     @property
     def cni_bin_dir(self) -> Path:
         return self.config.cni_bin_dir or self.work_dir / "opt-cni-bin"
+
+    def node_csi_endpoints(self) -> dict[str, str]:
+        """Each node's CSI node plugin endpoint (ours, or the one given for that node)."""
+        found = {name: proc.endpoint for name, proc in self.node_plugins.items()}
+        return {**found, **self.config.csi_node_endpoints}
 
     def node_dir(self, node: str) -> Path:
         return self.work_dir / node
@@ -158,8 +167,10 @@ class Cluster:
             self._registrars.append(await serve_registration(
                 registry / f"{self.driver_name}-reg.sock",
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
+        self.controller_endpoint = endpoint
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
-                                                recorder=self.events, secrets=self.secrets)
+                                           recorder=self.events, secrets=self.secrets,
+                                           sidecars=cfg.sidecars)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()

@@ -14,7 +14,7 @@ from typing import Any
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.controllers.attach_detach import AttachDetachController
-from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.base import Controller, ControllerManager
 from kubelet_sim.controllers.binder import VolumeBinder
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
@@ -38,23 +38,28 @@ def cluster_controllers(
     secrets: SecretStore | None = None,
     recorder: EventRecorder | None = None,
     resync_seconds: float = 30.0,
+    sidecars: bool = True,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
-    CSI calls are traced under each sidecar's component name."""
+    CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
+    the four CSI sidecars out (kube-controller-manager's loops stay)."""
     recorder = recorder or EventRecorder(api)
     secrets = secrets or SecretStore()
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
                               "resync_seconds": resync_seconds}
+    def sidecar(loop: Controller) -> list[Controller]:
+        return [loop] if sidecars else []
+
     return ControllerManager([
         Scheduler(api, **common),
         VolumeBinder(api, **common),
         StorageProtection(api, **common),
         GarbageCollector(api, **common),
-        ExternalProvisioner(api, csi, driver, secrets=secrets, **common),
+        *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
-        ExternalAttacher(api, csi, driver, secrets=secrets, **common),
+        *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
         SnapshotController(api, **common),
-        CsiSnapshotter(api, csi, driver, secrets=secrets, **common),
-        ExternalResizer(api, csi, driver, secrets=secrets, **common),
+        *sidecar(CsiSnapshotter(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(ExternalResizer(api, csi, driver, secrets=secrets, **common)),
     ])
 

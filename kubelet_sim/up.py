@@ -64,6 +64,12 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     stop_loops = asyncio.Event()
     loops = asyncio.create_task(cluster.run(stop_loops))
     print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)
+    print(f"CSI controller plugin: {cluster.controller_endpoint}", flush=True)
+    for node, endpoint in sorted(cluster.node_csi_endpoints().items()):
+        print(f"CSI node plugin on {node}: {endpoint}", flush=True)
+    if not cluster.config.sidecars:
+        print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
+              "with --kubeconfig and --csi-address of the controller plugin", flush=True)
     print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
     if ready is not None:
         ready.set()

@@ -23,6 +23,7 @@ from .conftest import KUBECTL, PROJECT_ROOT
 @dataclass
 class Up:
     kubeconfig: str
+    said: list[str]  # what `up` printed up to the export line
 
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
         done = subprocess.run([str(KUBECTL), "--kubeconfig", self.kubeconfig, *args],
@@ -45,11 +46,12 @@ def running_up(*args: str) -> Iterator[Up]:
                             stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        line = ""
-        while not line.startswith("export KUBECONFIG="):
+        said: list[str] = []
+        while not said or not said[-1].startswith("export KUBECONFIG="):
             line = proc.stdout.readline()
             assert line, "up ended before printing the kubeconfig"
-        yield Up(line.strip().split("=", 1)[1])
+            said.append(line.strip())
+        yield Up(said[-1].split("=", 1)[1], said)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
