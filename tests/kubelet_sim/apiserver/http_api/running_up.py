@@ -25,9 +25,9 @@ class Up:
     kubeconfig: str
     said: list[str]  # what `up` printed up to the export line
 
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 30) -> str:
         done = subprocess.run([str(KUBECTL), "--kubeconfig", self.kubeconfig, *args],
-                              input=stdin, capture_output=True, text=True, timeout=30,
+                              input=stdin, capture_output=True, text=True, timeout=timeout,
                               check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
