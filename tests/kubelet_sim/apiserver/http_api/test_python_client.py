@@ -127,3 +127,39 @@ def test_malformed_integer_parameters_are_400(served: Served) -> None:
     for query in ("limit=x", "watch=1&timeoutSeconds=soon"):
         code, body = raw(served, f"/api/v1/namespaces/default/pods?{query}", token=token)
         assert code == 400 and body["reason"] == "BadRequest"
+
+
+def test_a_watch_that_gets_410_relists_and_resumes(served: Served, core: Any) -> None:
+    """client-go's reflector loop with the Python client: list, watch from the list's
+    resourceVersion; on 410 Gone list again and watch from the new version. The cache it
+    keeps ends equal to the server's pods, and a change after the relist arrives."""
+    cache: dict[str, str] = {}
+    listed = core.list_namespaced_pod("default")
+    cache.update({p.metadata.name: p.metadata.resource_version for p in listed.items})
+    version = listed.metadata.resource_version
+    core.create_namespaced_pod("default", pod_body("before"))
+    for i in range(60):  # the version the watcher holds falls out of the history (50)
+        served.api.create(builders.namespace(f"gone-{i}"))
+    relists = 0
+    for _attempt in range(3):
+        try:
+            for event in watch.Watch().stream(core.list_namespaced_pod, "default",
+                                              resource_version=version, timeout_seconds=1):
+                obj = event["object"]
+                if event["type"] == "DELETED":
+                    cache.pop(obj.metadata.name, None)
+                else:
+                    cache[obj.metadata.name] = obj.metadata.resource_version
+                version = obj.metadata.resource_version
+            break
+        except ApiException as err:
+            assert err.status == 410
+            relists += 1
+            listed = core.list_namespaced_pod("default")
+            cache = {p.metadata.name: p.metadata.resource_version for p in listed.items}
+            version = listed.metadata.resource_version
+            core.create_namespaced_pod("default", pod_body("after"))
+    assert relists == 1
+    assert set(cache) == {"before", "after"}
+    assert cache == {p.metadata.name: p.metadata.resource_version
+                     for p in core.list_namespaced_pod("default").items}
