@@ -25,9 +25,7 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
-    CachedControllerCapabilities,
     CtrlRpc,
     add_finalizer,
     drop_finalizer,
@@ -39,7 +37,7 @@ from kubelet_sim.controllers.common import (
     write_status,
 )
 from kubelet_sim.csi.client import CsiClient, CsiError
-from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.sidecars.base import CsiSidecar
 
 COMPONENT = "external-attacher"
 ANN_VA_NODE_ID = "csi.alpha.kubernetes.io/node-id"
@@ -53,21 +51,14 @@ def attacher_finalizer(driver: str) -> str:
     return f"external-attacher/{name}"
 
 
-class ExternalAttacher(Controller):
+class ExternalAttacher(CsiSidecar):
     name = COMPONENT
     kinds = ("VolumeAttachment", "PersistentVolume", "CSINode")
+    timeout = ATTACH_TIMEOUT_SECONDS
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
-                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
-        super().__init__(api, **kwargs)
-        self.csi = csi.with_component(COMPONENT, timeout=ATTACH_TIMEOUT_SECONDS)
-        self.driver = driver
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, **kwargs: Any) -> None:
+        super().__init__(api, csi, driver, **kwargs)
         self.finalizer = attacher_finalizer(driver)
-        self.secrets = secrets or SecretStore()
-        self._capabilities = CachedControllerCapabilities(self.csi)
-
-    async def _controller_rpcs(self) -> frozenset[int]:
-        return await self._capabilities.get()
 
     async def reconcile(self) -> bool:
         changed = False
@@ -105,7 +96,7 @@ class ExternalAttacher(Controller):
             write_object(self.api, "VolumeAttachment", va.name, "", mark)
             write_object(self.api, "PersistentVolume", pv_name, "",
                          lambda o: add_finalizer(o, self.finalizer))
-            rpcs = await self._controller_rpcs()
+            rpcs = await self.controller_rpcs()
             metadata: dict[str, str] = {}
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs:
                 metadata = await self._publish(pv, node_id, rpcs)
@@ -143,7 +134,7 @@ class ExternalAttacher(Controller):
         pv = get_or_none(self.api, "PersistentVolume",
                          str((va.spec.get("source") or {}).get("persistentVolumeName")))
         try:
-            rpcs = await self._controller_rpcs()
+            rpcs = await self.controller_rpcs()
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs and pv is not None:
                 csi = pv.spec.get("csi") or {}
                 node_id = va.metadata.annotations.get(ANN_VA_NODE_ID) or node_id_for(

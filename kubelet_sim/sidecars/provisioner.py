@@ -27,7 +27,6 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_PROVISIONED_BY,
@@ -43,6 +42,7 @@ from kubelet_sim.controllers.common import (
     write_object,
 )
 from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.sidecars.base import CsiSidecar
 from kubelet_sim.sidecars.provision_request import (
     ANN_DELETION_SECRET_NAME,
     ANN_DELETION_SECRET_NAMESPACE,
@@ -68,19 +68,17 @@ CLONE_FINALIZER = "provisioner.storage.kubernetes.io/cloning-protection"
 CREATE_TIMEOUT_SECONDS = 10.0  # the sidecar's --timeout default
 
 
-class ExternalProvisioner(Controller):
+class ExternalProvisioner(CsiSidecar):
     name = COMPONENT
     kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "VolumeAttachment",
              "VolumeSnapshot", "VolumeSnapshotContent", "CSINode")
+    timeout = CREATE_TIMEOUT_SECONDS
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
                  secrets: SecretStore | None = None, default_fs_type: str = "",
                  strict_topology: bool = False, extra_create_metadata: bool = False,
                  **kwargs: Any) -> None:
-        super().__init__(api, **kwargs)
-        self.csi = csi.with_component(COMPONENT, timeout=CREATE_TIMEOUT_SECONDS)
-        self.driver = driver
-        self.secrets = secrets or SecretStore()
+        super().__init__(api, csi, driver, secrets=secrets, **kwargs)
         self.default_fs_type = default_fs_type
         self.strict_topology = strict_topology
         self.extra_create_metadata = extra_create_metadata

@@ -21,8 +21,6 @@ OUT_OF_RANGE) is marked ``ControllerResizeInfeasible``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 
 from csi_protos import csi_pb2
@@ -35,11 +33,8 @@ from kubelet_sim.api.pvc_resize import (
     set_resize_condition,
 )
 from kubelet_sim.api.quantity import bytes_quantity
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
-    CachedControllerCapabilities,
     CtrlRpc,
     Mutation,
     get_or_none,
@@ -50,8 +45,8 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
-from kubelet_sim.csi.client import CsiClient, CsiError
-from kubelet_sim.sidecars.secrets import SecretStore
+from kubelet_sim.csi.client import CsiError
+from kubelet_sim.sidecars.base import CsiSidecar
 
 COMPONENT = "csi-resizer"
 FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system resize of "
@@ -59,20 +54,9 @@ FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system
 INFEASIBLE_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
 
 
-class ExternalResizer(Controller):
+class ExternalResizer(CsiSidecar):
     name = COMPONENT
     kinds = ("PersistentVolumeClaim", "PersistentVolume")
-
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
-                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
-        super().__init__(api, **kwargs)
-        self.csi = csi.with_component(COMPONENT, timeout=10.0)
-        self.driver = driver
-        self.secrets = secrets or SecretStore()
-        self._capabilities = CachedControllerCapabilities(self.csi)
-
-    async def _controller_rpcs(self) -> frozenset[int]:
-        return await self._capabilities.get()
 
     async def reconcile(self) -> bool:
         changed = False
@@ -118,7 +102,7 @@ class ExternalResizer(Controller):
         self._write_claim(pvc, in_progress)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Resizing",
                    f"External resizer is resizing volume {pv.name}")
-        rpcs = await self._controller_rpcs()
+        rpcs = await self.controller_rpcs()
         if CtrlRpc.EXPAND_VOLUME in rpcs:
             try:
                 capacity, node_required = await self._controller_expand(pv, new_size, rpcs)

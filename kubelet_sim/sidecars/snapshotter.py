@@ -15,13 +15,10 @@ VolumeSnapshotContents whose ``spec.driver`` is the driver.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     drop_finalizer,
     get_or_none,
@@ -35,8 +32,9 @@ from kubelet_sim.controllers.snapshot_controller import (
     SNAPSHOTTER_SECRET_NAME,
     SNAPSHOTTER_SECRET_NAMESPACE,
 )
-from kubelet_sim.csi.client import CsiClient, CsiError
-from kubelet_sim.sidecars.secrets import PREFIX, ParameterError, SecretStore
+from kubelet_sim.csi.client import CsiError
+from kubelet_sim.sidecars.base import CsiSidecar
+from kubelet_sim.sidecars.secrets import PREFIX, ParameterError
 
 COMPONENT = "csi-snapshotter"
 SNAPSHOT_NAME_PREFIX = "snapshot"
@@ -58,16 +56,10 @@ def snapshot_parameters(parameters: dict[str, str]) -> dict[str, str]:
     return out
 
 
-class CsiSnapshotter(Controller):
+class CsiSnapshotter(CsiSidecar):
     name = COMPONENT
     kinds = ("VolumeSnapshotContent", "VolumeSnapshotClass")
-
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
-                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
-        super().__init__(api, **kwargs)
-        self.csi = csi.with_component(COMPONENT, timeout=60.0)
-        self.driver = driver
-        self.secrets = secrets or SecretStore()
+    timeout = 60.0
 
     async def reconcile(self) -> bool:
         changed = False

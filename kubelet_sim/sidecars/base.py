@@ -1,0 +1,32 @@
+"""What the four CSI sidecars share: the driver they serve, its controller socket (a CSI
+client whose calls are traced under the sidecar's name, with the sidecar's ``--timeout``),
+the Secrets they resolve, and the driver's controller capabilities, asked once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.common import CachedControllerCapabilities
+from kubelet_sim.csi.client import CsiClient
+from kubelet_sim.sidecars.secrets import SecretStore
+
+
+class CsiSidecar(Controller):
+    """A controller that serves one CSI driver. Subclasses set ``name`` (the component
+    their calls and events are recorded under) and ``timeout`` (seconds per call)."""
+
+    timeout: float = 10.0
+
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
+        super().__init__(api, **kwargs)
+        self.csi = csi.with_component(self.name, timeout=self.timeout)
+        self.driver = driver
+        self.secrets = secrets or SecretStore()
+        self.capabilities = CachedControllerCapabilities(self.csi)
+
+    async def controller_rpcs(self) -> frozenset[int]:
+        """The driver's ControllerGetCapabilities RPC types (asked on first use)."""
+        return await self.capabilities.get()
