@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cni_plugin.install import install
-from tests.netns_support import delete_link, fresh_netns, unique_name
+from tests.fixtures.netns import delete_link, fresh_netns, unique_name
 
 
 @pytest.fixture(scope="session")

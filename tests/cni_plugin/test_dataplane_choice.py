@@ -15,7 +15,7 @@ import pytest
 
 from cni_plugin.dataplane.choice import may_enter_namespaces, netns_kind
 from cni_plugin.dataplane.emulated import EmulatedDataplane
-from tests.netns_support import fresh_netns, ip_json, needs_root
+from tests.fixtures.netns import fresh_netns, ip_json, needs_root
 
 from .procharness import Proc, cni_env, exec_plugin
 
@@ -150,7 +150,7 @@ def test_containerd_teardown_on_the_linux_dataplane_leaves_nothing(
         first_del_with_netns: bool, tmp_path: Path, cni_bin: str) -> None:
     """DEL with CNI_NETNS, the netns deleted, DEL again with CNI_NETNS="" (no key set);
     or only the DEL without CNI_NETNS: the lease and the masquerade rules go all the same."""
-    from tests.netns_support import delete_link, unique_name
+    from tests.fixtures.netns import delete_link, unique_name
 
     bridge, cid = unique_name(), unique_name("ctr")
     nets = [("emu-loopback", loopback_conf(tmp_path / "dp"), "lo"),

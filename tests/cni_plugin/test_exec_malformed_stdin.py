@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cni_plugin.install import EXECUTABLES
 from cni_spec.errors import ERR_DECODING_FAILURE, ERR_INVALID_NETWORK_CONFIG
 from cni_spec.gojson import MAX_DEPTH
-from tests.netns_support import REFERENCE_DIR, needs_reference
+from tests.fixtures.netns import REFERENCE_DIR, needs_reference
 
 from .procharness import Proc, cni_env, exec_plugin
 

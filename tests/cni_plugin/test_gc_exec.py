@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import needs_root
+from tests.fixtures.netns import needs_root
 
 from .procharness import exec_plugin
 

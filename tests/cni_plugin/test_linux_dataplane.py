@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import (
+from tests.fixtures.netns import (
     delete_link,
     fresh_netns,
     host_link_exists,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import needs_root, unique_name
+from tests.fixtures.netns import needs_root, unique_name
 
 from .conftest import RecordingIPAM
 from .procharness import ALL_CNI_VARS, cni_env

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import REFERENCE_DIR, needs_reference, random_subnet_prefix
+from tests.fixtures.netns import REFERENCE_DIR, needs_reference, random_subnet_prefix
 from tests.podman_support import (
     PodmanSandbox,
     RuntimeUnavailable,

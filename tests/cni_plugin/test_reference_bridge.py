@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import (
+from tests.fixtures.netns import (
     REFERENCE_DIR,
     delete_link,
     fresh_netns,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.netns_support import REFERENCE_DIR, fresh_netns, ip_json, needs_reference, needs_root
+from tests.fixtures.netns import REFERENCE_DIR, fresh_netns, ip_json, needs_reference, needs_root
 
 from .procharness import cni_env, exec_plugin
 from .reference_versions import ALL_VERSIONS, as_printed_at, reference_version_for

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.netns_support import REFERENCE_DIR, needs_reference
+from tests.fixtures.netns import REFERENCE_DIR, needs_reference
 
 from .procharness import exec_plugin
 from .reference_versions import ALL_VERSIONS

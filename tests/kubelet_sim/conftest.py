@@ -1,29 +1,16 @@
-"""Fixtures shared by the simulator tests: a running cluster, and host bridge names for the
-tests that touch the kernel (root only)."""
+"""Fixtures shared by the simulator tests: host bridge names for the tests that touch the
+kernel (root only), and our CNI plugins with a failing loopback. A running cluster is
+:func:`tests.fixtures.cluster.running_cluster`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from tests.fixtures.netns import delete_link, unique_name
 from tests.kubelet_sim.failing_plugins import bin_dir_with_failing_loopback
-from tests.netns_support import delete_link, unique_name
-
-
-@asynccontextmanager
-async def running_cluster(nodes: int, driver_args: Sequence[str] = ()) -> AsyncIterator[Cluster]:
-    """A started cluster of ``nodes`` nodes (``driver_args`` for every driver process),
-    stopped on leaving, also when its start fails."""
-    cluster = Cluster(ClusterConfig(nodes=default_nodes(nodes), driver_args=driver_args))
-    try:
-        await cluster.start()
-        yield cluster
-    finally:
-        await cluster.stop()
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ except ImportError:  # pragma: no cover - before `make protos` ran
     pytest.skip("csi_protos not generated yet", allow_module_level=True)
 
 from csi_driver.state import loop_fs
-from tests.csi_driver.grpc.driver_process import DriverProcess, Stubs, short_tmpdir, unmount_under
 from tests.csi_driver.grpc.sanity_support import SanityContext
+from tests.fixtures.driver_process import DriverProcess, Stubs, short_tmpdir, unmount_under
 from tests.mount_namespace import is_private
 
 _skip_unless_root = pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root")

@@ -38,7 +38,6 @@ from google.protobuf.message import Message
 from hypothesis.strategies import SearchStrategy
 
 from csi_protos import csi_pb2
-from tests.csi_driver.grpc.driver_process import DriverProcess
 from tests.csi_driver.grpc.fuzz_requests import (
     EX,
     PATH_FIELDS,
@@ -58,6 +57,7 @@ from tests.csi_driver.grpc.fuzz_sandbox import (
     unmount_in,
 )
 from tests.csi_driver.grpc.fuzz_seeds import CALL_GUARD_SECONDS, Seeds
+from tests.fixtures.driver_process import DriverProcess
 
 REPORT = os.environ.get("CSI_FUZZ_REPORT") == "1"
 SETTLE_GUARD_SECONDS = 2.0

@@ -14,8 +14,8 @@ import grpc
 from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
-from tests.csi_driver.grpc.driver_process import Stubs
 from tests.csi_driver.grpc.fuzz_sandbox import Sandbox
+from tests.fixtures.driver_process import Stubs
 
 CALL_GUARD_SECONDS = 30.0  # a guard against a hung call, never asserted on
 MiB = 1 << 20

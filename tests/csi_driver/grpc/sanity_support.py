@@ -25,7 +25,7 @@ import grpc
 import pytest
 
 from csi_protos import csi_pb2
-from tests.csi_driver.grpc.driver_process import Stubs, unmount_under
+from tests.fixtures.driver_process import Stubs, unmount_under
 
 GiB = 1024**3
 TEST_VOLUME_SIZE = 10 * GiB

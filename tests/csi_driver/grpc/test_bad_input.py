@@ -12,13 +12,13 @@ import pytest
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import SpawnDriver
-from tests.csi_driver.grpc.driver_process import DriverProcess, Stubs, log_lines
 from tests.csi_driver.grpc.sanity_support import (
     GiB,
     expect_error_code,
     make_create_volume_req,
     mount_capability,
 )
+from tests.fixtures.driver_process import DriverProcess, Stubs, log_lines
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND

@@ -8,7 +8,6 @@ import grpc
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import MakeSanity, SpawnDriver
-from tests.csi_driver.grpc.driver_process import DriverProcess
 from tests.csi_driver.grpc.sanity_support import (
     GiB,
     SanityContext,
@@ -18,6 +17,7 @@ from tests.csi_driver.grpc.sanity_support import (
     make_create_volume_req,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess
 
 ALREADY_EXISTS = grpc.StatusCode.ALREADY_EXISTS
 NODE_KEY = "topology.csi-mini.example.com/node"

@@ -13,7 +13,6 @@ import pytest
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import SpawnDriver
-from tests.csi_driver.grpc.driver_process import DriverProcess, Stubs
 from tests.csi_driver.grpc.sanity_support import (
     AccessMode,
     CtrlCap,
@@ -28,6 +27,7 @@ from tests.csi_driver.grpc.sanity_support import (
     plugin_services,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess, Stubs
 
 UNIMPLEMENTED = grpc.StatusCode.UNIMPLEMENTED
 Probe = tuple[Callable[[Stubs], Any], Any]

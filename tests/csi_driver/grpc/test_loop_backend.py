@@ -16,7 +16,6 @@ import pytest
 from csi_driver.state import loop_fs
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import MakeSanity, SpawnDriver, needs_root
-from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
 from tests.csi_driver.grpc.mount_table import mount_count
 from tests.csi_driver.grpc.node_flow import NodeFlow
 from tests.csi_driver.grpc.sanity_support import (
@@ -26,6 +25,7 @@ from tests.csi_driver.grpc.sanity_support import (
     mount_capability,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 MiB = 1 << 20
 pytestmark = pytest.mark.skipif(bool(loop_fs.unavailable_reason()),

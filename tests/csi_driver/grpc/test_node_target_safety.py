@@ -19,7 +19,6 @@ import pytest
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import MakeSanity, SpawnDriver, needs_root
-from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
 from tests.csi_driver.grpc.mount_table import mount_count, mounts_under
 from tests.csi_driver.grpc.node_flow import NodeFlow
 from tests.csi_driver.grpc.sanity_support import (
@@ -31,6 +30,7 @@ from tests.csi_driver.grpc.sanity_support import (
     mount_capability,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import SpawnDriver
-from tests.csi_driver.grpc.driver_process import DriverProcess
 from tests.csi_driver.grpc.sanity_support import (
     GiB,
     make_create_snapshot_req,
     make_create_volume_req,
 )
+from tests.fixtures.driver_process import DriverProcess
 
 GUARD_SECONDS = 60.0  # only a guard against hangs, never asserted on
 FAST_SWEEP = ("--orphan-sweep-interval", "0.2", "--orphan-min-age", "1")

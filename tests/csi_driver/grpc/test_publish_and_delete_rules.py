@@ -14,7 +14,6 @@ import grpc
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import MakeSanity, SpawnDriver
-from tests.csi_driver.grpc.driver_process import DriverProcess
 from tests.csi_driver.grpc.sanity_support import (
     AccessMode,
     GiB,
@@ -25,6 +24,7 @@ from tests.csi_driver.grpc.sanity_support import (
     mount_capability,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess
 
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
 NOT_FOUND = grpc.StatusCode.NOT_FOUND

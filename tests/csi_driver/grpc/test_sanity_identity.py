@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from csi_protos import csi_pb2
-from tests.csi_driver.grpc.driver_process import DriverProcess
+from tests.fixtures.driver_process import DriverProcess
 
 KNOWN_SERVICES = {
     csi_pb2.PluginCapability.Service.CONTROLLER_SERVICE,

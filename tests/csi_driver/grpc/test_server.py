@@ -25,7 +25,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from csi_protos import csi_pb2, csi_pb2_grpc
 from tests.csi_driver.grpc.conftest import SpawnDriver
-from tests.csi_driver.grpc.driver_process import (
+from tests.csi_driver.grpc.sanity_support import GiB, expect_error_code, make_create_volume_req
+from tests.fixtures.driver_process import (
     PYTHON,
     REPO,
     DriverProcess,
@@ -34,7 +35,6 @@ from tests.csi_driver.grpc.driver_process import (
     short_tmpdir,
     unmount_under,
 )
-from tests.csi_driver.grpc.sanity_support import GiB, expect_error_code, make_create_volume_req
 
 CSI_SERVICES = {
     "csi.v1.Identity",

@@ -12,7 +12,6 @@ import pytest
 
 from csi_protos import csi_pb2
 from tests.csi_driver.grpc.conftest import MakeSanity, SpawnDriver, needs_root
-from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
 from tests.csi_driver.grpc.node_flow import NodeFlow
 from tests.csi_driver.grpc.sanity_support import (
     CtrlCap,
@@ -23,6 +22,7 @@ from tests.csi_driver.grpc.sanity_support import (
     plugin_services,
     unique_string,
 )
+from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 NODE_KEY = "topology.csi-mini.example.com/node"
 

@@ -14,7 +14,7 @@ import pytest
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.cluster import DRIVER_NAME, Cluster
-from tests.kubelet_sim.conftest import running_cluster
+from tests.fixtures.cluster import running_cluster
 
 POD_INFO = "csi.storage.k8s.io/"
 

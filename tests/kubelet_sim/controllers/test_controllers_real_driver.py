@@ -17,7 +17,7 @@ from kubelet_sim.controllers import ControllerManager
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.trace import Trace
-from tests.csi_driver.grpc.driver_process import DriverProcess
+from tests.fixtures.driver_process import DriverProcess
 
 DRIVER = DEFAULT_DRIVER_NAME
 

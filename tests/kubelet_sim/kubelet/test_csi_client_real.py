@@ -13,7 +13,7 @@ import pytest
 from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiError, GrpcCsiClient
 from kubelet_sim.utils.trace import Trace
-from tests.csi_driver.grpc.driver_process import DriverProcess
+from tests.fixtures.driver_process import DriverProcess
 
 DRIVER = "csi-mini.example.com"
 Mode = csi_pb2.VolumeCapability.AccessMode

@@ -22,7 +22,7 @@ from kubelet_sim.kubelet.plugin_watcher import (
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.utils.trace import Trace
 from node_driver_registrar.server import serve_registration_for_kubelet
-from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
+from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 DRIVER = "csi-mini.example.com"
 TOPOLOGY_KEY = "topology.csi-mini.example.com/node"

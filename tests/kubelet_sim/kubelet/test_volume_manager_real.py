@@ -18,7 +18,7 @@ from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.utils.trace import Trace
-from tests.csi_driver.grpc.driver_process import DriverProcess, unmount_under
+from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 DRIVER = "csi-mini.example.com"
 Mode = csi_pb2.VolumeCapability.AccessMode

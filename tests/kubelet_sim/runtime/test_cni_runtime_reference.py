@@ -18,7 +18,7 @@ from kubelet_sim.runtime.libcni.conf import LOOPBACK_NETWORK, conf_list_from_byt
 from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.libcni.results import pod_ips, to_current
 from kubelet_sim.utils.trace import Trace
-from tests.netns_support import (
+from tests.fixtures.netns import (
     REFERENCE_DIR,
     fresh_netns,
     needs_reference,

@@ -13,7 +13,13 @@ from kubelet_sim.runtime.libcni.api import LibCNI
 from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
-from tests.netns_support import REFERENCE_DIR, needs_reference, needs_root, random_subnet_prefix, sh
+from tests.fixtures.netns import (
+    REFERENCE_DIR,
+    needs_reference,
+    needs_root,
+    random_subnet_prefix,
+    sh,
+)
 
 pytestmark = [needs_root, needs_reference, pytest.mark.root, pytest.mark.reference]
 

@@ -14,9 +14,7 @@ import pytest
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.http import ApiServerHandle, start_api_server
 from kubelet_sim.apiserver.server import APIServer
-
-PROJECT_ROOT = Path(__file__).resolve().parents[4]
-KUBECTL = PROJECT_ROOT / ".tools" / "bin" / "kubectl"
+from tests.fixtures.up_process import KUBECTL
 
 needs_kubectl = pytest.mark.skipif(not KUBECTL.exists(),
                                    reason="kubectl not installed: run `make kubectl`")

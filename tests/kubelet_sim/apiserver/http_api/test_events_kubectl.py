@@ -11,13 +11,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT, Up, running_up, wait_for
 from tests.kubelet_sim.failing_plugins import (
     FAILING_LOOPBACK_MESSAGE,
     bin_dir_with_failing_loopback,
 )
 
-from .conftest import KUBECTL, PROJECT_ROOT, Served, needs_kubectl
-from .running_up import Up, running_up, wait_for
+from .conftest import Served, needs_kubectl
 
 pytestmark = needs_kubectl
 

@@ -10,8 +10,9 @@ import json
 import time
 from pathlib import Path
 
+from tests.fixtures.up_process import running_up
+
 from .conftest import needs_kubectl
-from .running_up import running_up
 
 pytestmark = needs_kubectl
 PODS = 100

@@ -11,7 +11,9 @@ import urllib.request
 
 import pytest
 
-from .conftest import POD, PROJECT_ROOT, Served, needs_kubectl
+from tests.fixtures.up_process import PROJECT_ROOT
+
+from .conftest import POD, Served, needs_kubectl
 
 pytestmark = needs_kubectl
 

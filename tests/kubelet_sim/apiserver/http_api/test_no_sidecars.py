@@ -15,9 +15,9 @@ import grpc
 from kubernetes import client, config
 
 from csi_protos import csi_pb2, csi_pb2_grpc
+from tests.fixtures.up_process import PROJECT_ROOT, Up, running_up, wait_for
 
-from .conftest import PROJECT_ROOT, needs_kubectl
-from .running_up import Up, running_up, wait_for
+from .conftest import needs_kubectl
 
 pytestmark = needs_kubectl
 DRIVER = "csi-mini.example.com"

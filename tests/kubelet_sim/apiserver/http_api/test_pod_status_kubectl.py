@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 
+from tests.fixtures.up_process import running_up
+
 from .conftest import needs_kubectl
-from .running_up import running_up
 
 pytestmark = needs_kubectl
 

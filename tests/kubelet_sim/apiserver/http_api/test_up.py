@@ -6,26 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-from .conftest import KUBECTL, PROJECT_ROOT, needs_kubectl
+from tests.fixtures.up_process import PROJECT_ROOT, running_up, wait_for
+
+from .conftest import needs_kubectl
 
 pytestmark = needs_kubectl
-
-
-def wait_for(check, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def write_lease(directory: Path, name: str, owner_uid: str) -> Path:
@@ -42,28 +29,13 @@ def write_lease(directory: Path, name: str, owner_uid: str) -> Path:
 
 
 def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
-    # a short path: the plugins' unix sockets live under it (108-byte limit)
-    state = Path(tempfile.mkdtemp(prefix="ksim-up-", dir="/tmp"))
-    proc = subprocess.Popen([sys.executable, "-m", "kubelet_sim", "up", "--nodes", "2",
-                             "--state-dir", str(state)], cwd=PROJECT_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert proc.stdout is not None
-        lines: list[str] = []
-        while not any(line.startswith("export KUBECONFIG=") for line in lines):
-            line = proc.stdout.readline()
-            assert line, "up ended before printing the kubeconfig: " + "".join(lines)
-            lines.append(line)
-        kubeconfig = lines[-1].strip().split("=", 1)[1]
+    with running_up("--nodes", "2") as up:
+        state = up.state
+        kubeconfig = up.kubeconfig
         assert Path(kubeconfig) == state / "kubeconfig"
         assert os.stat(kubeconfig).st_mode & 0o777 == 0o600
 
-        def kubectl(*args: str) -> str:
-            done = subprocess.run([str(KUBECTL), "--kubeconfig", kubeconfig, *args],
-                                  capture_output=True, text=True, timeout=30, check=False)
-            assert done.returncode == 0, done.stdout + done.stderr
-            return done.stdout
-
+        kubectl = up.kubectl
         nodes = kubectl("get", "nodes").splitlines()[1:]
         assert [n.split()[:2] for n in nodes] == [["node-1", "Ready"], ["node-2", "Ready"]]
         kubectl("apply", "-f", str(PROJECT_ROOT / "examples" / "pod-with-pvc.yaml"))
@@ -114,17 +86,11 @@ def test_up_serves_kubectl_runs_pods_with_volumes_and_tears_down() -> None:
                      for g in k.glob("plugins/kubernetes.io/csi/*/*/globalmount")])
 
         assert all(mounted())  # published and staged while the pod runs
-        proc.send_signal(signal.SIGTERM)
-        rest, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, rest
+        rest = up.stop()
+        assert up.proc.returncode == 0, rest
         assert "shutting down: deleting pods" in rest and rest.rstrip().endswith("cluster down")
         assert "still terminating" not in rest and "still attached" not in rest
         # unpublished and unstaged on every node: no pod volume dir, no staging dir left;
         # the claim's data stays (a shutdown deletes no PersistentVolumeClaim)
         assert mounted() == ([], [])
         assert len(list((state / "cluster" / "storage-array" / "volumes").iterdir())) == 1
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(state, ignore_errors=True)
