@@ -273,6 +273,9 @@ class Rest:
         r = target.resource
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
+        # as the API server's decoder: a missing kind or apiVersion is the URL's
+        body.setdefault("kind", r.kind)
+        body.setdefault("apiVersion", r.group_version)
         if body.get("kind") != r.kind or body.get("apiVersion") != r.group_version:
             raise BadRequest(f"the API version in the data ({body.get('apiVersion')}) and kind "
                              f"({body.get('kind')}) do not match {r.group_version} {r.kind}")
