@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cni_plugin.install import install
-from tests.netns_support import REFERENCE_DIR
+from tests.fixtures.netns import REFERENCE_DIR
 from tests.podman_support import PodmanSandbox, RuntimeUnavailable, podman_sandbox
 
 SIDES = {"ours": ("emu-bridge", "emu-host-local", {"dataplane": "linux"}),
