@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import socket
 from collections.abc import Sequence
+from typing import Any
 
 from csi_driver import __version__
 from csi_driver.config import (
@@ -173,45 +175,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Config fields whose flag is repeatable and named in the singular.
+FLAG_DEST = {"topology_segments": "topology_segment", "secrets": "secret",
+             "allowed_target_roots": "allowed_target_root"}
+
+
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse flags into a validated Config; argparse exits with status 2 on bad input."""
     parser = build_parser()
     a = parser.parse_args(argv)
     if not a.endpoint:
         parser.error("no endpoint: pass --endpoint or set CSI_ENDPOINT")
-    cfg = Config(
-        endpoint=a.endpoint,
-        node_id=a.node_id,
-        state_dir=os.path.abspath(a.state_dir),
-        driver_name=a.driver_name,
-        vendor_version=a.vendor_version,
-        mode=a.mode,
-        socket_mode=a.socket_mode,
-        attach_required=a.attach_required,
-        topology=a.topology,
-        topology_segments=tuple(a.topology_segment),
-        expansion=a.expansion,
-        node_expansion=a.node_expansion,
-        snapshots=a.snapshots,
-        group_snapshots=a.group_snapshots,
-        snapshot_metadata=a.snapshot_metadata,
-        modify_volume=a.modify_volume,
-        mutable_parameters=tuple(a.mutable_parameters),
-        volume_condition=a.volume_condition,
-        single_node_multi_writer=a.single_node_multi_writer,
-        max_volumes_per_node=a.max_volumes_per_node,
-        capacity=tuple(a.capacity) or (("default", 1 << 40),),
-        max_volume_size=a.max_volume_size,
-        secrets=tuple(a.secret),
-        mount_method=a.mount_method,
-        durability=a.durability,
-        registration_dir=os.path.abspath(a.registration_dir) if a.registration_dir else "",
-        snapshots_block_delete=a.snapshots_block_delete,
-        orphan_sweep_interval=a.orphan_sweep_interval,
-        orphan_min_age=a.orphan_min_age,
-        allowed_target_roots=tuple(a.allowed_target_root),
-        fs_backend=a.fs_backend,
-    )
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Config):  # each Config field has its flag
+        raw = getattr(a, FLAG_DEST.get(f.name, f.name))
+        values[f.name] = tuple(raw) if isinstance(raw, list) else raw  # repeatable flags
+    values["state_dir"] = os.path.abspath(a.state_dir)
+    values["capacity"] = values["capacity"] or Config.capacity
+    values["registration_dir"] = os.path.abspath(a.registration_dir) if a.registration_dir else ""
+    cfg = Config(**values)
     try:
         return cfg.validate()
     except ValueError as exc:
