@@ -163,3 +163,23 @@ def test_a_watch_that_gets_410_relists_and_resumes(served: Served, core: Any) ->
     assert set(cache) == {"before", "after"}
     assert cache == {p.metadata.name: p.metadata.resource_version
                      for p in core.list_namespaced_pod("default").items}
+
+
+def test_a_body_takes_a_missing_kind_from_the_url_but_a_wrong_one_is_400(served: Served) -> None:
+    token = served.handle.credentials.token
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+    def post(doc: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return raw(served, path, token=token, method="POST", body=json.dumps(doc).encode(),
+                   content_type="application/json")
+
+    code, created = post({"metadata": {"name": "bare"}, "spec": {}})
+    assert code == 201
+    assert (created["kind"], created["apiVersion"]) == ("Lease", "coordination.k8s.io/v1")
+    code, refused = post({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "odd"}})
+    assert code == 400 and refused["reason"] == "BadRequest"
+    assert "do not match coordination.k8s.io/v1 Lease" in refused["message"]
+    code, _ = post({"kind": "Lease", "apiVersion": "coordination.k8s.io/v2",
+                    "metadata": {"name": "odd"}})
+    assert code == 400
+    assert [lease.name for lease in served.api.list("Lease", "default").items] == ["bare"]
