@@ -35,7 +35,6 @@ from kubelet_sim.controllers.common import (
     PROVISIONER_FINALIZER,
     CtrlRpc,
     add_finalizer,
-    controller_capabilities,
     drop_finalizer,
     get_or_none,
     pvc_request_bytes,
@@ -84,16 +83,14 @@ class ExternalProvisioner(CsiSidecar):
         self.extra_create_metadata = extra_create_metadata
         self.identity = f"{int(time.time() * 1000)}-{random.randint(1000, 9999)}-{driver}"
         self._plugin_services: frozenset[int] | None = None
-        self._controller_rpcs: frozenset[int] = frozenset()
 
     async def _capabilities(self) -> tuple[frozenset[int], frozenset[int]]:
+        """The plugin's services (asked once), then its controller RPCs (the base's cache)."""
         if self._plugin_services is None:
             plugin = await self.csi.get_plugin_capabilities()
-            ctrl = await self.csi.controller_get_capabilities()
-            self._controller_rpcs = controller_capabilities(ctrl)
             self._plugin_services = frozenset(
                 c.service.type for c in plugin.capabilities if c.HasField("service"))
-        return self._plugin_services, self._controller_rpcs
+        return self._plugin_services, await self.controller_rpcs()
 
     async def reconcile(self) -> bool:
         changed = False
