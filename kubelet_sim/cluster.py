@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
@@ -48,6 +49,8 @@ TOPOLOGY_NODE_KEY = f"topology.{DRIVER_NAME}/node"
 
 @dataclass(frozen=True)
 class NodeSpec:
+    """A node to create: its name, pod CIDR, InternalIP and (optional) zone label."""
+
     name: str
     pod_cidr: str
     internal_ip: str
@@ -154,7 +157,9 @@ class Cluster:
         controller_client = GrpcCsiClient(endpoint, trace=self.trace,
                                           node="control-plane", component="controller")
         self._clients.append(controller_client)
-        self.driver_name = (await controller_client.get_plugin_info()).name
+        info = await controller_client.call(csi_pb2.GetPluginInfoRequest(),
+                                            csi_pb2.GetPluginInfoResponse)
+        self.driver_name = info.name
         self.api.create(builders.csi_driver(
             self.driver_name, attach_required=cfg.attach_required, pod_info_on_mount=True,
             volume_lifecycle_modes=["Persistent", "Ephemeral"]))

@@ -13,10 +13,10 @@ first, so the last line is the most recent cause.
 
 from __future__ import annotations
 
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, condition
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, Event, EventRecorder
+from kubelet_sim.client.pod_claims import pod_claims
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -35,16 +35,9 @@ def pod_reasons(api: APIServer, events: EventRecorder, pod: Resource) -> list[st
                      else f"FailedScheduling ({scheduler}): {scheduled.get('message', '')}")
         lines += node_reasons(api)
     lines += [_event_line(e) for e in sorted(latest.values(), key=lambda e: e.last_seen)]
-    for volume in pod.spec.get("volumes") or []:
-        claim_name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-        if not claim_name:
-            continue
-        try:
-            claim = api.get("PersistentVolumeClaim", claim_name, pod.namespace)
-        except NotFound:
-            continue  # the scheduler or the kubelet says so already
+    for claim in pod_claims(api, pod):  # a missing claim: the scheduler or kubelet says so
         if claim.status.get("phase") != "Bound":
-            lines += [f"persistentvolumeclaim/{claim_name}: {line}"
+            lines += [f"persistentvolumeclaim/{claim.name}: {line}"
                       for line in claim_reasons(events, claim)]
     return lines
 

@@ -60,7 +60,8 @@ class ProbeError(RuntimeError):
 
 @dataclass(frozen=True)
 class TcpExchange:
-    """What the client received and the peer address the server saw."""
+    """One TCP exchange between two pods: the bytes the client received, and the peer
+    address (``ip:port``) the server saw, which shows whether the source was NATed."""
 
     received: bytes
     server_saw: str

@@ -20,60 +20,54 @@ class ApiError(Exception):
 class BadRequest(ApiError):
     """Malformed request, e.g. a selector that does not parse (400)."""
 
-    code = 400
-    reason = "BadRequest"
+    code, reason = 400, "BadRequest"
 
 
 class Forbidden(ApiError):
     """The request is well formed but not allowed, e.g. creating in a terminating namespace."""
 
-    code = 403
-    reason = "Forbidden"
+    code, reason = 403, "Forbidden"
 
 
-class NotFound(ApiError):
+class ObjectError(ApiError):
+    """An error about one named object; the message is ``<kind> '<name>' <what>``."""
+
+    what = ""
+
+    def __init__(self, kind: str, name: str, namespace: str = "") -> None:
+        where = f" in namespace {namespace!r}" if namespace else ""
+        super().__init__(f"{kind} {name!r} {self.what}{where}")
+        self.kind, self.name, self.namespace = kind, name, namespace
+
+
+class NotFound(ObjectError):
     """The object does not exist (404)."""
 
-    code = 404
-    reason = "NotFound"
-
-    def __init__(self, kind: str, name: str, namespace: str = "") -> None:
-        where = f" in namespace {namespace!r}" if namespace else ""
-        super().__init__(f"{kind} {name!r} not found{where}")
-        self.kind, self.name, self.namespace = kind, name, namespace
+    code, reason, what = 404, "NotFound", "not found"
 
 
-class AlreadyExists(ApiError):
+class AlreadyExists(ObjectError):
     """Create of a name that is taken (409, reason AlreadyExists)."""
 
-    code = 409
-    reason = "AlreadyExists"
-
-    def __init__(self, kind: str, name: str, namespace: str = "") -> None:
-        where = f" in namespace {namespace!r}" if namespace else ""
-        super().__init__(f"{kind} {name!r} already exists{where}")
-        self.kind, self.name, self.namespace = kind, name, namespace
+    code, reason, what = 409, "AlreadyExists", "already exists"
 
 
 class Conflict(ApiError):
     """Optimistic-concurrency failure: the write carried a stale resourceVersion (409)."""
 
-    code = 409
-    reason = "Conflict"
+    code, reason = 409, "Conflict"
 
 
 class Gone(ApiError):
     """A watch asked for a resourceVersion older than the retained history (410)."""
 
-    code = 410
-    reason = "Expired"
+    code, reason = 410, "Expired"
 
 
 class Invalid(ApiError):
     """The object fails validation; ``field`` is the JSON path of the offending field (422)."""
 
-    code = 422
-    reason = "Invalid"
+    code, reason = 422, "Invalid"
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")

@@ -35,24 +35,28 @@ def _one_of(value: Any, allowed: tuple[str, ...], path: str) -> None:
     _check(value in allowed, path, f"Unsupported value: {value!r}: supported values: {allowed}")
 
 
-def dns_subdomain(value: Any, path: str) -> None:
+_DNS_RULES = {  # the pattern, the longest value, the rule's wording in the message
+    "subdomain": (_DNS_SUBDOMAIN, 253, "a lowercase RFC 1123 subdomain must consist of lower "
+                  "case alphanumeric characters, '-' or '.', and must start and end with an "
+                  "alphanumeric"),
+    "label": (_DNS_LABEL, 63, "a lowercase RFC 1123 label must consist of lower case "
+              "alphanumeric characters or '-', start and end with an alphanumeric, at most 63"),
+}
+
+
+def _dns_name(kind: str, value: Any, path: str) -> None:
+    pattern, longest, rule = _DNS_RULES[kind]
     _check(isinstance(value, str) and bool(value), path, "Required value")
-    _check(
-        len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value)),
-        path,
-        f"Invalid value: {value!r}: a lowercase RFC 1123 subdomain must consist of lower case "
-        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric",
-    )
+    _check(len(value) <= longest and bool(pattern.fullmatch(value)), path,
+           f"Invalid value: {value!r}: {rule}")
+
+
+def dns_subdomain(value: Any, path: str) -> None:
+    _dns_name("subdomain", value, path)
 
 
 def dns_label(value: Any, path: str) -> None:
-    _check(isinstance(value, str) and bool(value), path, "Required value")
-    _check(
-        len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value)),
-        path,
-        f"Invalid value: {value!r}: a lowercase RFC 1123 label must consist of lower case "
-        "alphanumeric characters or '-', start and end with an alphanumeric, at most 63",
-    )
+    _dns_name("label", value, path)
 
 
 def label_key(key: str, path: str) -> None:

@@ -230,7 +230,9 @@ class CachedControllerCapabilities:
 
     async def get(self) -> frozenset[int]:
         if self._rpcs is None:
-            self._rpcs = controller_capabilities(await self._csi.controller_get_capabilities())
+            self._rpcs = controller_capabilities(await self._csi.call(
+                csi_pb2.ControllerGetCapabilitiesRequest(),
+                csi_pb2.ControllerGetCapabilitiesResponse))
         return self._rpcs
 
 

@@ -1,8 +1,8 @@
 """The simulator's CSI boundary: a small typed async client for one CSI driver socket.
 
-`CsiClient` names every Identity, Controller, GroupController and Node call the simulator
-makes; each takes the CSI request message and returns the response message, or raises
-`CsiError` carrying the gRPC status code. Every call is recorded to the `Trace` (node,
+`CsiClient.call` sends any Identity, Controller, GroupController or Node request to the
+method that takes it (found in the CSI descriptor) and returns the response message, or
+raises `CsiError` carrying the gRPC status code. Every call is recorded to the `Trace` (node,
 component, ``csi.<Service>/<Method>``, a request summary with the ``csi_secret`` fields
 left out, ``OK`` or ``<CODE>: <message>``, duration).
 
@@ -87,6 +87,20 @@ def _drop_secrets(message: Message, summary: dict[str, Any]) -> None:
                 _drop_secrets(value, summary[field.name])
 
 
+def _method_index() -> dict[str, tuple[str, str, str]]:
+    """Request message name -> (service, method, response message name), from the CSI
+    descriptor: every request type is used by exactly one method."""
+    index: dict[str, tuple[str, str, str]] = {}
+    for service in csi_pb2.DESCRIPTOR.services_by_name.values():
+        for method in service.methods:
+            index[method.input_type.full_name] = (
+                service.name, method.name, method.output_type.full_name)
+    return index
+
+
+METHODS = _method_index()
+
+
 class CsiClient(ABC):
     """Every CSI call the simulator makes, traced; backends implement `_invoke`."""
 
@@ -118,10 +132,18 @@ class CsiClient(ABC):
     async def close(self) -> None:  # noqa: B027 - a no-op unless the backend holds a connection
         """Release the connection (shared by every view)."""
 
-    async def _call(
-        self, service: str, method: str, request: Message, response_type: type[R],
-        timeout: float | None,
-    ) -> R:
+    async def call(self, request: Message, response_type: type[R],
+                   timeout: float | None = None) -> R:
+        """Send ``request`` to the CSI method that takes it (``CreateVolumeRequest`` goes to
+        ``Controller/CreateVolume``) and return its ``response_type`` answer; the call and
+        its result are traced. ``timeout`` defaults to the client's."""
+        try:
+            service, method, answer = METHODS[request.DESCRIPTOR.full_name]
+        except KeyError:
+            raise TypeError(f"{request.DESCRIPTOR.full_name} is not a CSI request") from None
+        if answer != response_type.DESCRIPTOR.full_name:
+            raise TypeError(f"{service}/{method} answers {answer}, not "
+                            f"{response_type.DESCRIPTOR.full_name}")
         call = f"csi.{service}/{method}"
         started = time.monotonic()
         try:
@@ -140,192 +162,6 @@ class CsiClient(ABC):
             request=request_summary(request), result=result,
             duration_ms=(time.monotonic() - started) * 1000.0,
         )
-
-    # -- Identity ----------------------------------------------------------------
-
-    async def get_plugin_info(self, timeout: float | None = None) -> csi_pb2.GetPluginInfoResponse:
-        return await self._call("Identity", "GetPluginInfo", csi_pb2.GetPluginInfoRequest(),
-                                csi_pb2.GetPluginInfoResponse, timeout)
-
-    async def get_plugin_capabilities(
-        self, timeout: float | None = None,
-    ) -> csi_pb2.GetPluginCapabilitiesResponse:
-        return await self._call("Identity", "GetPluginCapabilities",
-                                csi_pb2.GetPluginCapabilitiesRequest(),
-                                csi_pb2.GetPluginCapabilitiesResponse, timeout)
-
-    async def probe(self, timeout: float | None = None) -> csi_pb2.ProbeResponse:
-        return await self._call("Identity", "Probe", csi_pb2.ProbeRequest(),
-                                csi_pb2.ProbeResponse, timeout)
-
-    # -- Controller ---------------------------------------------------------------
-
-    async def create_volume(
-        self, request: csi_pb2.CreateVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.CreateVolumeResponse:
-        return await self._call("Controller", "CreateVolume", request,
-                                csi_pb2.CreateVolumeResponse, timeout)
-
-    async def delete_volume(
-        self, request: csi_pb2.DeleteVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.DeleteVolumeResponse:
-        return await self._call("Controller", "DeleteVolume", request,
-                                csi_pb2.DeleteVolumeResponse, timeout)
-
-    async def controller_publish_volume(
-        self, request: csi_pb2.ControllerPublishVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.ControllerPublishVolumeResponse:
-        return await self._call("Controller", "ControllerPublishVolume", request,
-                                csi_pb2.ControllerPublishVolumeResponse, timeout)
-
-    async def controller_unpublish_volume(
-        self, request: csi_pb2.ControllerUnpublishVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.ControllerUnpublishVolumeResponse:
-        return await self._call("Controller", "ControllerUnpublishVolume", request,
-                                csi_pb2.ControllerUnpublishVolumeResponse, timeout)
-
-    async def validate_volume_capabilities(
-        self, request: csi_pb2.ValidateVolumeCapabilitiesRequest, timeout: float | None = None,
-    ) -> csi_pb2.ValidateVolumeCapabilitiesResponse:
-        return await self._call("Controller", "ValidateVolumeCapabilities", request,
-                                csi_pb2.ValidateVolumeCapabilitiesResponse, timeout)
-
-    async def list_volumes(
-        self, request: csi_pb2.ListVolumesRequest, timeout: float | None = None,
-    ) -> csi_pb2.ListVolumesResponse:
-        return await self._call("Controller", "ListVolumes", request,
-                                csi_pb2.ListVolumesResponse, timeout)
-
-    async def get_capacity(
-        self, request: csi_pb2.GetCapacityRequest, timeout: float | None = None,
-    ) -> csi_pb2.GetCapacityResponse:
-        return await self._call("Controller", "GetCapacity", request,
-                                csi_pb2.GetCapacityResponse, timeout)
-
-    async def controller_get_capabilities(
-        self, timeout: float | None = None,
-    ) -> csi_pb2.ControllerGetCapabilitiesResponse:
-        return await self._call("Controller", "ControllerGetCapabilities",
-                                csi_pb2.ControllerGetCapabilitiesRequest(),
-                                csi_pb2.ControllerGetCapabilitiesResponse, timeout)
-
-    async def create_snapshot(
-        self, request: csi_pb2.CreateSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.CreateSnapshotResponse:
-        return await self._call("Controller", "CreateSnapshot", request,
-                                csi_pb2.CreateSnapshotResponse, timeout)
-
-    async def delete_snapshot(
-        self, request: csi_pb2.DeleteSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.DeleteSnapshotResponse:
-        return await self._call("Controller", "DeleteSnapshot", request,
-                                csi_pb2.DeleteSnapshotResponse, timeout)
-
-    async def list_snapshots(
-        self, request: csi_pb2.ListSnapshotsRequest, timeout: float | None = None,
-    ) -> csi_pb2.ListSnapshotsResponse:
-        return await self._call("Controller", "ListSnapshots", request,
-                                csi_pb2.ListSnapshotsResponse, timeout)
-
-    async def get_snapshot(
-        self, request: csi_pb2.GetSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.GetSnapshotResponse:
-        return await self._call("Controller", "GetSnapshot", request,
-                                csi_pb2.GetSnapshotResponse, timeout)
-
-    async def controller_expand_volume(
-        self, request: csi_pb2.ControllerExpandVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.ControllerExpandVolumeResponse:
-        return await self._call("Controller", "ControllerExpandVolume", request,
-                                csi_pb2.ControllerExpandVolumeResponse, timeout)
-
-    async def controller_get_volume(
-        self, request: csi_pb2.ControllerGetVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.ControllerGetVolumeResponse:
-        return await self._call("Controller", "ControllerGetVolume", request,
-                                csi_pb2.ControllerGetVolumeResponse, timeout)
-
-    async def controller_modify_volume(
-        self, request: csi_pb2.ControllerModifyVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.ControllerModifyVolumeResponse:
-        return await self._call("Controller", "ControllerModifyVolume", request,
-                                csi_pb2.ControllerModifyVolumeResponse, timeout)
-
-    # -- GroupController -----------------------------------------------------------
-
-    async def group_controller_get_capabilities(
-        self, timeout: float | None = None,
-    ) -> csi_pb2.GroupControllerGetCapabilitiesResponse:
-        return await self._call("GroupController", "GroupControllerGetCapabilities",
-                                csi_pb2.GroupControllerGetCapabilitiesRequest(),
-                                csi_pb2.GroupControllerGetCapabilitiesResponse, timeout)
-
-    async def create_volume_group_snapshot(
-        self, request: csi_pb2.CreateVolumeGroupSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.CreateVolumeGroupSnapshotResponse:
-        return await self._call("GroupController", "CreateVolumeGroupSnapshot", request,
-                                csi_pb2.CreateVolumeGroupSnapshotResponse, timeout)
-
-    async def delete_volume_group_snapshot(
-        self, request: csi_pb2.DeleteVolumeGroupSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.DeleteVolumeGroupSnapshotResponse:
-        return await self._call("GroupController", "DeleteVolumeGroupSnapshot", request,
-                                csi_pb2.DeleteVolumeGroupSnapshotResponse, timeout)
-
-    async def get_volume_group_snapshot(
-        self, request: csi_pb2.GetVolumeGroupSnapshotRequest, timeout: float | None = None,
-    ) -> csi_pb2.GetVolumeGroupSnapshotResponse:
-        return await self._call("GroupController", "GetVolumeGroupSnapshot", request,
-                                csi_pb2.GetVolumeGroupSnapshotResponse, timeout)
-
-    # -- Node -----------------------------------------------------------------------
-
-    async def node_stage_volume(
-        self, request: csi_pb2.NodeStageVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodeStageVolumeResponse:
-        return await self._call("Node", "NodeStageVolume", request,
-                                csi_pb2.NodeStageVolumeResponse, timeout)
-
-    async def node_unstage_volume(
-        self, request: csi_pb2.NodeUnstageVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodeUnstageVolumeResponse:
-        return await self._call("Node", "NodeUnstageVolume", request,
-                                csi_pb2.NodeUnstageVolumeResponse, timeout)
-
-    async def node_publish_volume(
-        self, request: csi_pb2.NodePublishVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodePublishVolumeResponse:
-        return await self._call("Node", "NodePublishVolume", request,
-                                csi_pb2.NodePublishVolumeResponse, timeout)
-
-    async def node_unpublish_volume(
-        self, request: csi_pb2.NodeUnpublishVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodeUnpublishVolumeResponse:
-        return await self._call("Node", "NodeUnpublishVolume", request,
-                                csi_pb2.NodeUnpublishVolumeResponse, timeout)
-
-    async def node_get_volume_stats(
-        self, request: csi_pb2.NodeGetVolumeStatsRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodeGetVolumeStatsResponse:
-        return await self._call("Node", "NodeGetVolumeStats", request,
-                                csi_pb2.NodeGetVolumeStatsResponse, timeout)
-
-    async def node_expand_volume(
-        self, request: csi_pb2.NodeExpandVolumeRequest, timeout: float | None = None,
-    ) -> csi_pb2.NodeExpandVolumeResponse:
-        return await self._call("Node", "NodeExpandVolume", request,
-                                csi_pb2.NodeExpandVolumeResponse, timeout)
-
-    async def node_get_capabilities(
-        self, timeout: float | None = None,
-    ) -> csi_pb2.NodeGetCapabilitiesResponse:
-        return await self._call("Node", "NodeGetCapabilities",
-                                csi_pb2.NodeGetCapabilitiesRequest(),
-                                csi_pb2.NodeGetCapabilitiesResponse, timeout)
-
-    async def node_get_info(self, timeout: float | None = None) -> csi_pb2.NodeGetInfoResponse:
-        return await self._call("Node", "NodeGetInfo", csi_pb2.NodeGetInfoRequest(),
-                                csi_pb2.NodeGetInfoResponse, timeout)
 
 
 def socket_target(endpoint: str) -> str:

@@ -33,6 +33,9 @@ class SecretLookup(Protocol):
 
 @dataclass(frozen=True)
 class PodInfo:
+    """The pod whose volume is published: with ``podInfoOnMount`` the kubelet passes it
+    to NodePublishVolume as the ``csi.storage.k8s.io/pod.*`` volume context keys."""
+
     name: str
     namespace: str
     uid: str
@@ -130,6 +133,16 @@ def volume_capability(
     return capability
 
 
+class _Declared:
+    """A `NodeCapabilities` flag: whether the plugin declared one RPC type."""
+
+    def __init__(self, rpc: int) -> None:
+        self.rpc = rpc
+
+    def __get__(self, caps: NodeCapabilities, owner: type | None = None) -> bool:
+        return self.rpc in caps.rpcs
+
+
 @dataclass(frozen=True)
 class NodeCapabilities:
     """The node plugin's NodeGetCapabilities answer, as the kubelet reads it."""
@@ -140,21 +153,10 @@ class NodeCapabilities:
     def from_response(cls, response: csi_pb2.NodeGetCapabilitiesResponse) -> NodeCapabilities:
         return cls(frozenset(c.rpc.type for c in response.capabilities if c.HasField("rpc")))
 
-    @property
-    def stage_unstage(self) -> bool:
-        return NodeRpc.STAGE_UNSTAGE_VOLUME in self.rpcs
-
-    @property
-    def expand(self) -> bool:
-        return NodeRpc.EXPAND_VOLUME in self.rpcs
-
-    @property
-    def volume_stats(self) -> bool:
-        return NodeRpc.GET_VOLUME_STATS in self.rpcs
-
-    @property
-    def single_node_multi_writer(self) -> bool:
-        return NodeRpc.SINGLE_NODE_MULTI_WRITER in self.rpcs
+    stage_unstage = _Declared(NodeRpc.STAGE_UNSTAGE_VOLUME)
+    expand = _Declared(NodeRpc.EXPAND_VOLUME)
+    volume_stats = _Declared(NodeRpc.GET_VOLUME_STATS)
+    single_node_multi_writer = _Declared(NodeRpc.SINGLE_NODE_MULTI_WRITER)
 
 
 @dataclass(frozen=True)

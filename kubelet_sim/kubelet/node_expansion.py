@@ -8,12 +8,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.api.pvc_resize import clear_resize_state, file_system_resize_pending
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import NORMAL, EventRecorder
+from kubelet_sim.client.pod_claims import pod_claims
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -51,14 +51,7 @@ async def finish_expansions(api: APIServer, volumes: VolumeManager,
         record = records.get(pod.metadata.uid)
         if record is None or not record.volumes:
             continue
-        for vol in pod.spec.get("volumes", []):
-            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-            if not claim:
-                continue
-            try:
-                pvc = api.get("PersistentVolumeClaim", claim, pod.namespace)
-            except NotFound:
-                continue
+        for pvc in pod_claims(api, pod):
             if not file_system_resize_pending(pvc.status):
                 continue
             volume = next((v for v in record.volumes

@@ -24,7 +24,7 @@ from typing import Any
 
 import grpc
 
-from csi_protos import pluginregistration_pb2, pluginregistration_pb2_grpc
+from csi_protos import csi_pb2, pluginregistration_pb2, pluginregistration_pb2_grpc
 from kubelet_sim.csi.client import CsiClient, DriverNotRegistered, GrpcCsiClient
 from kubelet_sim.utils.clock import Clock, RealClock
 from kubelet_sim.utils.trace import Trace
@@ -259,7 +259,7 @@ class PluginWatcher:
         endpoint = info.endpoint or str(socket)
         client = self._client(endpoint)
         try:
-            node_info = await client.node_get_info()
+            node_info = await client.call(csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
             registration = CsiNodeRegistration(
                 driver=info.name, endpoint=endpoint, versions=versions,
                 node_id=node_info.node_id,

@@ -158,7 +158,7 @@ class VolumeManager:
             volume_context=dict(volume.volume_attributes),
         )
         try:
-            await client.node_stage_volume(request)
+            await client.call(request, csi_pb2.NodeStageVolumeResponse)
         except CsiError as err:
             if err.final:
                 remove_mount_dir(staging)
@@ -183,8 +183,9 @@ class VolumeManager:
             return  # never staged here (the kubelet skips without vol_data.json)
         caps = await self._capabilities(client)
         if caps.stage_unstage:
-            await client.node_unstage_volume(csi_pb2.NodeUnstageVolumeRequest(
-                volume_id=volume.volume_handle, staging_target_path=str(staging)))
+            await client.call(csi_pb2.NodeUnstageVolumeRequest(
+                volume_id=volume.volume_handle, staging_target_path=str(staging)),
+                csi_pb2.NodeUnstageVolumeResponse)
         if not volume.block:
             remove_mount_dir(staging)
             return
@@ -248,7 +249,7 @@ class VolumeManager:
             volume_context=context,
         )
         try:
-            await client.node_publish_volume(request)
+            await client.call(request, csi_pb2.NodePublishVolumeResponse)
         except CsiError as err:
             if err.final:
                 if not volume.block:
@@ -279,8 +280,9 @@ class VolumeManager:
         known = pod.uid in self._users.get(_key(volume, pod), set())
         uncertain = (pod.uid, volume.spec_name) in self._uncertain
         if known or uncertain or os.path.lexists(target):
-            await client.node_unpublish_volume(csi_pb2.NodeUnpublishVolumeRequest(
-                volume_id=volume.handle_for(pod.uid), target_path=str(target)))
+            await client.call(csi_pb2.NodeUnpublishVolumeRequest(
+                volume_id=volume.handle_for(pod.uid), target_path=str(target)),
+                csi_pb2.NodeUnpublishVolumeResponse)
         self._uncertain.discard((pod.uid, volume.spec_name))
         if volume.block:
             with contextlib.suppress(OSError):
@@ -314,7 +316,7 @@ class VolumeManager:
                 return None
             volume_path = self.target_path(pod, volume) if pod else self.staging_path(volume)
             staged = caps.stage_unstage and not volume.ephemeral
-            response = await client.node_expand_volume(csi_pb2.NodeExpandVolumeRequest(
+            response = await client.call(csi_pb2.NodeExpandVolumeRequest(
                 volume_id=volume.handle_for(pod.uid) if pod else volume.volume_handle,
                 volume_path=str(volume_path),
                 capacity_range=csi_pb2.CapacityRange(required_bytes=new_size_bytes),
@@ -322,7 +324,7 @@ class VolumeManager:
                 volume_capability=volume_capability(
                     volume, single_node_multi_writer=caps.single_node_multi_writer),
                 secrets=self._secret(volume.node_expand_secret_ref, "NodeExpandSecretRef"),
-            ))
+            ), csi_pb2.NodeExpandVolumeResponse)
             return response.capacity_bytes
 
         return await self._retrying(f"expand/{volume.driver}/{volume.spec_name}", expand_once)
@@ -336,11 +338,11 @@ class VolumeManager:
             if not caps.volume_stats:
                 return None
             staged = caps.stage_unstage and not volume.ephemeral
-            response = await client.node_get_volume_stats(csi_pb2.NodeGetVolumeStatsRequest(
+            response = await client.call(csi_pb2.NodeGetVolumeStatsRequest(
                 volume_id=volume.handle_for(pod.uid),
                 volume_path=str(self.target_path(pod, volume)),
                 staging_target_path=str(self.staging_path(volume)) if staged else "",
-            ))
+            ), csi_pb2.NodeGetVolumeStatsResponse)
             return VolumeStats.from_response(response)
 
         return await self._retrying(f"stats/{pod.uid}/{volume.spec_name}", stats_once)
@@ -365,7 +367,9 @@ class VolumeManager:
 
     @staticmethod
     async def _capabilities(client: CsiClient) -> NodeCapabilities:
-        return NodeCapabilities.from_response(await client.node_get_capabilities())
+        return NodeCapabilities.from_response(await client.call(
+            csi_pb2.NodeGetCapabilitiesRequest(),
+            csi_pb2.NodeGetCapabilitiesResponse))
 
     async def _retrying(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run `attempt` until it succeeds, sleeping the kubelet's exponential backoff between

@@ -57,6 +57,9 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class PortMapping:
+    """A CRI port mapping; the runtime passes it to CNI in the ``portMappings`` runtime
+    config when a plugin declares that capability."""
+
     container_port: int
     host_port: int = 0
     protocol: str = "TCP"
@@ -65,6 +68,9 @@ class PortMapping:
 
 @dataclass(frozen=True)
 class PodSandboxConfig:
+    """What RunPodSandbox gets: the pod's name, namespace, uid and annotations, its host
+    ports, and the DNS settings the runtime passes to CNI as the ``dns`` runtime config."""
+
     name: str
     namespace: str
     uid: str
@@ -135,16 +141,12 @@ def capability_args(config: PodSandboxConfig) -> dict[str, Any]:
 
 
 class ContainerRuntime:
-    def __init__(
-        self,
-        state_dir: str,
-        network: PodNetwork,
-        *,
-        linux_netns: bool = False,
-        netns_dir: str = LINUX_NETNS_DIR,
-        cri_trace: Trace | None = None,
-        node: str = "",
-    ) -> None:
+    """containerd's part for pod sandboxes: a network namespace per pod, set up and torn
+    down through the pod network (CNI), sandbox records kept under ``state_dir``."""
+
+    def __init__(self, state_dir: str, network: PodNetwork, *, linux_netns: bool = False,
+                 netns_dir: str = LINUX_NETNS_DIR, cri_trace: Trace | None = None,
+                 node: str = "") -> None:
         self.state_dir = state_dir
         # When given, every CRI call is traced as the kubelet's gRPC call to containerd.
         self.cri_trace = cri_trace

@@ -62,6 +62,9 @@ class PodNetworkResult:
 
 
 class PodNetwork:
+    """The CRI plugin's CNI side: the networks in ``conf_dir`` (the first, as containerd
+    picks it, plus loopback) added to and deleted from a pod's namespace through libcni."""
+
     def __init__(
         self,
         libcni: LibCNI,

@@ -41,7 +41,6 @@ from kubelet_sim.sidecars.base import CsiSidecar
 
 COMPONENT = "external-attacher"
 ANN_VA_NODE_ID = "csi.alpha.kubernetes.io/node-id"
-ATTACH_TIMEOUT_SECONDS = 15.0  # the sidecar's --timeout default
 
 
 def attacher_finalizer(driver: str) -> str:
@@ -54,24 +53,16 @@ def attacher_finalizer(driver: str) -> str:
 class ExternalAttacher(CsiSidecar):
     name = COMPONENT
     kinds = ("VolumeAttachment", "PersistentVolume", "CSINode")
-    timeout = ATTACH_TIMEOUT_SECONDS
+    timeout = 15.0  # the sidecar's --timeout default
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, **kwargs: Any) -> None:
         super().__init__(api, csi, driver, **kwargs)
         self.finalizer = attacher_finalizer(driver)
 
     async def reconcile(self) -> bool:
-        changed = False
-        for va in self.api.list("VolumeAttachment").items:
-            if va.spec.get("attacher") != self.driver:
-                continue
-            if va.is_terminating:
-                action = self._detach
-            elif va.status.get("attached") is not True:
-                action = self._attach
-            else:
-                continue
-            changed = await self.step(f"va/{va.name}", action, va) or changed
+        changed = await self.sync_owned(
+            "VolumeAttachment", "attacher", lambda va: va.status.get("attached") is True,
+            self._attach, self._detach)
         named = {(va.spec.get("source") or {}).get("persistentVolumeName")
                  for va in self.api.list("VolumeAttachment").items}
         for pv in self.api.list("PersistentVolume").items:
@@ -125,7 +116,7 @@ class ExternalAttacher(CsiSidecar):
             readonly=bool(csi.get("readOnly")) and CtrlRpc.PUBLISH_READONLY in rpcs,
             secrets=self.secrets.get(csi.get("controllerPublishSecretRef")),
             volume_context=dict(csi.get("volumeAttributes") or {}))
-        response = await self.csi.controller_publish_volume(request)
+        response = await self.csi.call(request, csi_pb2.ControllerPublishVolumeResponse)
         return dict(response.publish_context)
 
     async def _detach(self, va: Resource) -> bool:
@@ -139,10 +130,11 @@ class ExternalAttacher(CsiSidecar):
                 csi = pv.spec.get("csi") or {}
                 node_id = va.metadata.annotations.get(ANN_VA_NODE_ID) or node_id_for(
                     self.api, self.driver, str(va.spec.get("nodeName")))
-                await self.csi.controller_unpublish_volume(
+                await self.csi.call(
                     csi_pb2.ControllerUnpublishVolumeRequest(
                         volume_id=str(csi.get("volumeHandle")), node_id=node_id,
-                        secrets=self.secrets.get(csi.get("controllerPublishSecretRef"))))
+                        secrets=self.secrets.get(csi.get("controllerPublishSecretRef"))),
+                        csi_pb2.ControllerUnpublishVolumeResponse)
         except (CsiError, LookupError) as err:
             self._save_error(va.name, "detachError", str(err))
             raise

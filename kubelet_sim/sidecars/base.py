@@ -4,8 +4,10 @@ the Secrets they resolve, and the driver's controller capabilities, asked once."
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import CachedControllerCapabilities
@@ -30,3 +32,22 @@ class CsiSidecar(Controller):
     async def controller_rpcs(self) -> frozenset[int]:
         """The driver's ControllerGetCapabilities RPC types (asked on first use)."""
         return await self.capabilities.get()
+
+    async def sync_owned(self, kind: str, driver_field: str, done: Callable[[Resource], bool],
+                         create: Callable[[Resource], Awaitable[bool]],
+                         delete: Callable[[Resource], Awaitable[bool]]) -> bool:
+        """One pass over the ``kind`` objects whose ``spec.<driver_field>`` names this
+        driver: ``delete`` for those being deleted, ``create`` for those not ``done`` yet.
+        Each runs as its own step (a failure is retried with backoff, not fatal)."""
+        changed = False
+        for obj in self.api.list(kind).items:
+            if obj.spec.get(driver_field) != self.driver:
+                continue
+            if obj.is_terminating:
+                action = delete
+            elif not done(obj):
+                action = create
+            else:
+                continue
+            changed = await self.step(f"{kind}/{obj.name}", action, obj) or changed
+        return changed

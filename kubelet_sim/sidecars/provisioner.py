@@ -64,14 +64,13 @@ from kubelet_sim.sidecars.secrets import (
 
 COMPONENT = "external-provisioner"
 CLONE_FINALIZER = "provisioner.storage.kubernetes.io/cloning-protection"
-CREATE_TIMEOUT_SECONDS = 10.0  # the sidecar's --timeout default
 
 
 class ExternalProvisioner(CsiSidecar):
     name = COMPONENT
     kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "VolumeAttachment",
              "VolumeSnapshot", "VolumeSnapshotContent", "CSINode")
-    timeout = CREATE_TIMEOUT_SECONDS
+    timeout = 10.0  # the sidecar's --timeout default
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
                  secrets: SecretStore | None = None, default_fs_type: str = "",
@@ -87,7 +86,9 @@ class ExternalProvisioner(CsiSidecar):
     async def _capabilities(self) -> tuple[frozenset[int], frozenset[int]]:
         """The plugin's services (asked once), then its controller RPCs (the base's cache)."""
         if self._plugin_services is None:
-            plugin = await self.csi.get_plugin_capabilities()
+            plugin = await self.csi.call(
+                csi_pb2.GetPluginCapabilitiesRequest(),
+                csi_pb2.GetPluginCapabilitiesResponse)
             self._plugin_services = frozenset(
                 c.service.type for c in plugin.capabilities if c.HasField("service"))
         return self._plugin_services, await self.controller_rpcs()
@@ -132,7 +133,7 @@ class ExternalProvisioner(CsiSidecar):
                    f'"{pvc.namespace}/{pvc.name}"')
         clone_source = self._protect_clone_source(pvc, request)
         try:
-            response = await self.csi.create_volume(request)
+            response = await self.csi.call(request, csi_pb2.CreateVolumeResponse)
         except CsiError as err:
             self._failed(pvc, sc, f"rpc error: code = {err.code.name} desc = {err.message}")
             if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and selected_name and \
@@ -273,7 +274,7 @@ class ExternalProvisioner(CsiSidecar):
             volume_id=str((pv.spec.get("csi") or {}).get("volumeHandle")),
             secrets=self.secrets.get(ref))
         try:
-            await self.csi.delete_volume(request)
+            await self.csi.call(request, csi_pb2.DeleteVolumeResponse)
         except CsiError as err:
             self.event("PersistentVolume", "", pv.name, "Warning", "VolumeFailedDelete",
                        f"rpc error: code = {err.code.name} desc = {err.message}")

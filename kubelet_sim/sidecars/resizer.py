@@ -146,7 +146,7 @@ class ExternalResizer(CsiSidecar):
             volume_capability=pv_volume_capability(
                 pv, single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs))
         request.capacity_range.required_bytes = size
-        response = await self.csi.controller_expand_volume(request)
+        response = await self.csi.call(request, csi_pb2.ControllerExpandVolumeResponse)
         return response.capacity_bytes, response.node_expansion_required
 
     def _failed(self, pvc: Resource, err: CsiError, now: str) -> None:

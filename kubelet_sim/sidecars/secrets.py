@@ -29,18 +29,21 @@ FSTYPE_KEY = PREFIX + "fstype"
 
 @dataclass(frozen=True)
 class SecretFamily:
+    """One kind of secret a CSI call carries: the StorageClass parameter keys that name
+    it, and where the PV records the reference."""
+
     name: str  # for messages, as upstream names them
     key: str  # "provisioner" -> csi.storage.k8s.io/provisioner-secret-name
     pv_field: str  # the PV's spec.csi field that records the reference ("" = none)
     deprecated: str = ""  # "Provisioner" -> csiProvisionerSecretName
 
-    @property
-    def name_key(self) -> str:
-        return f"{PREFIX}{self.key}-secret-name"
-
-    @property
-    def namespace_key(self) -> str:
-        return f"{PREFIX}{self.key}-secret-namespace"
+    def parameter_keys(self, what: str) -> list[str]:
+        """The StorageClass keys that may give the secret's ``what`` ("name" or
+        "namespace"): the deprecated ``csi<Family>Secret<What>`` first, when the family has
+        one, then ``csi.storage.k8s.io/[<key>-]secret-<what>``."""
+        prefixed = f"{PREFIX}{self.key}-secret-{what}" if self.key else f"{PREFIX}secret-{what}"
+        deprecated = [f"csi{self.deprecated}Secret{what.capitalize()}"] if self.deprecated else []
+        return [*deprecated, prefixed]
 
 
 PROVISIONER = SecretFamily("provisioner", "provisioner", "", "Provisioner")
@@ -57,21 +60,22 @@ FAMILIES = (PROVISIONER, CONTROLLER_PUBLISH, NODE_STAGE, NODE_PUBLISH, CONTROLLE
             NODE_EXPAND, CONTROLLER_MODIFY)
 
 KNOWN_PREFIXED_KEYS = frozenset(
-    {FSTYPE_KEY, PREFIX + "secret-name", PREFIX + "secret-namespace"}
-    | {f.name_key for f in FAMILIES} | {f.namespace_key for f in FAMILIES})
+    {FSTYPE_KEY} | {key for family in (*FAMILIES, DEFAULT) for what in ("name", "namespace")
+                    for key in family.parameter_keys(what) if key.startswith(PREFIX)})
 
 
 class ParameterError(ValueError):
     """A StorageClass parameter external-provisioner refuses (no CreateVolume is sent)."""
 
 
-def strip_prefixed_parameters(parameters: Mapping[str, str]) -> dict[str, str]:
-    """The parameters CreateVolume gets: known ``csi.storage.k8s.io/`` keys removed, any
-    other key with that prefix rejected."""
+def strip_prefixed_parameters(parameters: Mapping[str, str],
+                              known: frozenset[str] = KNOWN_PREFIXED_KEYS) -> dict[str, str]:
+    """The parameters the CSI call gets (CreateVolume by default): the ``known``
+    ``csi.storage.k8s.io/`` keys removed, any other key with that prefix rejected."""
     out: dict[str, str] = {}
     for key, value in parameters.items():
         if key.startswith(PREFIX):
-            if key not in KNOWN_PREFIXED_KEYS:
+            if key not in known:
                 raise ParameterError(
                     f'found unknown parameter key "{key}" with reserved namespace {PREFIX}')
             continue
@@ -100,13 +104,7 @@ class SecretStore:
 
 
 def _templates(family: SecretFamily, params: Mapping[str, str]) -> tuple[str, str] | None:
-    if family is DEFAULT:
-        name_keys, ns_keys = [PREFIX + "secret-name"], [PREFIX + "secret-namespace"]
-    else:
-        name_keys, ns_keys = [family.name_key], [family.namespace_key]
-        if family.deprecated:
-            name_keys.insert(0, f"csi{family.deprecated}SecretName")
-            ns_keys.insert(0, f"csi{family.deprecated}SecretNamespace")
+    name_keys, ns_keys = family.parameter_keys("name"), family.parameter_keys("namespace")
     names = [params[k] for k in name_keys if k in params]
     namespaces = [params[k] for k in ns_keys if k in params]
     if len(names) > 1 or len(namespaces) > 1:

@@ -34,7 +34,7 @@ from kubelet_sim.controllers.snapshot_controller import (
 )
 from kubelet_sim.csi.client import CsiError
 from kubelet_sim.sidecars.base import CsiSidecar
-from kubelet_sim.sidecars.secrets import PREFIX, ParameterError
+from kubelet_sim.sidecars.secrets import PREFIX, ParameterError, strip_prefixed_parameters
 
 COMPONENT = "csi-snapshotter"
 SNAPSHOT_NAME_PREFIX = "snapshot"
@@ -44,37 +44,15 @@ SNAPSHOTTER_KEYS = frozenset({
 })
 
 
-def snapshot_parameters(parameters: dict[str, str]) -> dict[str, str]:
-    out = {}
-    for key, value in parameters.items():
-        if key.startswith(PREFIX):
-            if key not in SNAPSHOTTER_KEYS:
-                raise ParameterError(
-                    f'found unknown parameter key "{key}" with reserved namespace {PREFIX}')
-            continue
-        out[key] = value
-    return out
-
-
 class CsiSnapshotter(CsiSidecar):
     name = COMPONENT
     kinds = ("VolumeSnapshotContent", "VolumeSnapshotClass")
     timeout = 60.0
 
     async def reconcile(self) -> bool:
-        changed = False
-        for content in self.api.list("VolumeSnapshotContent").items:
-            if content.spec.get("driver") != self.driver:
-                continue
-            if content.is_terminating:
-                action = self._delete
-            elif content.status.get("readyToUse") is not True:
-                action = self._create_or_check
-            else:
-                continue
-            changed = await self.step(f"content/{content.name}",
-                                      action, content) or changed
-        return changed
+        return await self.sync_owned(
+            "VolumeSnapshotContent", "driver", lambda c: c.status.get("readyToUse") is True,
+            self._create_or_check, self._delete)
 
     async def _create_or_check(self, content: Resource) -> bool:
         source = content.spec.get("source") or {}
@@ -106,14 +84,15 @@ class CsiSnapshotter(CsiSidecar):
         if raw.get(SNAPSHOTTER_SECRET_NAME):
             secret_ref = {"name": raw[SNAPSHOTTER_SECRET_NAME],
                           "namespace": raw.get(SNAPSHOTTER_SECRET_NAMESPACE, "")}
-        response = await self.csi.create_snapshot(csi_pb2.CreateSnapshotRequest(
+        response = await self.csi.call(csi_pb2.CreateSnapshotRequest(
             name=f"{SNAPSHOT_NAME_PREFIX}-{ref.get('uid')}", source_volume_id=volume_handle,
-            parameters=snapshot_parameters(raw), secrets=self.secrets.get(secret_ref)))
+            parameters=strip_prefixed_parameters(raw, SNAPSHOTTER_KEYS),
+            secrets=self.secrets.get(secret_ref)), csi_pb2.CreateSnapshotResponse)
         return response.snapshot
 
     async def _list_one(self, handle: str) -> csi_pb2.Snapshot:
-        response = await self.csi.list_snapshots(csi_pb2.ListSnapshotsRequest(
-            snapshot_id=handle))
+        response = await self.csi.call(csi_pb2.ListSnapshotsRequest(
+            snapshot_id=handle), csi_pb2.ListSnapshotsResponse)
         for entry in response.entries:
             if entry.snapshot.snapshot_id == handle:
                 return entry.snapshot
@@ -130,8 +109,9 @@ class CsiSnapshotter(CsiSidecar):
                     "namespace": ann.get(ANN_DELETION_SECRET_NAMESPACE, "")}
                    if ann.get(ANN_DELETION_SECRET_NAME) else None)
             try:
-                await self.csi.delete_snapshot(csi_pb2.DeleteSnapshotRequest(
-                    snapshot_id=str(handle), secrets=self.secrets.get(ref)))
+                await self.csi.call(csi_pb2.DeleteSnapshotRequest(
+                    snapshot_id=str(handle), secrets=self.secrets.get(ref)),
+                    csi_pb2.DeleteSnapshotResponse)
             except CsiError as err:
                 self._save_error(content, str(err))
                 raise

@@ -48,6 +48,9 @@ class PluginConf:
 
 @dataclass(frozen=True)
 class NetworkConfigList:
+    """A network configuration list: a ``.conflist``, or a single ``.conf`` lifted into a
+    list of one plugin as libcni does; ``bytes`` is the file as read."""
+
     name: str
     cni_version: str
     plugins: tuple[PluginConf, ...]
@@ -63,13 +66,19 @@ def go_json(value: Any) -> bytes:
     return dumps_compact(value, sort_keys=True).encode()
 
 
-def plugin_conf_from_bytes(data: bytes) -> PluginConf:
+def _json_object(data: bytes, what: str) -> dict[str, Any]:
+    """``data`` decoded as a JSON object; ``what`` names it in libcni's error text."""
     try:
         raw = json.loads(data)
     except ValueError as exc:
-        raise InvalidNetworkConfig(f"error parsing configuration: {exc}") from None
+        raise InvalidNetworkConfig(f"error parsing {what}: {exc}") from None
     if not isinstance(raw, dict):
-        raise InvalidNetworkConfig("error parsing configuration: not a JSON object")
+        raise InvalidNetworkConfig(f"error parsing {what}: not a JSON object")
+    return raw
+
+
+def plugin_conf_from_bytes(data: bytes) -> PluginConf:
+    raw = _json_object(data, "configuration")
     plugin_type = raw.get("type")
     if not isinstance(plugin_type, str) or not plugin_type:
         raise InvalidNetworkConfig("error parsing configuration: missing 'type'")
@@ -105,12 +114,7 @@ def _highest_supported(raw: dict[str, Any], declared: str) -> str:
 
 
 def conf_list_from_bytes(data: bytes, *, source: str = "") -> NetworkConfigList:
-    try:
-        raw = json.loads(data)
-    except ValueError as exc:
-        raise InvalidNetworkConfig(f"error parsing configuration list: {exc}") from None
-    if not isinstance(raw, dict):
-        raise InvalidNetworkConfig("error parsing configuration list: not a JSON object")
+    raw = _json_object(data, "configuration list")
     if "name" not in raw:
         raise InvalidNetworkConfig("error parsing configuration list: no name")
     if not isinstance(raw["name"], str):

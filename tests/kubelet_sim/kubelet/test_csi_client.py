@@ -24,9 +24,10 @@ def client(trace: Trace) -> FakeCsiClient:
 async def test_every_call_is_recorded_with_node_component_call_and_result(
     client: FakeCsiClient, trace: Trace,
 ) -> None:
-    await client.probe()
-    await client.create_volume(csi_pb2.CreateVolumeRequest(
-        name="pvc-1", capacity_range=csi_pb2.CapacityRange(required_bytes=1024)))
+    await client.call(csi_pb2.ProbeRequest(), csi_pb2.ProbeResponse)
+    await client.call(csi_pb2.CreateVolumeRequest(
+        name="pvc-1", capacity_range=csi_pb2.CapacityRange(required_bytes=1024)),
+        csi_pb2.CreateVolumeResponse)
 
     probe, create = trace.events
     assert (probe.node, probe.component, probe.call, probe.result) == (
@@ -40,8 +41,8 @@ async def test_a_failed_call_raises_csi_error_and_records_the_code_and_message(
     client: FakeCsiClient, trace: Trace,
 ) -> None:
     with pytest.raises(CsiError) as info:
-        await client.node_stage_volume(csi_pb2.NodeStageVolumeRequest(
-            volume_id="missing", staging_target_path="/tmp/x"))
+        await client.call(csi_pb2.NodeStageVolumeRequest(
+            volume_id="missing", staging_target_path="/tmp/x"), csi_pb2.NodeStageVolumeResponse)
 
     assert info.value.code == grpc.StatusCode.NOT_FOUND
     assert info.value.call == "csi.Node/NodeStageVolume"
@@ -50,9 +51,9 @@ async def test_a_failed_call_raises_csi_error_and_records_the_code_and_message(
 
 async def test_secrets_never_reach_the_trace(client: FakeCsiClient, trace: Trace) -> None:
     client.driver.add_volume("vol-1")
-    await client.controller_publish_volume(csi_pb2.ControllerPublishVolumeRequest(
+    await client.call(csi_pb2.ControllerPublishVolumeRequest(
         volume_id="vol-1", node_id="n1", secrets={"password": "hunter2"},
-        volume_context={"k": "v"}))
+        volume_context={"k": "v"}), csi_pb2.ControllerPublishVolumeResponse)
 
     event = trace.events[-1]
     assert "secrets" not in event.request
@@ -73,8 +74,8 @@ async def test_a_component_view_shares_the_driver_and_records_its_own_name(
 ) -> None:
     provisioner = client.with_component("external-provisioner", timeout=15.0)
 
-    await provisioner.create_volume(csi_pb2.CreateVolumeRequest(name="pvc-2"))
-    await client.node_get_info()
+    await provisioner.call(csi_pb2.CreateVolumeRequest(name="pvc-2"), csi_pb2.CreateVolumeResponse)
+    await client.call(csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
 
     assert trace.calls(component="external-provisioner") == ["csi.Controller/CreateVolume"]
     assert trace.calls(component="kubelet") == ["csi.Node/NodeGetInfo"]
@@ -84,8 +85,27 @@ async def test_a_component_view_shares_the_driver_and_records_its_own_name(
 
 async def test_an_rpc_the_fake_does_not_serve_is_unimplemented(client: FakeCsiClient) -> None:
     with pytest.raises(CsiError) as info:
-        await client.list_snapshots(csi_pb2.ListSnapshotsRequest())
+        await client.call(csi_pb2.ListSnapshotsRequest(), csi_pb2.ListSnapshotsResponse)
     assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_each_request_goes_to_the_one_method_that_takes_it(
+    client: FakeCsiClient, trace: Trace,
+) -> None:
+    await client.call(csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
+    await client.call(csi_pb2.GetPluginInfoRequest(), csi_pb2.GetPluginInfoResponse)
+    assert trace.calls() == ["csi.Node/NodeGetInfo", "csi.Identity/GetPluginInfo"]
+
+
+async def test_a_response_type_the_method_does_not_answer_is_refused_before_sending(
+    client: FakeCsiClient, trace: Trace,
+) -> None:
+    with pytest.raises(TypeError, match=r"CreateVolume answers csi\.v1\.CreateVolumeResponse"):
+        await client.call(csi_pb2.CreateVolumeRequest(name="x"), csi_pb2.DeleteVolumeResponse)
+    with pytest.raises(TypeError, match=r"csi\.v1\.Volume is not a CSI request"):
+        await client.call(csi_pb2.Volume(), csi_pb2.CreateVolumeResponse)
+    assert trace.calls() == []
+    assert "x" not in client.driver.volumes
 
 
 @pytest.mark.parametrize(("code", "final"), [

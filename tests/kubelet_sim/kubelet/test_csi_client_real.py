@@ -43,8 +43,8 @@ def mount_capability() -> csi_pb2.VolumeCapability:
 
 
 async def test_identity_calls_reach_the_driver(client: GrpcCsiClient) -> None:
-    info = await client.get_plugin_info()
-    probe = await client.probe()
+    info = await client.call(csi_pb2.GetPluginInfoRequest(), csi_pb2.GetPluginInfoResponse)
+    probe = await client.call(csi_pb2.ProbeRequest(), csi_pb2.ProbeResponse)
 
     assert info.name == DRIVER
     assert probe.ready.value is True
@@ -57,11 +57,12 @@ async def test_create_volume_and_controller_publish_as_the_sidecars_do(
     provisioner = client.with_component("external-provisioner", timeout=15.0)
     attacher = client.with_component("external-attacher", timeout=15.0)
 
-    created = await provisioner.create_volume(csi_pb2.CreateVolumeRequest(
+    created = await provisioner.call(csi_pb2.CreateVolumeRequest(
         name="pvc-client-real", capacity_range=csi_pb2.CapacityRange(required_bytes=1 << 20),
-        volume_capabilities=[mount_capability()]))
-    published = await attacher.controller_publish_volume(csi_pb2.ControllerPublishVolumeRequest(
-        volume_id=created.volume.volume_id, node_id="n1", volume_capability=mount_capability()))
+        volume_capabilities=[mount_capability()]), csi_pb2.CreateVolumeResponse)
+    published = await attacher.call(csi_pb2.ControllerPublishVolumeRequest(
+        volume_id=created.volume.volume_id, node_id="n1", volume_capability=mount_capability()),
+        csi_pb2.ControllerPublishVolumeResponse)
 
     assert created.volume.capacity_bytes >= 1 << 20
     assert isinstance(dict(published.publish_context), dict)
@@ -69,24 +70,28 @@ async def test_create_volume_and_controller_publish_as_the_sidecars_do(
         ("external-provisioner", "csi.Controller/CreateVolume", "OK"),
         ("external-attacher", "csi.Controller/ControllerPublishVolume", "OK"),
     ]
-    await attacher.controller_unpublish_volume(csi_pb2.ControllerUnpublishVolumeRequest(
-        volume_id=created.volume.volume_id, node_id="n1"))
-    await provisioner.delete_volume(csi_pb2.DeleteVolumeRequest(
-        volume_id=created.volume.volume_id))
+    await attacher.call(csi_pb2.ControllerUnpublishVolumeRequest(
+        volume_id=created.volume.volume_id, node_id="n1"),
+        csi_pb2.ControllerUnpublishVolumeResponse)
+    await provisioner.call(csi_pb2.DeleteVolumeRequest(
+        volume_id=created.volume.volume_id), csi_pb2.DeleteVolumeResponse)
 
 
 async def test_status_codes_from_the_driver_become_csi_errors(client: GrpcCsiClient) -> None:
     with pytest.raises(CsiError) as info:
-        await client.controller_publish_volume(csi_pb2.ControllerPublishVolumeRequest(
-            volume_id="no-such-volume", node_id="n1", volume_capability=mount_capability()))
+        await client.call(csi_pb2.ControllerPublishVolumeRequest(
+            volume_id="no-such-volume", node_id="n1", volume_capability=mount_capability()),
+            csi_pb2.ControllerPublishVolumeResponse)
 
     assert info.value.code == grpc.StatusCode.NOT_FOUND
     assert client.trace.events[-1].result.startswith("NOT_FOUND: ")
 
 
 async def test_node_calls_reach_the_node_service(client: GrpcCsiClient) -> None:
-    caps = await client.node_get_capabilities()
-    info = await client.node_get_info()
+    caps = await client.call(
+        csi_pb2.NodeGetCapabilitiesRequest(),
+        csi_pb2.NodeGetCapabilitiesResponse)
+    info = await client.call(csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
 
     rpc = csi_pb2.NodeServiceCapability.RPC
     assert rpc.STAGE_UNSTAGE_VOLUME in {c.rpc.type for c in caps.capabilities}
@@ -98,7 +103,7 @@ async def test_a_socket_nobody_serves_gives_unavailable() -> None:
     client = GrpcCsiClient(f"unix://{empty}/csi.sock", trace=Trace(), node="n1", timeout=5.0)
     try:
         with pytest.raises(CsiError) as info:
-            await client.probe()
+            await client.call(csi_pb2.ProbeRequest(), csi_pb2.ProbeResponse)
     finally:
         await client.close()
         shutil.rmtree(empty, ignore_errors=True)

@@ -36,7 +36,9 @@ async def node_info(cluster: Cluster) -> dict[str, csi_pb2.NodeGetInfoResponse]:
     for name in NODES:
         client = GrpcCsiClient(cluster.node_plugins[name].endpoint, trace=Trace(), node=name)
         try:
-            answers[name] = await client.node_get_info()
+            answers[name] = await client.call(
+                csi_pb2.NodeGetInfoRequest(),
+                csi_pb2.NodeGetInfoResponse)
         finally:
             await client.close()
     return answers

@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiClient, DriverNotRegistered
 from kubelet_sim.kubelet.plugin_watcher import (
     CsiNodeRegistration,
@@ -137,7 +138,8 @@ async def test_the_registered_driver_client_is_handed_to_the_volume_manager(
     try:
         await harness.watcher.scan()
         client = harness.watcher.client_for(DRIVER)
-        assert (await client.node_get_info()).node_id == "n1"
+        info = await client.call(csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
+        assert info.node_id == "n1"
     finally:
         await registrar.stop(None)
 

@@ -64,7 +64,9 @@ async def test_registration_get_info_node_get_info_callback_notify(
         kubelet_root, driver_name=DRIVER, csi_endpoint=driver.endpoint)
     try:
         await watcher.scan()
-        info = await watcher.client_for(DRIVER).get_plugin_info()
+        info = await watcher.client_for(DRIVER).call(
+            csi_pb2.GetPluginInfoRequest(),
+            csi_pb2.GetPluginInfoResponse)
         assert info.name == DRIVER
     finally:
         await registrar.stop(None)
@@ -106,14 +108,16 @@ async def test_the_volume_manager_reaches_the_driver_the_watcher_registered(
             mode=csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_MULTI_WRITER)
         capability = csi_pb2.VolumeCapability(
             mount=csi_pb2.VolumeCapability.MountVolume(), access_mode=mode)
-        created = await client.with_component("external-provisioner").create_volume(
+        created = await client.with_component("external-provisioner").call(
             csi_pb2.CreateVolumeRequest(
                 name="pvc-via-watcher", volume_capabilities=[capability],
-                capacity_range=csi_pb2.CapacityRange(required_bytes=1 << 20)))
-        attached = await client.with_component("external-attacher").controller_publish_volume(
+                capacity_range=csi_pb2.CapacityRange(required_bytes=1 << 20)),
+                csi_pb2.CreateVolumeResponse)
+        attached = await client.with_component("external-attacher").call(
             csi_pb2.ControllerPublishVolumeRequest(volume_id=created.volume.volume_id,
                                                    node_id=registered[0].node_id,
-                                                   volume_capability=capability))
+                                                   volume_capability=capability),
+                                                   csi_pb2.ControllerPublishVolumeResponse)
         volume = CsiVolume(driver=DRIVER, spec_name="pvc-via-watcher",
                            volume_handle=created.volume.volume_id,
                            publish_context=dict(attached.publish_context))

@@ -62,13 +62,14 @@ class RealNode:
                                                access_mode=access) if block else
                       csi_pb2.VolumeCapability(mount=csi_pb2.VolumeCapability.MountVolume(),
                                                access_mode=access))
-        created = await self.client.with_component("external-provisioner").create_volume(
+        created = await self.client.with_component("external-provisioner").call(
             csi_pb2.CreateVolumeRequest(
                 name=name, capacity_range=csi_pb2.CapacityRange(required_bytes=4 << 20),
-                volume_capabilities=[capability]))
+                volume_capabilities=[capability]), csi_pb2.CreateVolumeResponse)
         attached = await self.client.with_component("external-attacher") \
-            .controller_publish_volume(csi_pb2.ControllerPublishVolumeRequest(
-                volume_id=created.volume.volume_id, node_id="n1", volume_capability=capability))
+            .call(csi_pb2.ControllerPublishVolumeRequest(
+                volume_id=created.volume.volume_id, node_id="n1", volume_capability=capability),
+                csi_pb2.ControllerPublishVolumeResponse)
         return CsiVolume(
             driver=DRIVER, spec_name=name, volume_handle=created.volume.volume_id,
             volume_attributes=dict(created.volume.volume_context),
@@ -147,13 +148,14 @@ async def test_expand_and_stats_against_the_real_driver(node: RealNode) -> None:
     (node.manager.target_path(POD_A, volume) / "data.bin").write_bytes(b"x" * 8192)
 
     stats = await node.manager.stats(POD_A, volume)
-    await node.client.with_component("external-resizer").controller_expand_volume(
+    await node.client.with_component("external-resizer").call(
         csi_pb2.ControllerExpandVolumeRequest(
             volume_id=volume.volume_handle,
             capacity_range=csi_pb2.CapacityRange(required_bytes=8 << 20),
             volume_capability=csi_pb2.VolumeCapability(
                 mount=csi_pb2.VolumeCapability.MountVolume(),
-                access_mode=Mode(mode=Mode.SINGLE_NODE_MULTI_WRITER))))
+                access_mode=Mode(mode=Mode.SINGLE_NODE_MULTI_WRITER))),
+                csi_pb2.ControllerExpandVolumeResponse)
     size = await node.manager.expand(volume, 8 << 20, pod=POD_A)
 
     assert stats is not None and stats.used_bytes >= 8192
