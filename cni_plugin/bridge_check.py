@@ -44,12 +44,18 @@ def check_attachment(args: CmdArgs, conf: BridgeConf, dp: Dataplane) -> None:
             raise internal(f"Failed to match route {route.dst} via {route.gw or '<nil>'}")
 
 
-def _check_bridge(dp: Dataplane, entry: Interface, conf: BridgeConf) -> Link:
+def _link(dp: Dataplane, netns: str | None, entry: Interface) -> Link:
+    """The link a result's interface names, in ``netns`` (None: the host)."""
     if entry.name == "":
         raise internal("Interface name missing ")
-    link = dp.get_link(None, entry.name)
+    link = dp.get_link(netns, entry.name)
     if link is None:
         raise internal(f"Interface name {entry.name} not found")
+    return link
+
+
+def _check_bridge(dp: Dataplane, entry: Interface, conf: BridgeConf) -> Link:
+    link = _link(dp, None, entry)
     if entry.sandbox:
         raise internal(f"Interface {entry.name} should not be in sandbox")
     if link.kind != "bridge":
@@ -64,11 +70,7 @@ def _check_bridge(dp: Dataplane, entry: Interface, conf: BridgeConf) -> Link:
 
 
 def _check_container(dp: Dataplane, netns: str, entry: Interface) -> Link:
-    if entry.name == "":
-        raise internal("Interface name missing ")
-    link = dp.get_link(netns, entry.name)
-    if link is None:
-        raise internal(f"Interface name {entry.name} not found")
+    link = _link(dp, netns, entry)
     if link.kind != "veth":
         raise internal(f"Error: Container interface {entry.name} not of type veth")
     if entry.mac and entry.mac != link.mac:

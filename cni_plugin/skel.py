@@ -50,9 +50,6 @@ class _Frozen(Record):
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r} of {type(self).__name__}")
 
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-
 
 class CmdArgs(_Frozen):
     """One invocation: the parsed CNI_* environment and stdin."""
@@ -72,15 +69,9 @@ class CmdArgs(_Frozen):
     def __init__(self, command: str, container_id: str, netns: str, ifname: str,
                  args: dict[str, str], path: list[str], stdin_data: bytes,
                  args_raw: str = "", netns_override: str = "") -> None:
-        self._set("command", command)
-        self._set("container_id", container_id)
-        self._set("netns", netns)
-        self._set("ifname", ifname)
-        self._set("args", args)
-        self._set("path", path)
-        self._set("stdin_data", stdin_data)
-        self._set("args_raw", args_raw)
-        self._set("netns_override", netns_override)
+        self._init(command=command, container_id=container_id, netns=netns, ifname=ifname,
+                   args=args, path=path, stdin_data=stdin_data, args_raw=args_raw,
+                   netns_override=netns_override)
 
 
 class Handlers(_Frozen):
@@ -98,11 +89,7 @@ class Handlers(_Frozen):
                  check: Callable[[CmdArgs], None] | None = None,
                  status: Callable[[CmdArgs], None] | None = None,
                  gc: Callable[[CmdArgs], None] | None = None) -> None:
-        self._set("add", add)
-        self._set("delete", delete)
-        self._set("check", check)
-        self._set("status", status)
-        self._set("gc", gc)
+        self._init(add=add, delete=delete, check=check, status=status, gc=gc)
 
 
 class EnvVar(_Frozen):
@@ -113,9 +100,7 @@ class EnvVar(_Frozen):
 
     def __init__(self, name: str, required_for: frozenset[str],
                  validate: Callable[[str], None] | None = None) -> None:
-        self._set("name", name)
-        self._set("required_for", required_for)
-        self._set("validate", validate)
+        self._init(name=name, required_for=required_for, validate=validate)
 
 
 # name -> the commands that need it -> how its value is checked (only when needed)

@@ -24,20 +24,22 @@ def is_valid_id(text: str) -> bool:
     return bool(text) and text[0] in _ALNUM and all(c in _ID_REST for c in text)
 
 
+def _require_id(value: str, missing: tuple[int, str], invalid: tuple[int, str]) -> None:
+    """CNIError ``missing`` (code, message) when empty, ``invalid`` when not a valid id."""
+    if value == "":
+        raise CNIError(*missing)
+    if not is_valid_id(value):
+        raise CNIError(*invalid, value)
+
+
 def validate_container_id(container_id: str) -> None:
-    if container_id == "":
-        raise CNIError(ERR_UNKNOWN_CONTAINER, "missing containerID")
-    if not is_valid_id(container_id):
-        raise CNIError(ERR_INVALID_ENVIRONMENT_VARIABLES, "invalid characters in containerID",
-                       container_id)
+    _require_id(container_id, (ERR_UNKNOWN_CONTAINER, "missing containerID"),
+                (ERR_INVALID_ENVIRONMENT_VARIABLES, "invalid characters in containerID"))
 
 
 def validate_network_name(name: str) -> None:
-    if name == "":
-        raise CNIError(ERR_INVALID_NETWORK_CONFIG, "missing network name:")
-    if not is_valid_id(name):
-        raise CNIError(ERR_INVALID_NETWORK_CONFIG, "invalid characters found in network name",
-                       name)
+    _require_id(name, (ERR_INVALID_NETWORK_CONFIG, "missing network name:"),
+                (ERR_INVALID_NETWORK_CONFIG, "invalid characters found in network name"))
 
 
 def validate_interface_name(ifname: str) -> None:

@@ -49,6 +49,11 @@ class Record:
 
     __slots__: tuple[str, ...] = ()
 
+    def _init(self, **fields: object) -> None:
+        """Set the fields (also on a subclass that refuses later assignment)."""
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
     def _fields(self) -> list[str]:
         return [n for klass in type(self).__mro__ for n in getattr(klass, "__slots__", ())]
 
@@ -67,15 +72,17 @@ class Record:
 
 class Interface(Record):
     __slots__ = ("mac", "mtu", "name", "pci_id", "sandbox", "socket_path")
+    name: str
+    mac: str
+    mtu: int
+    sandbox: str  # the netns path for a container-side interface, "" on the host
+    socket_path: str
+    pci_id: str
 
     def __init__(self, name: str, mac: str = "", mtu: int = 0, sandbox: str = "",
                  socket_path: str = "", pci_id: str = "") -> None:
-        self.name = name
-        self.mac = mac
-        self.mtu = mtu
-        self.sandbox = sandbox
-        self.socket_path = socket_path
-        self.pci_id = pci_id
+        self._init(name=name, mac=mac, mtu=mtu, sandbox=sandbox, socket_path=socket_path,
+                   pci_id=pci_id)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Interface:
@@ -124,16 +131,18 @@ class IPConfig(Record):
 
 class Route(Record):
     __slots__ = ("advmss", "dst", "gw", "mtu", "priority", "scope", "table")
+    dst: str
+    gw: str
+    mtu: int
+    advmss: int
+    priority: int
+    table: int | None
+    scope: int | None
 
     def __init__(self, dst: str, gw: str = "", mtu: int = 0, advmss: int = 0,
                  priority: int = 0, table: int | None = None, scope: int | None = None) -> None:
-        self.dst = dst
-        self.gw = gw
-        self.mtu = mtu
-        self.advmss = advmss
-        self.priority = priority
-        self.table = table
-        self.scope = scope
+        self._init(dst=dst, gw=gw, mtu=mtu, advmss=advmss, priority=priority, table=table,
+                   scope=scope)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Route:

@@ -97,11 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", default=default_state_dir(),
                    help="where the state database and the volume data live; processes of "
                    "one storage array share it")
+    p.add_argument("--socket-mode", type=_octal, default="0600",
+                   help="permission bits of the socket (octal)")
     p.add_argument("--mode", choices=MODES, default="all",
                    help="controller: the controller services; node: the node service; "
                    "all: both")
-    p.add_argument("--socket-mode", type=_octal, default="0600",
-                   help="permission bits of the socket (octal)")
     flag = argparse.BooleanOptionalAction
     p.add_argument("--attach-required", action=flag, default=True,
                    help="offer ControllerPublish/Unpublish (PUBLISH_UNPUBLISH_VOLUME)")
@@ -154,8 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "at stage, with a real size (needs root and e2fsprogs; where the kernel "
                    "denies growing a mounted filesystem, expansion becomes OFFLINE); dir: a "
                    "plain directory; auto: loop where all of it works, else dir")
-    p.add_argument("--allowed-target-root", type=_root, action="append", default=[],
-                   metavar="DIR",
+    p.add_argument("--allowed-target-root", type=_root, action="append", default=[], metavar="DIR",
                    help="NodeStage and NodePublish only below DIR (absolute; repeatable; "
                    "default: anywhere)")
     p.add_argument("--durability", choices=DURABILITY_MODES, default="process",

@@ -26,8 +26,7 @@ class Allocation:
     __slots__ = ("ip", "range")
 
     def __init__(self, ip: IP, range_: Range) -> None:
-        self.ip = ip
-        self.range = range_
+        self.ip, self.range = ip, range_
 
     @property
     def address(self) -> str:

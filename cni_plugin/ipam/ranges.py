@@ -24,13 +24,8 @@ class RangeError(ValueError):
 class Range:
     __slots__ = ("gateway", "range_end", "range_start", "subnet")
 
-    def __init__(
-        self,
-        subnet: CIDR | None,
-        range_start: IP | None = None,
-        range_end: IP | None = None,
-        gateway: IP | None = None,
-    ) -> None:
+    def __init__(self, subnet: CIDR | None, range_start: IP | None = None,
+                 range_end: IP | None = None, gateway: IP | None = None) -> None:
         self.subnet = subnet
         self.range_start = range_start
         self.range_end = range_end

@@ -17,20 +17,22 @@ class Capabilities:
     group_controller: frozenset[str]
 
     def require_controller(self, name: str) -> None:
-        if name not in self.controller:
-            raise Unimplemented(f"controller capability {name} is not offered")
+        _require(name, self.controller, "controller capability")
 
     def require_node(self, name: str) -> None:
-        if name not in self.node:
-            raise Unimplemented(f"node capability {name} is not offered")
+        _require(name, self.node, "node capability")
 
     def require_group(self, name: str) -> None:
-        if name not in self.group_controller:
-            raise Unimplemented(f"group controller capability {name} is not offered")
+        _require(name, self.group_controller, "group controller capability")
 
     def require_service(self, name: str) -> None:
         if name not in self.plugin_services:
             raise Unimplemented(f"{name} is not offered by this plugin")
+
+
+def _require(name: str, offered: frozenset[str], what: str) -> None:
+    if name not in offered:
+        raise Unimplemented(f"{what} {name} is not offered")
 
 
 def _offered(*entries: tuple[bool, str]) -> set[str]:

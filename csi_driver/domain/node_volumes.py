@@ -19,6 +19,7 @@ from csi_driver.domain.ephemeral_volumes import (
     EphemeralVolumes,
     is_ephemeral,
 )
+from csi_driver.domain.lookup import must_exist
 from csi_driver.errors import (
     AlreadyExists,
     CsiError,
@@ -64,10 +65,7 @@ class NodeVolumes:
         return node
 
     def _volume(self, volume_id: str) -> Volume:
-        volume = self.store.get_volume(volume_id)
-        if volume is None:
-            raise NotFound(f"volume {volume_id!r} does not exist")
-        return volume
+        return must_exist(self.store.get_volume(volume_id), "volume", volume_id)
 
     def _check_capability(self, volume: Volume, cap: VolumeCapability) -> None:
         """Spec (NodeStage/NodePublish): capabilities the volume cannot serve →

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 
+from csi_driver.domain.lookup import must_exist
 from csi_driver.domain.pagination import decode_token, encode_token
 from csi_driver.errors import AlreadyExists, InvalidArgument, NotFound
 from csi_driver.state.records import GroupSnapshot, Snapshot, Volume
@@ -20,16 +21,10 @@ class Snapshots:
         self.data = data
 
     def get(self, snapshot_id: str) -> Snapshot:
-        snapshot = self.store.get_snapshot(snapshot_id)
-        if snapshot is None:
-            raise NotFound(f"snapshot {snapshot_id!r} does not exist")
-        return snapshot
+        return must_exist(self.store.get_snapshot(snapshot_id), "snapshot", snapshot_id)
 
     def _source(self, volume_id: str) -> Volume:
-        volume = self.store.get_volume(volume_id)
-        if volume is None:
-            raise NotFound(f"source volume {volume_id!r} does not exist")
-        return volume
+        return must_exist(self.store.get_volume(volume_id), "source volume", volume_id)
 
     def _cut(self, name: str, volume: Volume, params: dict[str, str], group_id: str) -> Snapshot:
         snapshot = Snapshot(

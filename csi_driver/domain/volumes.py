@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 
 from csi_driver.config import Config
 from csi_driver.domain import access_modes
+from csi_driver.domain.lookup import must_exist
 from csi_driver.domain.pagination import decode_token, encode_token
 from csi_driver.domain.topology import choose_topology, matches
 from csi_driver.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
-    NotFound,
     OutOfRange,
     ResourceExhausted,
 )
-from csi_driver.state.records import Node, Topology, Volume, VolumeCapability
+from csi_driver.state.records import Node, Snapshot, Topology, Volume, VolumeCapability
 from csi_driver.state.store import Store
 from csi_driver.state.volume_data import VolumeData
 
@@ -96,10 +96,7 @@ class Volumes:
     # helpers ---------------------------------------------------------------
 
     def get(self, volume_id: str) -> Volume:
-        volume = self.store.get_volume(volume_id)
-        if volume is None:
-            raise NotFound(f"volume {volume_id!r} does not exist")
-        return volume
+        return must_exist(self.store.get_volume(volume_id), "volume", volume_id)
 
     def pool_of(self, parameters: dict[str, str]) -> str:
         pool = parameters.get("pool", self.cfg.default_pool)
@@ -235,21 +232,19 @@ class Volumes:
         return self.store.list_nodes() if self.cfg.topology else []
 
     def _source_size(self, args: CreateVolumeArgs, access_type: str) -> int:
-        if args.source_type == "snapshot":
-            snapshot = self.store.get_snapshot(args.source_id)
-            if snapshot is None:
-                raise NotFound(f"source snapshot {args.source_id!r} does not exist")
-            if snapshot.access_type != access_type:
-                raise InvalidArgument("source snapshot and new volume differ in access type")
-            return snapshot.size_bytes
-        if args.source_type == "volume":
-            source = self.store.get_volume(args.source_id)
-            if source is None:
-                raise NotFound(f"source volume {args.source_id!r} does not exist")
-            if source.access_type != access_type:
-                raise InvalidArgument("source volume and new volume differ in access type")
-            return source.capacity_bytes
-        return 0
+        """The size of the content source (0 without one); it must exist and have the new
+        volume's access type."""
+        if args.source_type not in ("snapshot", "volume"):
+            return 0
+        what = f"source {args.source_type}"
+        source: Snapshot | Volume = (
+            must_exist(self.store.get_snapshot(args.source_id), what, args.source_id)
+            if args.source_type == "snapshot"
+            else must_exist(self.store.get_volume(args.source_id), what, args.source_id))
+        if source.access_type != access_type:
+            raise InvalidArgument(
+                f"source {args.source_type} and new volume differ in access type")
+        return source.size_bytes if isinstance(source, Snapshot) else source.capacity_bytes
 
     def _copy_data(self, v: Volume) -> None:
         if v.source_type == "snapshot":

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Generic, TypeVar
+
+import grpc
 
 from csi_driver.config import Config
 from csi_driver.domain.attachments import Attachments
@@ -27,6 +29,7 @@ from csi_driver.state.store import Store
 from csi_driver.state.volume_data import VolumeData
 
 T = TypeVar("T")
+Ctx = grpc.aio.ServicerContext
 
 
 @dataclass
@@ -58,6 +61,17 @@ class Domain:
         )
 
 
+class _Fast(Generic[T]):
+    """A `Runtime` attribute that is the ``fast`` domain's part of that name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, rt: Runtime, owner: type | None = None) -> T:
+        part: T = getattr(rt.fast, self.name)
+        return part
+
+
 @dataclass
 class Runtime:
     cfg: Config
@@ -67,25 +81,11 @@ class Runtime:
     slow: Domain
     activity: Activity = field(default_factory=Activity)
 
-    @property
-    def store(self) -> Store:
-        return self.fast.store
-
-    @property
-    def volumes(self) -> Volumes:
-        return self.fast.volumes
-
-    @property
-    def attachments(self) -> Attachments:
-        return self.fast.attachments
-
-    @property
-    def snapshots(self) -> Snapshots:
-        return self.fast.snapshots
-
-    @property
-    def node(self) -> NodeVolumes:
-        return self.fast.node
+    store = _Fast[Store]("store")
+    volumes = _Fast[Volumes]("volumes")
+    attachments = _Fast[Attachments]("attachments")
+    snapshots = _Fast[Snapshots]("snapshots")
+    node = _Fast[NodeVolumes]("node")
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
         """Run a ``fast`` domain call on the loop; answer only once its writes are durable."""
@@ -111,6 +111,13 @@ class Runtime:
     async def run_slow(self, fn: Callable[..., T], *args: object) -> T:
         """Run a ``slow`` domain call in a worker thread (immediate commits)."""
         return await asyncio.to_thread(fn, *args)
+
+    async def locked(self, keys: str | tuple[str, ...], fn: Callable[..., T], *args: object,
+                     slow: bool = False) -> T:
+        """`run` (or `run_slow`) ``fn(*args)`` while holding the in-flight ``keys``: a
+        concurrent call on one of them is ABORTED."""
+        with self.inflight.hold(*((keys,) if isinstance(keys, str) else keys)):
+            return await (self.run_slow if slow else self.run)(fn, *args)
 
     def close(self) -> None:
         for domain in (self.fast, self.slow):

@@ -5,26 +5,30 @@ Every RPC: required fields → capability gate → in-flight guard → domain �
 
 from __future__ import annotations
 
-import grpc
+from collections.abc import Callable
 
 from csi_driver.domain.volumes import CreateVolumeArgs
 from csi_driver.errors import InvalidArgument
 from csi_driver.service import messages
 from csi_driver.service import validation as v
-from csi_driver.service.context import Runtime
+from csi_driver.service.context import Ctx, Runtime
 from csi_protos import csi_pb2, csi_pb2_grpc
-
-Ctx = grpc.aio.ServicerContext
-RPC = csi_pb2.ControllerServiceCapability.RPC
 
 
 class ControllerServicer(csi_pb2_grpc.ControllerServicer):
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self._capabilities = csi_pb2.ControllerGetCapabilitiesResponse(capabilities=[
-            csi_pb2.ControllerServiceCapability(rpc=RPC(type=name))
-            for name in sorted(rt.caps.controller)
-        ])
+        self._capabilities = messages.capabilities(
+            csi_pb2.ControllerGetCapabilitiesResponse, csi_pb2.ControllerServiceCapability,
+            rt.caps.controller)
+
+    async def _delete(self, object_id: str, kind: str, capability: str,
+                      delete: Callable[[str], object], *, slow: bool = False) -> None:
+        """DeleteVolume and DeleteSnapshot: ``<kind>_id`` is required and ``capability``
+        offered, then ``delete`` runs under the object's in-flight key."""
+        v.require(object_id, f"{kind}_id")
+        self.rt.caps.require_controller(capability)
+        await self.rt.locked(f"{kind}:{object_id}", delete, object_id, slow=slow)
 
     async def CreateVolume(self, request: csi_pb2.CreateVolumeRequest, context: Ctx
                            ) -> csi_pb2.CreateVolumeResponse:
@@ -65,10 +69,8 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
 
     async def DeleteVolume(self, request: csi_pb2.DeleteVolumeRequest, context: Ctx
                            ) -> csi_pb2.DeleteVolumeResponse:
-        v.require(request.volume_id, "volume_id")
-        self.rt.caps.require_controller("CREATE_DELETE_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.volumes.delete_volume, request.volume_id)
+        await self._delete(request.volume_id, "volume", "CREATE_DELETE_VOLUME",
+                           self.rt.volumes.delete_volume)
         return csi_pb2.DeleteVolumeResponse()
 
     async def ControllerPublishVolume(self, request: csi_pb2.ControllerPublishVolumeRequest,
@@ -77,11 +79,9 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         v.require(request.node_id, "node_id")
         cap = v.required_capability(request)
         self.rt.caps.require_controller("PUBLISH_UNPUBLISH_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            context_map = await self.rt.run(
-                self.rt.attachments.publish, request.volume_id, request.node_id, cap,
-                request.readonly,
-            )
+        context_map = await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.attachments.publish, request.volume_id,
+            request.node_id, cap, request.readonly)
         return csi_pb2.ControllerPublishVolumeResponse(publish_context=context_map)
 
     async def ControllerUnpublishVolume(self, request: csi_pb2.ControllerUnpublishVolumeRequest,
@@ -89,8 +89,9 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
                                         ) -> csi_pb2.ControllerUnpublishVolumeResponse:
         v.require(request.volume_id, "volume_id")
         self.rt.caps.require_controller("PUBLISH_UNPUBLISH_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.attachments.unpublish, request.volume_id, request.node_id)
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.attachments.unpublish, request.volume_id,
+            request.node_id)
         return csi_pb2.ControllerUnpublishVolumeResponse()
 
     async def ValidateVolumeCapabilities(
@@ -156,20 +157,16 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         v.require(request.name, "name")
         v.require(request.source_volume_id, "source_volume_id")
         self.rt.caps.require_controller("CREATE_DELETE_SNAPSHOT")
-        with self.rt.inflight.hold(f"snapshot:{request.name}",
-                                   f"volume:{request.source_volume_id}"):
-            snapshot = await self.rt.run_slow(
-                self.rt.slow.snapshots.create_snapshot, request.name, request.source_volume_id,
-                dict(request.parameters),
-            )
+        snapshot = await self.rt.locked(
+            (f"snapshot:{request.name}", f"volume:{request.source_volume_id}"),
+            self.rt.slow.snapshots.create_snapshot, request.name, request.source_volume_id,
+            dict(request.parameters), slow=True)
         return csi_pb2.CreateSnapshotResponse(snapshot=messages.snapshot(snapshot))
 
     async def DeleteSnapshot(self, request: csi_pb2.DeleteSnapshotRequest, context: Ctx
                              ) -> csi_pb2.DeleteSnapshotResponse:
-        v.require(request.snapshot_id, "snapshot_id")
-        self.rt.caps.require_controller("CREATE_DELETE_SNAPSHOT")
-        with self.rt.inflight.hold(f"snapshot:{request.snapshot_id}"):
-            await self.rt.run_slow(self.rt.slow.snapshots.delete_snapshot, request.snapshot_id)
+        await self._delete(request.snapshot_id, "snapshot", "CREATE_DELETE_SNAPSHOT",
+                           self.rt.slow.snapshots.delete_snapshot, slow=True)
         return csi_pb2.DeleteSnapshotResponse()
 
     async def ListSnapshots(self, request: csi_pb2.ListSnapshotsRequest, context: Ctx
@@ -200,10 +197,9 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
         cap = (v.capability(request.volume_capability)
                if request.HasField("volume_capability") else None)
         self.rt.caps.require_controller("EXPAND_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            size, node_needed = await self.rt.run(
-                self.rt.volumes.expand_volume, request.volume_id, v.capacity_range(request), cap
-            )
+        size, node_needed = await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.volumes.expand_volume, request.volume_id,
+            v.capacity_range(request), cap)
         return csi_pb2.ControllerExpandVolumeResponse(
             capacity_bytes=size, node_expansion_required=node_needed
         )
@@ -226,8 +222,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
                                      context: Ctx) -> csi_pb2.ControllerModifyVolumeResponse:
         v.require(request.volume_id, "volume_id")
         self.rt.caps.require_controller("MODIFY_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(
-                self.rt.volumes.modify_volume, request.volume_id, dict(request.mutable_parameters)
-            )
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.volumes.modify_volume, request.volume_id,
+            dict(request.mutable_parameters))
         return csi_pb2.ControllerModifyVolumeResponse()

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import grpc
-
 from csi_driver.service import messages
 from csi_driver.service import validation as v
-from csi_driver.service.context import Runtime
+from csi_driver.service.context import Ctx, Runtime
 from csi_driver.state.records import GroupSnapshot
 from csi_protos import csi_pb2, csi_pb2_grpc
 
-Ctx = grpc.aio.ServicerContext
-RPC = csi_pb2.GroupControllerServiceCapability.RPC
 CAP = "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"
 
 
 class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self._capabilities = csi_pb2.GroupControllerGetCapabilitiesResponse(capabilities=[
-            csi_pb2.GroupControllerServiceCapability(rpc=RPC(type=name))
-            for name in sorted(rt.caps.group_controller)
-        ])
+        self._capabilities = messages.capabilities(
+            csi_pb2.GroupControllerGetCapabilitiesResponse,
+            csi_pb2.GroupControllerServiceCapability, rt.caps.group_controller)
 
     def _message(self, group: GroupSnapshot) -> csi_pb2.VolumeGroupSnapshot:
         return messages.group_snapshot(group, self.rt.slow.snapshots.group_members(group))
@@ -51,11 +46,9 @@ class GroupControllerServicer(csi_pb2_grpc.GroupControllerServicer):
     ) -> csi_pb2.DeleteVolumeGroupSnapshotResponse:
         v.require(request.group_snapshot_id, "group_snapshot_id")
         self.rt.caps.require_group(CAP)
-        with self.rt.inflight.hold(f"group:{request.group_snapshot_id}"):
-            await self.rt.run_slow(
-                self.rt.slow.snapshots.delete_group, request.group_snapshot_id,
-                tuple(request.snapshot_ids),
-            )
+        await self.rt.locked(
+            f"group:{request.group_snapshot_id}", self.rt.slow.snapshots.delete_group,
+            request.group_snapshot_id, tuple(request.snapshot_ids), slow=True)
         return csi_pb2.DeleteVolumeGroupSnapshotResponse()
 
     async def GetVolumeGroupSnapshot(

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from csi_driver.state.records import GroupSnapshot, Snapshot, Volume
 from csi_protos import csi_pb2
+
+M = TypeVar("M", bound=Message)
+
+
+def capabilities(response: type[M], capability: Any, rpc_types: Iterable[str]) -> M:
+    """A Get*Capabilities answer: one ``capability`` (e.g. NodeServiceCapability) per RPC
+    type name, in name order."""
+    entries = [capability(rpc=capability.RPC(type=name)) for name in sorted(rpc_types)]
+    return response(capabilities=entries)  # type: ignore[call-arg]
 
 
 def timestamp(seconds: float) -> Timestamp:

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import grpc
-
 from csi_driver.service import messages
 from csi_driver.service import validation as v
-from csi_driver.service.context import Runtime
+from csi_driver.service.context import Ctx, Runtime
 from csi_protos import csi_pb2, csi_pb2_grpc
 
-Ctx = grpc.aio.ServicerContext
-RPC = csi_pb2.NodeServiceCapability.RPC
 Unit = csi_pb2.VolumeUsage.Unit
 
 
 class NodeServicer(csi_pb2_grpc.NodeServicer):
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self._capabilities = csi_pb2.NodeGetCapabilitiesResponse(capabilities=[
-            csi_pb2.NodeServiceCapability(rpc=RPC(type=name))
-            for name in sorted(rt.caps.node)
-        ])
+        self._capabilities = messages.capabilities(
+            csi_pb2.NodeGetCapabilitiesResponse, csi_pb2.NodeServiceCapability, rt.caps.node)
 
     async def NodeStageVolume(self, request: csi_pb2.NodeStageVolumeRequest, context: Ctx
                               ) -> csi_pb2.NodeStageVolumeResponse:
@@ -28,8 +22,8 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         staging = v.require_path(request.staging_target_path, "staging_target_path")
         cap = v.required_capability(request)
         self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.node.stage, request.volume_id, staging, cap)
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.node.stage, request.volume_id, staging, cap)
         return csi_pb2.NodeStageVolumeResponse()
 
     async def NodeUnstageVolume(self, request: csi_pb2.NodeUnstageVolumeRequest, context: Ctx
@@ -37,8 +31,8 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         v.require(request.volume_id, "volume_id")
         staging = v.require_path(request.staging_target_path, "staging_target_path")
         self.rt.caps.require_node("STAGE_UNSTAGE_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.node.unstage, request.volume_id, staging)
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.node.unstage, request.volume_id, staging)
         return csi_pb2.NodeUnstageVolumeResponse()
 
     async def NodePublishVolume(self, request: csi_pb2.NodePublishVolumeRequest, context: Ctx
@@ -48,19 +42,17 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
         staging = (v.normalised_path(request.staging_target_path, "staging_target_path")
                    if request.staging_target_path else "")
         cap = v.required_capability(request)
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(
-                self.rt.node.publish, request.volume_id, target, staging, cap,
-                request.readonly, dict(request.volume_context),
-            )
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.node.publish, request.volume_id, target, staging,
+            cap, request.readonly, dict(request.volume_context))
         return csi_pb2.NodePublishVolumeResponse()
 
     async def NodeUnpublishVolume(self, request: csi_pb2.NodeUnpublishVolumeRequest,
                                   context: Ctx) -> csi_pb2.NodeUnpublishVolumeResponse:
         v.require(request.volume_id, "volume_id")
         target = v.require_path(request.target_path, "target_path")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            await self.rt.run(self.rt.node.unpublish, request.volume_id, target)
+        await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.node.unpublish, request.volume_id, target)
         return csi_pb2.NodeUnpublishVolumeResponse()
 
     async def NodeGetVolumeStats(self, request: csi_pb2.NodeGetVolumeStatsRequest,
@@ -89,11 +81,9 @@ class NodeServicer(csi_pb2_grpc.NodeServicer):
                if request.HasField("volume_capability") else None)
         capacity = v.capacity_range(request)
         self.rt.caps.require_node("EXPAND_VOLUME")
-        with self.rt.inflight.hold(f"volume:{request.volume_id}"):
-            size = await self.rt.run(
-                self.rt.node.expand, request.volume_id, request.volume_path,
-                capacity.required_bytes, cap,
-            )
+        size = await self.rt.locked(
+            f"volume:{request.volume_id}", self.rt.node.expand, request.volume_id,
+            request.volume_path, capacity.required_bytes, cap)
         return csi_pb2.NodeExpandVolumeResponse(capacity_bytes=size)
 
     async def NodeGetCapabilities(self, request: csi_pb2.NodeGetCapabilitiesRequest,

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
-
 from csi_driver.domain.block_metadata import BlockMetadata, Range
 from csi_driver.errors import InvalidArgument
 from csi_driver.service import validation as v
-from csi_driver.service.context import Runtime
+from csi_driver.service.context import Ctx, Runtime
 from csi_protos import csi_pb2, csi_pb2_grpc
 
-Ctx = grpc.aio.ServicerContext
 DEFAULT_MAX_RESULTS = 256
 VARIABLE = csi_pb2.BlockMetadataType.VARIABLE_LENGTH
 

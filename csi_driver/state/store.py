@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from csi_driver.state import private_files
 from csi_driver.state.bindings import BindingTables, dump_json
@@ -100,6 +103,29 @@ ADDED_COLUMNS = (
 )
 
 
+R = TypeVar("R", Volume, Snapshot, GroupSnapshot)
+
+# How a column of a record type is kept: JSON text for dicts/lists, a JSON list for tuples.
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "dict": json.loads, "list": json.loads, "tuple": lambda text: tuple(json.loads(text))}
+
+
+_COLUMNS: dict[type, tuple[tuple[str, Callable[[Any], Any] | None], ...]] = {
+    record: tuple((f.name, _DECODERS.get(str(f.type).split("[", 1)[0])) for f in fields(record))
+    for record in (Volume, Snapshot, GroupSnapshot)
+}
+
+
+def _decode(record: type[R], row: sqlite3.Row) -> R:
+    """The record a row holds: one column per dataclass field, of the same name."""
+    return record(**{name: decoder(row[name]) if decoder else row[name]
+                     for name, decoder in _COLUMNS[record]})
+
+
+def _record(record: type[R], row: sqlite3.Row | None) -> R | None:
+    return None if row is None else _decode(record, row)
+
+
 class Store(BindingTables):
     """Typed access to the shared state database."""
 
@@ -114,33 +140,18 @@ class Store(BindingTables):
             private_files.tighten_file(name)
         super().__init__(path, SCHEMA, wait_for_disk, ADDED_COLUMNS)
 
+    def _row(self, table: str, column: str, value: str) -> sqlite3.Row | None:
+        """The row of ``table`` whose unique ``column`` (an id or the name) is ``value``;
+        ``table`` and ``column`` are this module's own names, never input."""
+        return self._one(f"SELECT * FROM {table} WHERE {column}=?", value)
+
     # volumes ---------------------------------------------------------------
 
-    @staticmethod
-    def _volume(row: sqlite3.Row | None) -> Volume | None:
-        if row is None:
-            return None
-        return Volume(
-            volume_id=row["volume_id"],
-            name=row["name"],
-            capacity_bytes=row["capacity_bytes"],
-            pool=row["pool"],
-            access_type=row["access_type"],
-            parameters=json.loads(row["parameters"]),
-            mutable_parameters=json.loads(row["mutable_parameters"]),
-            accessible_topology=json.loads(row["accessible_topology"]),
-            source_type=row["source_type"],
-            source_id=row["source_id"],
-            request_fingerprint=row["request_fingerprint"],
-            created_at=row["created_at"],
-            seq=row["seq"],
-        )
-
     def get_volume(self, volume_id: str) -> Volume | None:
-        return self._volume(self._one("SELECT * FROM volumes WHERE volume_id=?", volume_id))
+        return _record(Volume, self._row("volumes", "volume_id", volume_id))
 
     def get_volume_by_name(self, name: str) -> Volume | None:
-        return self._volume(self._one("SELECT * FROM volumes WHERE name=?", name))
+        return _record(Volume, self._row("volumes", "name", name))
 
     def insert_volume(self, v: Volume) -> bool:
         """Insert and account the capacity; False when the name is already taken."""
@@ -197,7 +208,7 @@ class Store(BindingTables):
         rows = self._all(
             "SELECT * FROM volumes WHERE seq>? ORDER BY seq LIMIT ?", after_seq, limit
         )
-        return [v for v in map(self._volume, rows) if v is not None]
+        return [_decode(Volume, row) for row in rows]
 
     # capacity --------------------------------------------------------------
 
@@ -214,29 +225,11 @@ class Store(BindingTables):
 
     # snapshots -------------------------------------------------------------
 
-    @staticmethod
-    def _snapshot(row: sqlite3.Row | None) -> Snapshot | None:
-        if row is None:
-            return None
-        return Snapshot(
-            snapshot_id=row["snapshot_id"],
-            name=row["name"],
-            source_volume_id=row["source_volume_id"],
-            size_bytes=row["size_bytes"],
-            access_type=row["access_type"],
-            created_at=row["created_at"],
-            group_snapshot_id=row["group_snapshot_id"],
-            parameters=json.loads(row["parameters"]),
-            seq=row["seq"],
-        )
-
     def get_snapshot(self, snapshot_id: str) -> Snapshot | None:
-        return self._snapshot(
-            self._one("SELECT * FROM snapshots WHERE snapshot_id=?", snapshot_id)
-        )
+        return _record(Snapshot, self._row("snapshots", "snapshot_id", snapshot_id))
 
     def get_snapshot_by_name(self, name: str) -> Snapshot | None:
-        return self._snapshot(self._one("SELECT * FROM snapshots WHERE name=?", name))
+        return _record(Snapshot, self._row("snapshots", "name", name))
 
     def insert_snapshot(self, s: Snapshot) -> None:
         self._exec(
@@ -266,30 +259,9 @@ class Store(BindingTables):
             rows = self._all(
                 "SELECT * FROM snapshots WHERE seq>? ORDER BY seq LIMIT ?", after_seq, limit
             )
-        return [s for s in map(self._snapshot, rows) if s is not None]
+        return [_decode(Snapshot, row) for row in rows]
 
     # group snapshots -------------------------------------------------------
-
-    @staticmethod
-    def _group(row: sqlite3.Row | None) -> GroupSnapshot | None:
-        if row is None:
-            return None
-        return GroupSnapshot(
-            group_snapshot_id=row["group_snapshot_id"],
-            name=row["name"],
-            source_volume_ids=tuple(json.loads(row["source_volume_ids"])),
-            parameters=json.loads(row["parameters"]),
-            created_at=row["created_at"],
-            snapshot_ids=tuple(json.loads(row["snapshot_ids"])),
-        )
-
-    def get_group_snapshot(self, group_id: str) -> GroupSnapshot | None:
-        return self._group(
-            self._one("SELECT * FROM group_snapshots WHERE group_snapshot_id=?", group_id)
-        )
-
-    def get_group_snapshot_by_name(self, name: str) -> GroupSnapshot | None:
-        return self._group(self._one("SELECT * FROM group_snapshots WHERE name=?", name))
 
     def insert_group_snapshot(self, g: GroupSnapshot) -> None:
         self._exec(
@@ -298,6 +270,13 @@ class Store(BindingTables):
             g.group_snapshot_id, g.name, dump_json(list(g.source_volume_ids)),
             dump_json(g.parameters), g.created_at, dump_json(list(g.snapshot_ids)),
         )
+
+    def get_group_snapshot(self, group_id: str) -> GroupSnapshot | None:
+        return _record(GroupSnapshot,
+                       self._row("group_snapshots", "group_snapshot_id", group_id))
+
+    def get_group_snapshot_by_name(self, name: str) -> GroupSnapshot | None:
+        return _record(GroupSnapshot, self._row("group_snapshots", "name", name))
 
     def delete_group_snapshot(self, group_id: str) -> bool:
         return bool(
