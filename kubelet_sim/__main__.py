@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--kubeconfig", type=Path, metavar="FILE",
                     help="where to write the kubeconfig (default: STATE_DIR/kubeconfig)")
     up.add_argument("--state-dir", type=Path, metavar="DIR",
-                    help="keep the CA, token and the nodes' dirs here (default: a temp dir "
-                    "removed at exit)")
+                    help="keep the cluster here: its API objects (written before each write "
+                    "is answered), port, CA, token, plugin state and node dirs; `up` again "
+                    "on DIR is the same cluster (default: a temp dir removed at exit)")
     up.add_argument("--no-sidecars", action="store_true",
                     help="leave out the CSI sidecar roles (external-provisioner, -attacher, "
                     "-snapshotter, -resizer) so the real ones can run against the API with "

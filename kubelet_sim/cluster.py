@@ -25,6 +25,9 @@ from pathlib import Path
 
 from csi_protos import csi_pb2
 from kubelet_sim.api import builders
+from kubelet_sim.api.errors import AlreadyExists
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.control_plane import cluster_controllers
@@ -85,6 +88,9 @@ class ClusterConfig:
     # False: no external-provisioner/-attacher/-snapshotter/-resizer roles; the real
     # sidecars (or the user's controllers) do that work through the API.
     sidecars: bool = True
+    # Keep the API objects in this file (the etcd role): a cluster started again with
+    # the same file (and work dir) has every object it had. None: in memory only.
+    api_database: Path | None = None
 
 
 class Cluster:
@@ -93,7 +99,9 @@ class Cluster:
         self._own_work_dir = self.config.work_dir is None
         self.work_dir = self.config.work_dir or Path(tempfile.mkdtemp(prefix="ksim-", dir="/tmp"))
         self.trace = trace or Trace()
-        self.api = APIServer()
+        self._database = (ObjectDatabase(self.config.api_database)
+                          if self.config.api_database is not None else None)
+        self.api = APIServer(database=self._database)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
         self.controller_plugin: DriverProcess | None = None
@@ -160,7 +168,7 @@ class Cluster:
         info = await controller_client.call(csi_pb2.GetPluginInfoRequest(),
                                             csi_pb2.GetPluginInfoResponse)
         self.driver_name = info.name
-        self.api.create(builders.csi_driver(
+        self._create_unless_kept(builders.csi_driver(
             self.driver_name, attach_required=cfg.attach_required, pod_info_on_mount=True,
             volume_lifecycle_modes=["Persistent", "Ephemeral"]))
         for spec in cfg.nodes:
@@ -184,7 +192,8 @@ class Cluster:
         labels = {"kubernetes.io/hostname": spec.name}
         if spec.zone:
             labels["topology.kubernetes.io/zone"] = spec.zone
-        self.api.create(builders.node(spec.name, spec.pod_cidr, spec.internal_ip, labels=labels))
+        self._create_unless_kept(
+            builders.node(spec.name, spec.pod_cidr, spec.internal_ip, labels=labels))
         root = self.node_dir(spec.name) / "kubelet"
         if spec.name not in self.config.csi_node_endpoints:
             self._start_node_plugin(spec, root, common)
@@ -194,6 +203,11 @@ class Cluster:
             self.linux_nodes.add_node(spec.name, spec.internal_ip)
             self.linux_nodes.sync_routes(self.api)
         self.kubelets[spec.name] = self._kubelet(spec, root)
+
+    def _create_unless_kept(self, obj: Resource) -> None:
+        """Create a bootstrap object; one kept from before a restart stays as it is."""
+        with contextlib.suppress(AlreadyExists):
+            self.api.create(obj)
 
     def _start_node_plugin(self, spec: NodeSpec, root: Path, common: list[str]) -> None:
         plugin_dir = root / "plugins" / self.driver_name
@@ -320,6 +334,8 @@ class Cluster:
         # Pods still running hold bind mounts (as root): detach them, or removing the work
         # dir would leave them in the mount table.
         _detach_mounts_under(self.work_dir)
+        if self._database is not None:
+            self._database.close()
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 

@@ -20,6 +20,15 @@ class DriverStartError(RuntimeError):
     pass
 
 
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 @dataclass
 class DriverProcess:
     """A running driver: its socket path, arguments and log file."""
@@ -35,9 +44,14 @@ class DriverProcess:
     def endpoint(self) -> str:
         return f"unix://{self.socket}"
 
+    @property
+    def pid_file(self) -> Path:
+        return self.log_path.with_suffix(".pid")
+
     def start(self) -> None:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._stop_stale()
         env = {**os.environ, **self.extra_env, "PYTHONPATH": str(PROJECT_ROOT)}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -48,6 +62,24 @@ class DriverProcess:
                 # which then tears down in order and stops the driver last.
                 start_new_session=True,
             )
+        self.pid_file.write_text(str(self.process.pid))
+
+    def _stop_stale(self, timeout: float = 5.0) -> None:
+        """A driver left serving this socket by a simulator that was killed (kill -9
+        leaves its children running) is stopped before a new one starts."""
+        try:
+            pid = int(self.pid_file.read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            return
+        if b"csi_driver" not in cmdline or self.endpoint.encode() not in cmdline:
+            return  # the pid was reused by something else
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
 
     def _accepts(self) -> bool:
         """True when something listens on the socket (a stale file left by a killed

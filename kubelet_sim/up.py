@@ -51,16 +51,24 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     own_dir = options.state_dir is None
     state_dir = options.state_dir or Path(tempfile.mkdtemp(prefix="kubelet-sim-"))
     state_dir.mkdir(parents=True, exist_ok=True)
+    # With a state dir of the user's, the API objects are kept there too (and the port,
+    # CA and token): `up` again on it is the same cluster, with the same kubeconfig.
+    database = None if own_dir else state_dir / "apiserver" / "objects.db"
     config = ClusterConfig(nodes=default_nodes(options.nodes), work_dir=state_dir / "cluster",
-                           dataplane=options.dataplane, **(options.cluster or {}))
+                           dataplane=options.dataplane, api_database=database,
+                           **(options.cluster or {}))
     cluster = Cluster(config)
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, shutdown.set)
     await cluster.start()
-    handle = start_api_server(cluster.api, state_dir, port=options.port,
-                              kubeconfig=options.kubeconfig)
+    port_file = state_dir / "apiserver" / "port"
+    port = options.port or (int(port_file.read_text()) if port_file.exists() else 0)
+    handle = start_api_server(cluster.api, state_dir, port=port, kubeconfig=options.kubeconfig)
+    if not own_dir:
+        port_file.parent.mkdir(parents=True, exist_ok=True)
+        port_file.write_text(str(handle.port))
     stop_loops = asyncio.Event()
     loops = asyncio.create_task(cluster.run(stop_loops))
     print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)

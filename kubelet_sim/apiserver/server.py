@@ -16,6 +16,9 @@ API server's:
   until its finalizers are gone; a scheduled Pod stays for its grace period until
   deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
   deleting a Namespace deletes its contents and the Namespace goes once it is empty;
+* with a ``database`` (:mod:`kubelet_sim.apiserver.persistence`) every write is on disk
+  before it is answered, and a server started on the same database has every object,
+  the counter where it was, and answers a watch from before the restart 410 Gone;
 * defaulting and validation run on every write (:mod:`kubelet_sim.apiserver.defaulting`,
   :mod:`kubelet_sim.apiserver.validation`), and updates keep Kubernetes' immutability and
   resize-admission rules (:mod:`kubelet_sim.apiserver.update_rules`).
@@ -58,6 +61,7 @@ from kubelet_sim.apiserver.admission import (
 )
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
+from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
@@ -107,15 +111,17 @@ class APIServer:
         history_limit: int = 1000,
         bootstrap_namespaces: tuple[str, ...] = ("default", "kube-system"),
         storage_object_in_use_protection: bool = False,
+        database: ObjectDatabase | None = None,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
-        self._store = ObjectStore(history_limit)
+        self._store = ObjectStore(history_limit, database)
         self._lock = threading.RLock()
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
         for name in bootstrap_namespaces:
-            self.create(new("Namespace", name))
+            if self._store.lookup("Namespace", "", name) is None:
+                self.create(new("Namespace", name))
 
     # ------------------------------------------------------------------ reads
     @property

@@ -1,4 +1,5 @@
-"""The storage layer under the API server: etcd plus the watch cache, in memory.
+"""The storage layer under the API server: etcd plus the watch cache, in memory, and
+optionally on disk (:mod:`kubelet_sim.apiserver.persistence`).
 
 It keeps the objects, hands out the global ``resourceVersion`` (one counter, bumped by
 every commit), records each commit in the bounded :class:`~kubelet_sim.apiserver.watch.EventHistory`
@@ -13,6 +14,7 @@ import itertools
 from collections.abc import Callable
 
 from kubelet_sim.api.model import Resource, kind_info
+from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
 
 Predicate = Callable[[Resource], bool]
@@ -22,12 +24,20 @@ class ObjectStore:
     """Objects by kind and (namespace, name). Returned objects are the stored ones: the
     API server copies before handing them out."""
 
-    def __init__(self, history_limit: int) -> None:
+    def __init__(self, history_limit: int, database: ObjectDatabase | None = None) -> None:
         self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
-        self._counter = itertools.count(1)
         self.version = 0
         self._history = EventHistory(history_limit)
         self._watches: list[Watch] = []
+        self._database = database
+        if database is not None:
+            self.version, objects = database.load()
+            for obj in objects:
+                self._objects.setdefault(obj.kind, {})[(obj.namespace, obj.name)] = obj
+            # No change before the restart is retained: a watch from an older
+            # resourceVersion is 410 Gone, and the client relists.
+            self._history.resume_after(self.version)
+        self._counter = itertools.count(self.version + 1)
 
     # ------------------------------------------------------------------ reads
     def lookup(self, kind: str, namespace: str, name: str) -> Resource | None:
@@ -56,8 +66,11 @@ class ObjectStore:
     def commit(self, event_type: str, obj: Resource, prev: Resource | None) -> Resource:
         """Store (or, for DELETED, drop) ``obj`` under the next resourceVersion, which is
         written into ``obj``; record and fan out the event. Returns the stored copy."""
-        self.version = next(self._counter)
-        obj.metadata.resource_version = str(self.version)
+        version = next(self._counter)
+        obj.metadata.resource_version = str(version)
+        if self._database is not None:  # durable before anyone sees it
+            self._database.commit(version, obj, deleted=event_type == DELETED)
+        self.version = version
         stored = obj.copy()
         key = (obj.namespace, obj.name)
         if event_type == DELETED:

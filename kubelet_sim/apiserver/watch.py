@@ -88,6 +88,11 @@ class EventHistory:
             self._evicted_through = self._changes[0].resource_version
         self._changes.append(change)
 
+    def resume_after(self, version: int) -> None:
+        """Start empty after a restart at ``version``: older watch points are gone."""
+        self._changes.clear()
+        self._evicted_through = version
+
     @property
     def oldest_available(self) -> int:
         """The smallest resourceVersion a watch may start from."""

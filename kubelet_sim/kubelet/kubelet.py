@@ -41,6 +41,7 @@ from kubelet_sim.kubelet.node_lease import RENEW_INTERVAL_SECONDS, renew_node_le
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
+from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import write_running, write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -117,9 +118,16 @@ class Kubelet:
     # -- start-up --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """What the kubelet does once at start: dirs, runtime GC, first status."""
+        """What the kubelet does once at start: dirs, the pods it ran before a restart
+        (their sandboxes and volumes), runtime GC, first status."""
         for d in (self.paths.plugins_registry_dir, self.paths.pods_dir):
             d.mkdir(parents=True, exist_ok=True)
+        found = recover(self.api, self.runtime, self.volumes, self.node_name)
+        for pod in found.pods:
+            self.pods[pod.uid] = PodRecord(pod.sandbox_id, list(pod.volumes), list(pod.ips))
+        for sandbox_id in found.orphaned_sandboxes:  # their pods were deleted meanwhile
+            with contextlib.suppress(Exception):  # GC below retries the network part
+                await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)
         await asyncio.to_thread(self._runtime_gc)
         await self.sync_node_status()
 

@@ -122,6 +122,10 @@ class ApiServerHandle:
     _runner: web.AppRunner
     _stopped: bool = field(default=False)
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
     def stop(self) -> None:
         if self._stopped:
             return
