@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the cluster here: its API objects (written before each write "
                     "is answered), port, CA, token, plugin state and node dirs; `up` again "
                     "on DIR is the same cluster (default: a temp dir removed at exit)")
+    up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
+                    help="how long a node may miss heartbeats before it is marked Unknown "
+                    "and tainted unreachable (kube-controller-manager's flag; default 50)")
     up.add_argument("--no-sidecars", action="store_true",
                     help="leave out the CSI sidecar roles (external-provisioner, -attacher, "
                     "-snapshotter, -resizer) so the real ones can run against the API with "
@@ -127,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run_up(UpOptions(
             nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
             state_dir=args.state_dir, dataplane=args.dataplane,
+            node_monitor_grace_period=args.node_monitor_grace_period,
             cluster={**cluster_options(args),
                      **({"sidecars": False} if args.no_sidecars else {})})))
     from kubelet_sim.apply import apply_files

@@ -91,6 +91,12 @@ class ClusterConfig:
     # Keep the API objects in this file (the etcd role): a cluster started again with
     # the same file (and work dir) has every object it had. None: in memory only.
     api_database: Path | None = None
+    # Seconds a node may go without a heartbeat before the node lifecycle controller marks
+    # it Unknown and taints it (kube-controller-manager's --node-monitor-grace-period,
+    # 50 s). None: no node lifecycle or taint eviction (settle-mode clusters, whose
+    # kubelets do not heartbeat between rounds).
+    node_monitor_grace_period: float | None = None
+    node_lease_duration_seconds: int = 40  # the kubelets' nodeLeaseDurationSeconds (renew: /4)
 
 
 class Cluster:
@@ -183,7 +189,8 @@ class Cluster:
         self.controller_endpoint = endpoint
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
                                            recorder=self.events, secrets=self.secrets,
-                                           sidecars=cfg.sidecars)
+                                           sidecars=cfg.sidecars,
+                                           node_monitor_grace_period=cfg.node_monitor_grace_period)
         for kubelet in self.kubelets.values():
             await kubelet.start()
         await self.settle()
@@ -266,7 +273,8 @@ class Cluster:
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
-                       recorder=self.events, secrets=self.secrets)
+                       recorder=self.events, secrets=self.secrets,
+                       lease_duration_seconds=self.config.node_lease_duration_seconds)
 
     # -- running ---------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
 (scheduler, PV binder, PVC/PV protection, garbage collector, attach/detach,
-snapshot-controller) and the CSI sidecars that serve the driver (external-provisioner,
--attacher, -snapshotter, -resizer).
+snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
+CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
+-resizer).
 
 :func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
 them (tests, demo) or runs their watch loops.
@@ -17,9 +18,11 @@ from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.base import Controller, ControllerManager
 from kubelet_sim.controllers.binder import VolumeBinder
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
+from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
+from kubelet_sim.controllers.taint_eviction import TaintEvictionController
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
@@ -39,10 +42,13 @@ def cluster_controllers(
     recorder: EventRecorder | None = None,
     resync_seconds: float = 30.0,
     sidecars: bool = True,
+    node_monitor_grace_period: float | None = None,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
-    the four CSI sidecars out (kube-controller-manager's loops stay)."""
+    the four CSI sidecars out (kube-controller-manager's loops stay). With a
+    ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
+    controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
     secrets = secrets or SecretStore()
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
@@ -50,6 +56,12 @@ def cluster_controllers(
     def sidecar(loop: Controller) -> list[Controller]:
         return [loop] if sidecars else []
 
+    lifecycle: list[Controller] = [] if node_monitor_grace_period is None else [
+        NodeLifecycleController(api, grace_period=node_monitor_grace_period,
+                                startup_grace_period=node_monitor_grace_period * 1.2,  # 60 s by 50
+                                **{**common, "resync_seconds": 5.0}),
+        TaintEvictionController(api, **common),
+    ]
     return ControllerManager([
         Scheduler(api, **common),
         VolumeBinder(api, **common),
@@ -61,5 +73,6 @@ def cluster_controllers(
         SnapshotController(api, **common),
         *sidecar(CsiSnapshotter(api, csi, driver, secrets=secrets, **common)),
         *sidecar(ExternalResizer(api, csi, driver, secrets=secrets, **common)),
+        *lifecycle,
     ])
 

@@ -33,6 +33,7 @@ class UpOptions:
     kubeconfig: Path | None = None
     state_dir: Path | None = None
     dataplane: str = "emulated"
+    node_monitor_grace_period: float = 50.0
     cluster: dict[str, Any] | None = None
 
 
@@ -56,6 +57,7 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     database = None if own_dir else state_dir / "apiserver" / "objects.db"
     config = ClusterConfig(nodes=default_nodes(options.nodes), work_dir=state_dir / "cluster",
                            dataplane=options.dataplane, api_database=database,
+                           node_monitor_grace_period=options.node_monitor_grace_period,
                            **(options.cluster or {}))
     cluster = Cluster(config)
     shutdown = asyncio.Event()

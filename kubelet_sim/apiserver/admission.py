@@ -1,6 +1,7 @@
 """Rules the API server applies to a write before storing it, beside defaulting and
-validation: the StorageObjectInUseProtection admission plugin, generateName, the Pod
-deletion grace period, and the conflicts a test may inject."""
+validation: the StorageObjectInUseProtection and DefaultTolerationSeconds admission
+plugins, generateName, the Pod deletion grace period, and the conflicts a test may
+inject."""
 
 from __future__ import annotations
 
@@ -9,12 +10,29 @@ from dataclasses import dataclass
 
 from kubelet_sim.api.errors import Conflict
 from kubelet_sim.api.model import Resource, kind_info
+from kubelet_sim.api.taints import default_tolerations
 
 PROTECTION_FINALIZERS = {
     "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
     "PersistentVolume": "kubernetes.io/pv-protection",
 }
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+
+
+def admit_new(obj: Resource, storage_protection: bool) -> None:
+    """The mutating admission plugins a create passes: StorageObjectInUseProtection
+    (when on) and DefaultTolerationSeconds."""
+    if storage_protection:
+        add_protection_finalizer(obj)
+    if obj.kind == "Pod":
+        default_tolerations(obj)
+
+
+def admit_update(obj: Resource) -> None:
+    """The mutating plugins an update (not of a subresource) passes:
+    DefaultTolerationSeconds (a blind PUT keeps the pod's default tolerations)."""
+    if obj.kind == "Pod":
+        default_tolerations(obj)
 
 
 def add_protection_finalizer(obj: Resource) -> None:

@@ -55,7 +55,8 @@ from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
-    add_protection_finalizer,
+    admit_new,
+    admit_update,
     deletion_grace_period,
     generated_name,
 )
@@ -182,8 +183,7 @@ class APIServer:
         meta.deletion_grace_period_seconds = None
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
-        if self.storage_protection:
-            add_protection_finalizer(obj)
+        admit_new(obj, self.storage_protection)
         apply_defaults(obj)
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
@@ -353,6 +353,7 @@ class APIServer:
                     raise Invalid("metadata.finalizers",
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
+            admit_update(updated)
         apply_defaults(updated)
         validate(updated)
         if not status_only:

@@ -31,6 +31,7 @@ from typing import Any
 
 from kubelet_sim.api.model import JSON, Resource, set_condition
 from kubelet_sim.api.selectors import node_selector_matches
+from kubelet_sim.api.taints import NO_SCHEDULE, NOT_READY, tolerates
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.binder import volume_admits_node
 from kubelet_sim.controllers.common import (
@@ -44,7 +45,7 @@ from kubelet_sim.controllers.scheduler_cache import Snapshot
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
 
 SCHEDULER_NAME = "default-scheduler"
-NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+NOT_READY_TAINT = {"key": NOT_READY, "effect": NO_SCHEDULE}
 
 
 class Unschedulable(Exception):
@@ -161,7 +162,7 @@ class Scheduler(Controller):
         if not node_is_ready(node):
             taints.insert(0, NOT_READY_TAINT)
         for taint in taints:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(pod, taint):
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
                 return (f"node(s) had untolerated taint {{{taint.get('key')}: "
                         f"{taint.get('value', '')}}}")
         selector = pod.spec.get("nodeSelector") or {}
@@ -213,19 +214,6 @@ class Scheduler(Controller):
             return True
 
         return write_status(self.api, "Pod", pod.name, pod.namespace, mutate) is not None
-
-
-def _tolerated(pod: Resource, taint: JSON) -> bool:
-    for tol in pod.spec.get("tolerations") or []:
-        if tol.get("effect") and tol["effect"] != taint.get("effect"):
-            continue
-        if tol.get("operator") == "Exists":
-            if not tol.get("key") or tol["key"] == taint.get("key"):
-                return True
-        elif tol.get("key") == taint.get("key") and tol.get("value", "") == taint.get("value",
-                                                                                     ""):
-            return True
-    return False
 
 
 def _topology_allows(allowed: list[JSON], node: Resource) -> bool:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.api.model import JSON, Resource, condition, format_time
+from kubelet_sim.api.node_conditions import CONDITION_TYPES, PRESSURE_CONDITIONS
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
@@ -37,7 +38,11 @@ from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.node_expansion import finish_expansions
-from kubelet_sim.kubelet.node_lease import RENEW_INTERVAL_SECONDS, renew_node_lease
+from kubelet_sim.kubelet.node_lease import (
+    LEASE_DURATION_SECONDS,
+    RENEW_FRACTION,
+    renew_node_lease,
+)
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
@@ -83,8 +88,10 @@ class Kubelet:
         runtime_status_period: float = 5.0,
         recorder: EventRecorder | None = None,
         secrets: SecretLookup | None = None,  # the cluster's Secrets
+        lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
     ) -> None:
         self.api = api
+        self.lease_duration_seconds = lease_duration_seconds
         self.recorder = recorder or EventRecorder(api)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
@@ -164,29 +171,45 @@ class Kubelet:
                 changed |= await self._kill_pod(pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 changed |= await self._start_pod(pod)
+            else:
+                changed |= self._restore_ready(pod)
         changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
                                            self.recorder, self.node_name)
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
-        """The kubelet's loop: a sync pass every ``period`` seconds, and the node's Lease
-        renewed every 10 s (its heartbeat)."""
+        """The kubelet's loops: a sync pass every ``period`` seconds and, beside it (the
+        kubelet's node lease controller), the node's Lease renewed every 10 s, so a long
+        pass never holds back the heartbeat."""
         await self.start()
-        renewed_at: float | None = None
-        while not stop.is_set():
-            now = self.clock.monotonic()
-            if renewed_at is None or now - renewed_at >= RENEW_INTERVAL_SECONDS:
+        heartbeat = asyncio.create_task(self.heartbeat(stop), name=f"lease-{self.node_name}")
+        try:
+            while not stop.is_set():
                 try:
-                    renew_node_lease(self.api, self.node_name, self.clock.now())
-                    renewed_at = now
-                except Exception:  # retried on the next pass
-                    log.exception("kubelet %s: renewing its Lease failed", self.node_name)
+                    await self.sync_once()
+                except Exception:  # the loop must survive any bad pass, as the kubelet does
+                    log.exception("kubelet %s sync failed", self.node_name)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), period)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def heartbeat(self, stop: asyncio.Event) -> None:
+        """Renew the node's Lease every quarter of its duration (10 s of 40) until
+        ``stop``; a failure is retried sooner."""
+        interval = self.lease_duration_seconds * RENEW_FRACTION
+        while not stop.is_set():
+            wait = interval
             try:
-                await self.sync_once()
-            except Exception:  # the loop must survive any one bad pass, as the kubelet does
-                log.exception("kubelet %s sync failed", self.node_name)
+                renew_node_lease(self.api, self.node_name, self.clock.now(),
+                                 self.lease_duration_seconds)
+            except Exception:
+                log.exception("kubelet %s: renewing its Lease failed", self.node_name)
+                wait = min(1.0, interval)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), period)
+                await asyncio.wait_for(stop.wait(), wait)
 
     # -- node status -----------------------------------------------------------------------
 
@@ -216,19 +239,24 @@ class Kubelet:
                 f"reason:{condition.reason} message:{condition.message}"),
         }
 
+        wanted = [*({"type": kind, "status": status, "reason": reason, "message": message}
+                    for kind, (status, reason, message) in PRESSURE_CONDITIONS.items()), ready]
+
         def write() -> bool:
             node = self.api.get("Node", self.node_name)
             status = node.status
-            conds = [c for c in status.get("conditions", []) if c.get("type") != "Ready"]
-            old: JSON = next(
-                (c for c in status.get("conditions", []) if c.get("type") == "Ready"), {})
-            same = all(old.get(k) == ready[k] for k in ready)
+            old = {c.get("type"): c for c in status.get("conditions", [])}
+            same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
+                       for c in wanted)
             if same and status.get("volumesInUse", []) == in_use:
                 return False
-            cond = dict(ready, lastHeartbeatTime=now,
-                        lastTransitionTime=old.get("lastTransitionTime", now)
-                        if old.get("status") == ready["status"] else now)
-            status["conditions"] = [*conds, cond]
+            others = [c for c in status.get("conditions", [])
+                      if c.get("type") not in CONDITION_TYPES]
+            status["conditions"] = [*others, *(
+                dict(c, lastHeartbeatTime=now, lastTransitionTime=old[c["type"]].get(
+                    "lastTransitionTime", now)
+                    if old.get(c["type"], {}).get("status") == c["status"] else now)
+                for c in wanted)]
             status["volumesInUse"] = in_use
             self.api.update_status(node)
             return True
@@ -329,6 +357,26 @@ class Kubelet:
                           ips=record.ips, now=now)
             self.api.update_status(current)
         retry_on_conflict(write)
+
+    def _restore_ready(self, pod: Resource) -> bool:
+        """A running pod the node lifecycle controller marked not ready while this node
+        was unreachable is ready again once the kubelet runs (its status manager)."""
+        record = self.pods.get(pod.metadata.uid)
+        ready = condition(pod, "Ready") or {}
+        if record is None or not record.sandbox_id or ready.get("status") != "False" \
+                or pod.status.get("phase") != "Running":
+            return False
+        now = self._now()
+
+        def write() -> bool:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            for cond in current.status.get("conditions") or []:
+                if cond.get("type") == "Ready" and cond.get("status") == "False":
+                    cond.update(status="True", lastTransitionTime=now)
+                    self.api.update_status(current)
+                    return True
+            return False
+        return retry_on_conflict(write)
 
     # -- pod teardown ----------------------------------------------------------------------
 

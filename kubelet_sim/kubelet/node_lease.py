@@ -10,12 +10,13 @@ from datetime import datetime
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
+from kubelet_sim.api.node_conditions import NODE_LEASE_NAMESPACE
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.retry import retry_on_conflict
 
-LEASE_NAMESPACE = "kube-node-lease"
+LEASE_NAMESPACE = NODE_LEASE_NAMESPACE
 LEASE_DURATION_SECONDS = 40
-RENEW_INTERVAL_SECONDS = 10.0  # a quarter of the duration, as the kubelet renews
+RENEW_FRACTION = 0.25  # the kubelet renews after a quarter of the duration: every 10 s
 
 
 def micro_time(moment: datetime) -> str:
@@ -28,15 +29,17 @@ def ensure_lease_namespace(api: APIServer) -> None:
         api.create(builders.namespace(LEASE_NAMESPACE))
 
 
-def renew_node_lease(api: APIServer, node_name: str, now: datetime) -> Resource:
-    """Create the node's Lease, or move its ``renewTime`` to ``now``."""
+def renew_node_lease(api: APIServer, node_name: str, now: datetime,
+                     duration_seconds: int = LEASE_DURATION_SECONDS) -> Resource:
+    """Create the node's Lease (``leaseDurationSeconds``: ``duration_seconds``), or move
+    its ``renewTime`` to ``now``."""
     def attempt() -> Resource:
         try:
             lease = api.get("Lease", node_name, LEASE_NAMESPACE)
         except NotFound:
             node = api.get("Node", node_name)
             lease = builders.lease(node_name, LEASE_NAMESPACE, node_name,
-                                   LEASE_DURATION_SECONDS, micro_time(now))
+                                   duration_seconds, micro_time(now))
             lease.metadata.owner_references = [{"apiVersion": "v1", "kind": "Node",
                                                 "name": node_name,
                                                 "uid": node.metadata.uid}]

@@ -1,0 +1,55 @@
+"""kube-controller-manager's taint eviction controller (the NoExecute taint manager): a
+pod on a node with ``NoExecute`` taints it does not tolerate is deleted at once; one
+that tolerates them for ``tolerationSeconds`` (300 s by default, from the
+DefaultTolerationSeconds admission plugin) is deleted that long after the taint was
+added; one that tolerates them without a limit stays. Each deletion is recorded as a
+``TaintManagerEviction`` event on the pod: "Marking for deletion Pod <ns>/<name>".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import Resource
+from kubelet_sim.api.node_conditions import parse_timestamp
+from kubelet_sim.api.taints import NO_EXECUTE, seconds_tolerated
+from kubelet_sim.controllers.base import Controller
+
+COMPONENT = "taint-eviction-controller"
+
+
+class TaintEvictionController(Controller):
+    name = COMPONENT
+    kinds = ("Node", "Pod")
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for node in self.api.list("Node").items:
+            taints = [t for t in node.spec.get("taints") or [] if t.get("effect") == NO_EXECUTE]
+            if not taints:
+                continue
+            pods = self.api.list("Pod", field_selector=f"spec.nodeName={node.name}").items
+            for pod in pods:
+                if not pod.is_terminating:
+                    changed = await self.step(f"pod/{pod.namespace}/{pod.name}",
+                                              self._maybe_evict, pod, taints) or changed
+        return changed
+
+    async def _maybe_evict(self, pod: Resource, taints: list[dict[str, str]]) -> bool:
+        allowed = seconds_tolerated(pod, taints)
+        if allowed is None:
+            return False  # tolerated forever
+        added = max((parse_timestamp(t["timeAdded"]) for t in taints if t.get("timeAdded")),
+                    default=self.clock.now())
+        left = (added + timedelta(seconds=allowed) - self.clock.now()).total_seconds()
+        if left > 0:
+            self._note_retry(f"evict/{pod.namespace}/{pod.name}", left)
+            return False
+        self.event("Pod", pod.namespace, pod.name, "Normal", "TaintManagerEviction",
+                   f"Marking for deletion Pod {pod.namespace}/{pod.name}")
+        try:
+            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+        except NotFound:
+            return False
+        return True
