@@ -8,10 +8,11 @@ added; one that tolerates them without a limit stays. Each deletion is recorded 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 from kubelet_sim.api.errors import NotFound
-from kubelet_sim.api.model import Resource
+from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.node_conditions import parse_timestamp
 from kubelet_sim.api.taints import NO_EXECUTE, seconds_tolerated
 from kubelet_sim.controllers.base import Controller
@@ -20,23 +21,28 @@ COMPONENT = "taint-eviction-controller"
 
 
 class TaintEvictionController(Controller):
+    """Deletes the pods whose ``NoExecute`` tolerations ran out (see the module)."""
+
     name = COMPONENT
     kinds = ("Node", "Pod")
 
-    async def reconcile(self) -> bool:
-        changed = False
+    def _exposed_pods(self) -> Iterator[tuple[Resource, list[JSON]]]:
+        """Each running pod on a node with NoExecute taints, with those taints."""
         for node in self.api.list("Node").items:
             taints = [t for t in node.spec.get("taints") or [] if t.get("effect") == NO_EXECUTE]
-            if not taints:
-                continue
-            pods = self.api.list("Pod", field_selector=f"spec.nodeName={node.name}").items
-            for pod in pods:
-                if not pod.is_terminating:
-                    changed = await self.step(f"pod/{pod.namespace}/{pod.name}",
-                                              self._maybe_evict, pod, taints) or changed
+            if taints:
+                for pod in self.api.list("Pod", field_selector=f"spec.nodeName={node.name}").items:
+                    if not pod.is_terminating:
+                        yield pod, taints
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for pod, taints in list(self._exposed_pods()):
+            key = f"pod/{pod.namespace}/{pod.name}"
+            changed = await self.step(key, self._maybe_evict, pod, taints) or changed
         return changed
 
-    async def _maybe_evict(self, pod: Resource, taints: list[dict[str, str]]) -> bool:
+    async def _maybe_evict(self, pod: Resource, taints: list[JSON]) -> bool:
         allowed = seconds_tolerated(pod, taints)
         if allowed is None:
             return False  # tolerated forever
