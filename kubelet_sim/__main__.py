@@ -42,13 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the cluster here: its API objects (written before each write "
                     "is answered), port, CA, token, plugin state and node dirs; `up` again "
                     "on DIR is the same cluster (default: a temp dir removed at exit)")
-    up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
-                    help="how long a node may miss heartbeats before it is marked Unknown "
-                    "and tainted unreachable (kube-controller-manager's flag; default 50)")
     up.add_argument("--no-sidecars", action="store_true",
                     help="leave out the CSI sidecar roles (external-provisioner, -attacher, "
                     "-snapshotter, -resizer) so the real ones can run against the API with "
                     "--kubeconfig and the printed driver sockets")
+    up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
+                    help="seconds without a heartbeat before a node is Unknown and unreachable")
     _common(up)
     return parser
 
