@@ -290,7 +290,10 @@ def format_time(moment: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    """``metav1.Time`` (seconds) or ``metav1.MicroTime`` (a Lease's renewTime, an Event's
+    eventTime)."""
+    layout = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in text else "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.strptime(text, layout).replace(tzinfo=UTC)
 
 
 # ------------------------------------------------------------------------ typed accessors

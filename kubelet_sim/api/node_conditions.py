@@ -1,10 +1,8 @@
 """What a node's health is made of, shared by the kubelet that reports it and the node
 lifecycle controller that watches it: the heartbeat Lease's namespace, the conditions a
-kubelet posts (with its reasons and messages when healthy), and parsing of the times."""
+kubelet posts (with its reasons and messages when healthy)."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
@@ -19,12 +17,3 @@ PRESSURE_CONDITIONS = {
 # The order `kubectl describe node` shows them in.
 CONDITION_TYPES = (*PRESSURE_CONDITIONS, "Ready")
 
-
-def parse_timestamp(text: str) -> datetime:
-    """``metav1.Time`` (seconds) or ``metav1.MicroTime`` (a Lease's renewTime)."""
-    for layout in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(text, layout).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise ValueError(f"not a Kubernetes timestamp: {text!r}")

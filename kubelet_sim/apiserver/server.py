@@ -16,17 +16,16 @@ API server's:
   until its finalizers are gone; a scheduled Pod stays for its grace period until
   deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
   deleting a Namespace deletes its contents and the Namespace goes once it is empty;
-* with a ``database`` (:mod:`kubelet_sim.apiserver.persistence`) every write is on disk
-  before it is answered, and a server started on the same database has every object,
-  the counter where it was, and answers a watch from before the restart 410 Gone;
+* an Event goes (DELETED) ``event_ttl_seconds`` after its last write (``--event-ttl``);
+* with a ``database`` (:mod:`~kubelet_sim.apiserver.persistence`) every write is on disk
+  when answered; reopened, it has every object and the counter, and older watches 410;
 * defaulting and validation run on every write (:mod:`kubelet_sim.apiserver.defaulting`,
   :mod:`kubelet_sim.apiserver.validation`), and updates keep Kubernetes' immutability and
   resize-admission rules (:mod:`kubelet_sim.apiserver.update_rules`).
 
-All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in memory) and
-serialised by a lock, so worker threads may call them too; ``watch`` hands back an
-async iterator. Returned objects are private copies. client-go's ``retry_on_conflict``
-is in :mod:`kubelet_sim.client.retry`, JSON merge patch in :mod:`kubelet_sim.api.merge_patch`.
+All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in
+memory) and serialised by a lock, so worker threads may call them too; ``watch`` hands
+back an async iterator. Returned objects are private copies.
 """
 
 from __future__ import annotations
@@ -42,14 +41,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from kubelet_sim.api.errors import (
-    AlreadyExists,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Invalid,
-    NotFound,
-)
+from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
@@ -75,6 +67,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+EVENT_TTL_SECONDS = 3600.0  # kube-apiserver --event-ttl: an Event lasts 1 h after its last write
 
 
 def _locked(method: F) -> F:
@@ -84,6 +77,7 @@ def _locked(method: F) -> F:
     @functools.wraps(method)
     def wrapper(self: APIServer, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
+            self._store.expire()  # what outlived its TTL goes first, as etcd's leases do
             return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -113,10 +107,12 @@ class APIServer:
         bootstrap_namespaces: tuple[str, ...] = ("default", "kube-system"),
         storage_object_in_use_protection: bool = False,
         database: ObjectDatabase | None = None,
+        event_ttl_seconds: float = EVENT_TTL_SECONDS,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
-        self._store = ObjectStore(history_limit, database)
+        self._store = ObjectStore(history_limit, database, ttl={"Event": event_ttl_seconds},
+                                  now=lambda: self.clock.now().timestamp())
         self._lock = threading.RLock()
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()

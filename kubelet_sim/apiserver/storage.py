@@ -10,30 +10,51 @@ serialises access with its lock.
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import itertools
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 
-from kubelet_sim.api.model import Resource, kind_info
+from kubelet_sim.api.model import Resource, kind_info, parse_time
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
 
 Predicate = Callable[[Resource], bool]
 
 
+def _last_written(obj: Resource) -> float:
+    """When an object loaded from disk was last written, as well as it says: an Event's
+    lastTimestamp (or eventTime), else its creation."""
+    for text in (obj.body.get("lastTimestamp"), obj.body.get("eventTime"),
+                 obj.metadata.creation_timestamp):
+        if text:
+            with contextlib.suppress(ValueError):
+                return parse_time(str(text)).timestamp()
+    return time.time()
+
+
 class ObjectStore:
     """Objects by kind and (namespace, name). Returned objects are the stored ones: the
     API server copies before handing them out."""
 
-    def __init__(self, history_limit: int, database: ObjectDatabase | None = None) -> None:
+    def __init__(self, history_limit: int, database: ObjectDatabase | None = None, *,
+                 ttl: Mapping[str, float] | None = None,
+                 now: Callable[[], float] = time.time) -> None:
         self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
         self.version = 0
         self._history = EventHistory(history_limit)
         self._watches: list[Watch] = []
         self._database = database
+        # Kinds kept only for a while after their last write (etcd leases: Events, 1 h).
+        self._ttl = dict(ttl or {})
+        self._now = now
+        self._expiry: list[tuple[float, int, str, str, str]] = []  # deadline, version, key
         if database is not None:
             self.version, objects = database.load()
             for obj in objects:
                 self._objects.setdefault(obj.kind, {})[(obj.namespace, obj.name)] = obj
+                self._schedule_expiry(obj, written=_last_written(obj))
             # No change before the restart is retained: a watch from an older
             # resourceVersion is 410 Gone, and the client relists.
             self._history.resume_after(self.version)
@@ -77,11 +98,33 @@ class ObjectStore:
             self._objects.get(obj.kind, {}).pop(key, None)
         else:
             self._objects.setdefault(obj.kind, {})[key] = stored
+        if event_type != DELETED:
+            self._schedule_expiry(stored, written=self._now())
         change = Change(event_type, stored, prev)
         self._history.record(change)
         for w in list(self._watches):
             w._offer(change)
         return stored
+
+    # ------------------------------------------------------------------ expiry
+    def _schedule_expiry(self, obj: Resource, written: float) -> None:
+        ttl = self._ttl.get(obj.kind)
+        if ttl is not None:
+            heapq.heappush(self._expiry, (written + ttl, int(obj.metadata.resource_version or 0),
+                                          obj.kind, obj.namespace, obj.name))
+
+    def expire(self) -> int:
+        """Delete (with a DELETED event) every object whose time ran out since its last
+        write; returns how many went."""
+        gone = 0
+        now = self._now()
+        while self._expiry and self._expiry[0][0] <= now:
+            _, version, kind, namespace, name = heapq.heappop(self._expiry)
+            current = self.lookup(kind, namespace, name)
+            if current is not None and int(current.metadata.resource_version) == version:
+                self.commit(DELETED, current.copy(), current)
+                gone += 1
+        return gone
 
     # ------------------------------------------------------------------ watch
     def watch(self, kind: str | None, matches: Predicate, since: int | None) -> Watch:

@@ -10,6 +10,10 @@ Two rules, in this order, as ``tools/record/events_cache.go`` applies them:
   seen again is not a new object: its ``count`` goes up and ``lastTimestamp`` moves,
   written as a patch of the Event recorded first (same name, same ``firstTimestamp``).
 
+Then the spam filter: per source and involved object, a token bucket of 25 events
+refilled at one per 5 minutes (``EventSourceObjectSpamFilter``); an occurrence without a
+token is dropped (counted in the recorder's memory, never written).
+
 Event names are ``<object name>.<UnixNano in hex>`` as client-go's ``makeEvent`` names
 them; the nanoseconds never repeat within one recorder, so two events at the same instant
 of a fake clock do not collide.
@@ -22,6 +26,25 @@ from dataclasses import dataclass, field, replace
 MAX_SIMILAR_MESSAGES = 10  # client-go's defaultAggregateMaxEvents
 SIMILAR_WINDOW_SECONDS = 600.0  # defaultAggregateIntervalInSeconds
 COMBINED_PREFIX = "(combined from similar events): "
+SPAM_BURST = 25  # defaultSpamBurst
+SPAM_QPS = 1.0 / 300.0  # defaultSpamQPS
+
+
+@dataclass
+class _Bucket:
+    """A token bucket holding up to ``SPAM_BURST`` tokens, refilled at ``SPAM_QPS``."""
+
+    tokens: float = float(SPAM_BURST)
+    at: float | None = None
+
+    def take(self, now: float) -> bool:
+        if self.at is not None:
+            self.tokens = min(float(SPAM_BURST), self.tokens + (now - self.at) * SPAM_QPS)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 @dataclass(frozen=True)
@@ -55,6 +78,11 @@ class Event:
                 self.type, self.reason)
 
     @property
+    def spam_key(self) -> tuple[str, ...]:
+        """What the spam filter rations: the source and the involved object."""
+        return (self.component, self.host, self.kind, self.namespace, self.name, self.uid)
+
+    @property
     def key(self) -> tuple[str, ...]:
         """What makes two occurrences the same event (counted on one object)."""
         return (*self.similar_key, self.field_path, self.message)
@@ -70,14 +98,15 @@ class _Similar:
 class EventCorrelator:
     """The recorder's memory of what it wrote. :meth:`observe` turns one occurrence into
     the Event to write: ``count == 1`` is a new object, a higher count a patch of
-    ``object_name``."""
+    ``object_name``; None when the spam filter drops it."""
 
     _similar: dict[tuple[str, ...], _Similar] = field(default_factory=dict)
+    _spam: dict[tuple[str, ...], _Bucket] = field(default_factory=dict)
     _seen: dict[tuple[str, ...], Event] = field(default_factory=dict)
     _sequence: int = 0
     _last_nanos: int = 0
 
-    def observe(self, occurrence: Event, now: float) -> Event:
+    def observe(self, occurrence: Event, now: float) -> Event | None:
         key = self._aggregate(occurrence, now)
         message = occurrence.message if key == occurrence.key else \
             COMBINED_PREFIX + occurrence.message
@@ -91,6 +120,8 @@ class EventCorrelator:
             event = replace(previous, message=message, count=previous.count + 1,
                             last_seen=self._sequence, last_time=now)
         self._seen[key] = event
+        if not self._spam.setdefault(occurrence.spam_key, _Bucket()).take(now):
+            return None
         return event
 
     def _aggregate(self, occurrence: Event, now: float) -> tuple[str, ...]:

@@ -79,6 +79,10 @@ class EventRecorder:
         clock = self.clock or (self.api.clock if self.api is not None else RealClock())
         with self._lock:
             event = self._correlator.observe(occurrence, clock.now().timestamp())
+            if event is None:
+                log.info("event %s on %s %s/%s dropped by the spam filter", reason, kind,
+                         namespace, name)
+                return
             if event.object_name in self._position:
                 self.events[self._position[event.object_name]] = event
             else:

@@ -25,12 +25,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubelet_sim.api.model import JSON, Resource, condition, format_time
-from kubelet_sim.api.node_conditions import (
-    CONDITION_TYPES,
-    NODE_LEASE_NAMESPACE,
-    parse_timestamp,
-)
+from kubelet_sim.api.model import JSON, Resource, condition, format_time, parse_time
+from kubelet_sim.api.node_conditions import CONDITION_TYPES, NODE_LEASE_NAMESPACE
 from kubelet_sim.api.taints import NO_EXECUTE, NO_SCHEDULE, NOT_READY, UNREACHABLE
 from kubelet_sim.client.events import WARNING
 from kubelet_sim.controllers.base import Controller
@@ -78,12 +74,12 @@ class NodeLifecycleController(Controller):
     def _last_heartbeat(self, node: Resource, ready: JSON | None) -> tuple[datetime, float]:
         """The node's newest sign of life, and the grace period that applies to it."""
         if ready is None or not ready.get("lastHeartbeatTime"):
-            return parse_timestamp(node.metadata.creation_timestamp or format_time(
+            return parse_time(node.metadata.creation_timestamp or format_time(
                 self.clock.now())), self.startup_grace_period
-        times = [parse_timestamp(ready["lastHeartbeatTime"])]
+        times = [parse_time(ready["lastHeartbeatTime"])]
         lease = get_or_none(self.api, "Lease", node.name, NODE_LEASE_NAMESPACE)
         if lease is not None and lease.spec.get("renewTime"):
-            times.append(parse_timestamp(str(lease.spec["renewTime"])))
+            times.append(parse_time(str(lease.spec["renewTime"])))
         return max(times), self.grace_period
 
     def _mark_unknown(self, node: Resource, now: datetime) -> bool:

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from kubelet_sim.api.errors import NotFound
-from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.api.node_conditions import parse_timestamp
+from kubelet_sim.api.model import JSON, Resource, parse_time
 from kubelet_sim.api.taints import NO_EXECUTE, seconds_tolerated
 from kubelet_sim.controllers.base import Controller
 
@@ -46,7 +45,7 @@ class TaintEvictionController(Controller):
         allowed = seconds_tolerated(pod, taints)
         if allowed is None:
             return False  # tolerated forever
-        added = max((parse_timestamp(t["timeAdded"]) for t in taints if t.get("timeAdded")),
+        added = max((parse_time(t["timeAdded"]) for t in taints if t.get("timeAdded")),
                     default=self.clock.now())
         left = (added + timedelta(seconds=allowed) - self.clock.now()).total_seconds()
         if left > 0:

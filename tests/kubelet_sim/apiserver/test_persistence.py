@@ -12,6 +12,8 @@ from kubelet_sim.api.errors import Gone
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.testing.fake_clock import FakeClock
 
 
 def pod(name: str) -> Resource:
@@ -71,3 +73,20 @@ def test_a_write_is_on_disk_when_it_returns(tmp_path: Path) -> None:
     version, objects = ObjectDatabase(db).load()
     assert version == int(api.resource_version)
     assert [o.name for o in objects if o.kind == "Pod"] == ["a"]
+
+
+def test_an_event_kept_on_disk_still_expires_an_hour_after_its_last_write(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "objects.db"
+    before = FakeClock()
+    api = APIServer(clock=before, database=ObjectDatabase(db))
+    api.create(pod("web"))
+    EventRecorder(api).record("Pod", "default", "web", "Normal", "Pulled", "present", "kubelet")
+    after = FakeClock()  # the same start: the restart happens at once
+    again = APIServer(clock=after, database=ObjectDatabase(db))
+    after.advance(3000)
+    assert len(again.list("Event").items) == 1
+    after.advance(601)
+    assert again.list("Event").items == []
+    assert not [o for o in ObjectDatabase(db).load()[1] if o.kind == "Event"]  # and on disk

@@ -174,3 +174,41 @@ def test_recording_an_event_is_no_progress_for_settling(api: APIServer) -> None:
     assert not wrote_objects(api, version)
     api.create(builders.pod("other", containers=[builders.container("c", "nginx")]))
     assert wrote_objects(api, version)
+
+
+def test_one_source_gets_25_events_per_object_then_one_per_five_minutes(
+    api: APIServer, clock: FakeClock,
+) -> None:
+    """client-go's spam filter: a token bucket per source and object (burst 25, 1/300 s);
+    what it drops is never written. Another source, or another object, has its own."""
+    recorder = EventRecorder(api)
+    for i in range(30):
+        recorder.record("Pod", "default", "web", "Warning", f"Reason{i}", "m", "kubelet")
+    assert len(stored(api, "source=kubelet")) == 25
+    recorder.record("Pod", "default", "web", "Normal", "Scheduled", "ok", "default-scheduler")
+    assert len(stored(api, "source=default-scheduler")) == 1
+
+    clock.advance(300)  # one token back
+    recorder.record("Pod", "default", "web", "Warning", "Late", "m", "kubelet")
+    recorder.record("Pod", "default", "web", "Warning", "Later", "m", "kubelet")
+    reasons = {e.body["reason"] for e in stored(api, "source=kubelet")}
+    assert "Late" in reasons and "Later" not in reasons and len(reasons) == 26
+
+
+async def test_an_event_goes_an_hour_after_its_last_write_and_watchers_see_it_go(
+    api: APIServer, clock: FakeClock,
+) -> None:
+    """kube-apiserver's --event-ttl (1 h, from the last write: a repeat extends it)."""
+    recorder = EventRecorder(api)
+    recorder.record("Pod", "default", "web", "Normal", "Pulled", "image present", "kubelet")
+    recorder.record("Pod", "default", "web", "Normal", "Started", "started", "kubelet")
+    watch = api.watch("Event", resource_version=api.resource_version)
+    clock.advance(1800)
+    recorder.record("Pod", "default", "web", "Normal", "Started", "started", "kubelet")
+    clock.advance(1801)  # Pulled: 3601 s since written; Started: 1801 s since its repeat
+    assert [e.body["reason"] for e in stored(api)] == ["Started"]
+    clock.advance(1800)
+    assert stored(api) == []
+    events = [(e.type, e.object.body["reason"]) for e in watch.drain()]
+    assert events == [("MODIFIED", "Started"), ("DELETED", "Pulled"), ("DELETED", "Started")]
+    watch.stop()
