@@ -30,7 +30,12 @@ from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import JSON, Resource, condition, format_time
-from kubelet_sim.api.node_conditions import CONDITION_TYPES, PRESSURE_CONDITIONS
+from kubelet_sim.api.node_conditions import (
+    CONDITION_TYPES,
+    NETWORK_UNAVAILABLE,
+    PRESSURE_CONDITIONS,
+    network_unavailable,
+)
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
@@ -223,8 +228,8 @@ class Kubelet:
         return self._network_condition
 
     async def sync_node_status(self) -> bool:
-        condition = await self._runtime_network_status()
-        self.network_ready = condition.ready
+        network = await self._runtime_network_status()
+        self.network_ready = network.ready
         in_use = sorted({
             unique_volume_name(v.driver, v.volume_handle)
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
@@ -232,15 +237,16 @@ class Kubelet:
         now = format_time(self.clock.now())
         ready: JSON = {
             "type": "Ready",
-            "status": "True" if condition.ready else "False",
-            "reason": "KubeletReady" if condition.ready else "KubeletNotReady",
-            "message": "kubelet is posting ready status" if condition.ready else (
+            "status": "True" if network.ready else "False",
+            "reason": "KubeletReady" if network.ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if network.ready else (
                 "container runtime network not ready: NetworkReady=false "
-                f"reason:{condition.reason} message:{condition.message}"),
+                f"reason:{network.reason} message:{network.message}"),
         }
 
         wanted = [*({"type": kind, "status": status, "reason": reason, "message": message}
-                    for kind, (status, reason, message) in PRESSURE_CONDITIONS.items()), ready]
+                    for kind, (status, reason, message) in PRESSURE_CONDITIONS.items()), ready,
+                  network_unavailable(network)]
 
         def write() -> bool:
             node = self.api.get("Node", self.node_name)
@@ -251,7 +257,7 @@ class Kubelet:
             if same and status.get("volumesInUse", []) == in_use:
                 return False
             others = [c for c in status.get("conditions", [])
-                      if c.get("type") not in CONDITION_TYPES]
+                      if c.get("type") not in (*CONDITION_TYPES, NETWORK_UNAVAILABLE)]
             status["conditions"] = [*others, *(
                 dict(c, lastHeartbeatTime=now, lastTransitionTime=old[c["type"]].get(
                     "lastTransitionTime", now)

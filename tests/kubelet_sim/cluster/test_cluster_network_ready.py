@@ -43,6 +43,14 @@ async def test_node_without_network_config_is_not_ready_with_the_network_ready_m
     assert ready["reason"] == "KubeletNotReady"
     assert "NetworkReady=false" in ready["message"]
     assert "no network config found" in ready["message"]
+    unavailable = condition(cluster.api.get("Node", NODE).status, "NetworkUnavailable")
+    assert (unavailable["status"], unavailable["reason"]) == ("True", "NetworkPluginNotReady")
+    assert "no network config found" in unavailable["message"]
+    pressure = {c["type"]: (c["status"], c["reason"]) for c in
+                cluster.api.get("Node", NODE).status["conditions"] if "Pressure" in c["type"]}
+    assert pressure == {"MemoryPressure": ("False", "KubeletHasSufficientMemory"),
+                        "DiskPressure": ("False", "KubeletHasNoDiskPressure"),
+                        "PIDPressure": ("False", "KubeletHasSufficientPID")}
 
 
 async def test_pods_wait_without_a_sandbox_while_the_network_is_not_ready(
@@ -76,6 +84,8 @@ async def test_writing_the_network_config_makes_the_node_ready_and_the_pods_run(
     await cluster.settle()
     node = cluster.api.get("Node", NODE)
     assert condition(node.status, "Ready")["status"] == "True"
+    assert (condition(node.status, "NetworkUnavailable")["status"],
+            condition(node.status, "NetworkUnavailable")["reason"]) == ("False", "CNIStatusReady")
     assert not [t for t in node.spec.get("taints", [])
                 if t["key"] == "node.kubernetes.io/not-ready"]
     pods = {p.name: p for p in cluster.api.list("Pod").items}
