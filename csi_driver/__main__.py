@@ -36,6 +36,11 @@ async def _run(cfg: Config) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["faults"]:  # the client of a running driver's --fault-control socket
+        from csi_driver.fault_client import main as faults_main
+
+        return faults_main(args[1:])
     os.umask(0o077)  # before anything is created: state, data and sockets are private
     cfg = parse_config(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import socket
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from csi_driver import __version__
@@ -21,6 +22,8 @@ from csi_driver.config import (
     default_state_dir,
     parse_size,
 )
+from csi_driver.errors import CsiError
+from csi_driver.server.faults import load_rules
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -171,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="node/all mode: also serve the kubelet plugin-registration API on "
                    "DIR/<driver-name>-reg.sock (as node-driver-registrar does), e.g. "
                    "/var/lib/kubelet/plugins_registry (default: off)")
+    p.add_argument("--faults", default="", metavar="FILE",
+                   help="inject faults by these rules (YAML or JSON list: method glob, "
+                   "optional volume_id/node_id; code+message, delay or hang; after, times, "
+                   "probability, seed)")
+    p.add_argument("--fault-control", default="", metavar="PATH",
+                   help="serve a unix socket at PATH through which `python -m csi_driver "
+                   "faults --control PATH` adds, lists and clears rules while running")
     return p
 
 
@@ -192,6 +202,12 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     values["state_dir"] = os.path.abspath(a.state_dir)
     values["capacity"] = values["capacity"] or Config.capacity
     values["registration_dir"] = os.path.abspath(a.registration_dir) if a.registration_dir else ""
+    if a.faults:
+        values["faults"] = os.path.abspath(a.faults)
+        try:
+            load_rules(Path(a.faults).read_text())
+        except (OSError, CsiError) as exc:
+            parser.error(f"--faults {a.faults}: {exc}")
     cfg = Config(**values)
     try:
         return cfg.validate()

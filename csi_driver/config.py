@@ -78,6 +78,10 @@ class Config:
     # NodePublish targets must lie below one of these (absolute, normalised); () = anywhere
     allowed_target_roots: tuple[str, ...] = ()
     fs_backend: str = "auto"
+    # fault injection: rules loaded at start (YAML/JSON file) and a unix socket through
+    # which `python -m csi_driver faults` adds, lists and clears them at run time
+    faults: str = ""
+    fault_control: str = ""
 
     @property
     def serves_controller(self) -> bool:

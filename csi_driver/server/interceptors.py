@@ -38,6 +38,7 @@ from google.protobuf.message import Message
 
 from csi_driver.domain.inflight import Activity
 from csi_driver.errors import CsiError, Internal, InvalidArgument, Unauthenticated
+from csi_driver.server.faults import FaultInjector, FaultRule, inject
 from csi_driver.service.validation import check_string_fields
 from csi_protos import csi_pb2
 
@@ -165,11 +166,17 @@ def loggable(message: Message, plan: dict[str, Any]) -> dict[str, Any]:
 
 class CsiInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, secrets: dict[str, str], stream: TextIO | None = None,
-                 activity: Activity | None = None) -> None:
+                 activity: Activity | None = None, faults: FaultInjector | None = None) -> None:
         self.secrets = secrets
         self.activity = activity or Activity()
         self.stream = stream or sys.stderr
+        self.faults = faults if faults is not None else FaultInjector()
         self._plans: dict[str, dict[str, Any]] = {}
+
+    def _fault(self, method: str, request: Message | Undecodable) -> FaultRule | None:
+        """The fault rule that acts on this call, if any. Picked after the request
+        checks, so a malformed request still gets its real answer."""
+        return self.faults.pick(method, request) if self.faults else None
 
     def _plan(self, message: Message) -> dict[str, Any]:
         name = message.DESCRIPTOR.full_name
@@ -196,17 +203,19 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                 raise Unauthenticated("a secret does not match")
 
     def _log(self, method: str, request: Message | Undecodable, code: grpc.StatusCode,
-             start: float, outcome: str | Message | None = None) -> None:
+             start: float, outcome: str | Message | None = None,
+             injected: FaultRule | None = None) -> None:
         """Measure now; format and write right after the response is handed to grpc, so
         the log line costs the caller no latency.  ``outcome``: the details of a
         failure, or the response of a unary success."""
         duration_ms = round((time.perf_counter() - start) * 1000, 3)
         asyncio.get_running_loop().call_soon(
-            self._write_log, method, request, code, duration_ms, outcome
+            self._write_log, method, request, code, duration_ms, outcome, injected
         )
 
     def _write_log(self, method: str, request: Message | Undecodable, code: grpc.StatusCode,
-                   duration_ms: float, outcome: str | Message | None) -> None:
+                   duration_ms: float, outcome: str | Message | None,
+                   injected: FaultRule | None = None) -> None:
         line: dict[str, Any] = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "method": method,
@@ -216,6 +225,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         }
         if isinstance(request, Undecodable):
             line["request_bytes"] = request.size
+        if injected is not None:
+            line["injected"] = {"rule": injected.id, "action": injected.action}
         if isinstance(outcome, str):
             line["error"] = outcome
         elif outcome is not None:
@@ -263,16 +274,20 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                           context: grpc.aio.ServicerContext) -> Any:
             start = time.perf_counter()
             self.activity.started()
+            injected = None
             try:
                 self.check_request(request)
+                injected = self._fault(method, request)
+                if injected is not None:
+                    await inject(injected)
                 response = await behavior(request, context)
             except Exception as exc:  # every failure is mapped here, nowhere else
                 code, details = self._status(exc, method)
-                self._log(method, request, code, start, details)
+                self._log(method, request, code, start, details, injected)
                 await context.abort(code, details)
             finally:
                 self.activity.finished()
-            self._log(method, request, grpc.StatusCode.OK, start, response)
+            self._log(method, request, grpc.StatusCode.OK, start, response, injected)
             return response
 
         return wrapped
@@ -282,16 +297,20 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                           ) -> AsyncIterator[Any]:
             start = time.perf_counter()
             self.activity.started()
+            injected = None
             try:
                 self.check_request(request)
+                injected = self._fault(method, request)
+                if injected is not None:
+                    await inject(injected)
                 async for response in behavior(request, context):
                     yield response
             except Exception as exc:
                 code, details = self._status(exc, method)
-                self._log(method, request, code, start, details)
+                self._log(method, request, code, start, details, injected)
                 await context.abort(code, details)
             finally:
                 self.activity.finished()
-            self._log(method, request, grpc.StatusCode.OK, start)
+            self._log(method, request, grpc.StatusCode.OK, start, injected=injected)
 
         return wrapped

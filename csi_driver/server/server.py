@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TextIO
 
 import grpc
@@ -18,6 +19,7 @@ from csi_driver.config import Config
 from csi_driver.domain import capabilities
 from csi_driver.domain.inflight import InFlight
 from csi_driver.server import endpoint
+from csi_driver.server.faults import FaultInjector, serve_control
 from csi_driver.server.interceptors import CsiInterceptor
 from csi_driver.service.context import Domain, Runtime
 from csi_driver.service.controller import ControllerServicer
@@ -39,6 +41,8 @@ class DriverServer:
     runtime: Runtime
     socket_path: str
     sweeper: OrphanSweeper | None = None
+    faults: FaultInjector | None = None
+    _fault_control: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
         old_umask = os.umask(0o777 ^ self.runtime.cfg.socket_mode)
@@ -51,8 +55,15 @@ class DriverServer:
             self.runtime.store.enable_group_commit()
         if self.sweeper is not None:
             self.sweeper.start()
+        cfg = self.runtime.cfg
+        if cfg.fault_control and self.faults is not None:
+            self._fault_control = await serve_control(Path(cfg.fault_control), self.faults)
+            log.info("fault control socket on %s", cfg.fault_control)
 
     async def stop(self, grace: float | None = 5.0) -> None:
+        if self._fault_control is not None:
+            self._fault_control.close()
+            Path(self.runtime.cfg.fault_control).unlink(missing_ok=True)
         if self.sweeper is not None:
             await self.sweeper.stop()
         await self.server.stop(grace)
@@ -98,8 +109,11 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         redone = rt.node.recheck_mounts()
         if redone:
             log.info("re-established %d publishes recorded before the restart", redone)
+    faults = FaultInjector.from_file(Path(cfg.faults)) if cfg.faults else FaultInjector()
+    if faults:
+        log.info("injecting faults: %s", faults.describe())
     server = grpc.aio.server(
-        interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity)]
+        interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity, faults)]
     )
     services = ["csi.v1.Identity"]
     csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
@@ -125,7 +139,7 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
     server.add_insecure_port(f"unix://{path}")
-    return DriverServer(server, rt, path, sweeper)
+    return DriverServer(server, rt, path, sweeper, faults)
 
 
 async def serve(cfg: Config) -> None:
