@@ -220,8 +220,10 @@ class FaultInjector:
             return chosen
 
 
-async def inject(rule: FaultRule) -> None:
+async def inject(rule: FaultRule | None) -> None:
     """Do what ``rule`` says before the call is served: wait, hang or fail."""
+    if rule is None:
+        return
     if rule.delay:
         await asyncio.sleep(rule.delay)
     elif rule.hang:

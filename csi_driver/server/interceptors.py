@@ -173,9 +173,14 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         self.faults = faults if faults is not None else FaultInjector()
         self._plans: dict[str, dict[str, Any]] = {}
 
-    def _fault(self, method: str, request: Message | Undecodable) -> FaultRule | None:
-        """The fault rule that acts on this call, if any. Picked after the request
-        checks, so a malformed request still gets its real answer."""
+    def _begin(self) -> float:
+        self.activity.started()
+        return time.perf_counter()
+
+    def _admit(self, method: str, request: Message | Undecodable) -> FaultRule | None:
+        """Check the request, then pick the fault rule that acts on the call, if any (a
+        malformed request gets its real answer, not an injected one)."""
+        self.check_request(request)
         return self.faults.pick(method, request) if self.faults else None
 
     def _plan(self, message: Message) -> dict[str, Any]:
@@ -272,14 +277,10 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_unary(self, method: str, behavior: Any) -> Any:
         async def wrapped(request: Message | Undecodable,
                           context: grpc.aio.ServicerContext) -> Any:
-            start = time.perf_counter()
-            self.activity.started()
-            injected = None
+            start, injected = self._begin(), None
             try:
-                self.check_request(request)
-                injected = self._fault(method, request)
-                if injected is not None:
-                    await inject(injected)
+                injected = self._admit(method, request)
+                await inject(injected)
                 response = await behavior(request, context)
             except Exception as exc:  # every failure is mapped here, nowhere else
                 code, details = self._status(exc, method)
@@ -295,14 +296,10 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_stream(self, method: str, behavior: Any) -> Any:
         async def wrapped(request: Message | Undecodable, context: grpc.aio.ServicerContext
                           ) -> AsyncIterator[Any]:
-            start = time.perf_counter()
-            self.activity.started()
-            injected = None
+            start, injected = self._begin(), None
             try:
-                self.check_request(request)
-                injected = self._fault(method, request)
-                if injected is not None:
-                    await inject(injected)
+                injected = self._admit(method, request)
+                await inject(injected)
                 async for response in behavior(request, context):
                     yield response
             except Exception as exc:

@@ -29,13 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import JSON, Resource, condition, format_time
-from kubelet_sim.api.node_conditions import (
-    CONDITION_TYPES,
-    NETWORK_UNAVAILABLE,
-    PRESSURE_CONDITIONS,
-    network_unavailable,
-)
+from kubelet_sim.api.model import Resource, condition, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
@@ -49,6 +43,7 @@ from kubelet_sim.kubelet.node_lease import (
     renew_node_lease,
 )
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
+from kubelet_sim.kubelet.node_status import node_status_writer
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
@@ -234,38 +229,8 @@ class Kubelet:
             unique_volume_name(v.driver, v.volume_handle)
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
         })
-        now = format_time(self.clock.now())
-        ready: JSON = {
-            "type": "Ready",
-            "status": "True" if network.ready else "False",
-            "reason": "KubeletReady" if network.ready else "KubeletNotReady",
-            "message": "kubelet is posting ready status" if network.ready else (
-                "container runtime network not ready: NetworkReady=false "
-                f"reason:{network.reason} message:{network.message}"),
-        }
-
-        wanted = [*({"type": kind, "status": status, "reason": reason, "message": message}
-                    for kind, (status, reason, message) in PRESSURE_CONDITIONS.items()), ready,
-                  network_unavailable(network)]
-
-        def write() -> bool:
-            node = self.api.get("Node", self.node_name)
-            status = node.status
-            old = {c.get("type"): c for c in status.get("conditions", [])}
-            same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
-                       for c in wanted)
-            if same and status.get("volumesInUse", []) == in_use:
-                return False
-            others = [c for c in status.get("conditions", [])
-                      if c.get("type") not in (*CONDITION_TYPES, NETWORK_UNAVAILABLE)]
-            status["conditions"] = [*others, *(
-                dict(c, lastHeartbeatTime=now, lastTransitionTime=old[c["type"]].get(
-                    "lastTransitionTime", now)
-                    if old.get(c["type"], {}).get("status") == c["status"] else now)
-                for c in wanted)]
-            status["volumesInUse"] = in_use
-            self.api.update_status(node)
-            return True
+        write = node_status_writer(self.api, self.node_name, network, in_use,
+                                   format_time(self.clock.now()))
         try:
             return retry_on_conflict(write)
         except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
@@ -287,7 +252,9 @@ class Kubelet:
         await self.sync_node_status()
         for volume in resolved.volumes:
             try:
-                await self.volumes.mount(info, volume)
+                await self.volumes.mount(info, volume, failed=lambda message: self.recorder.record(
+                    "Pod", pod.namespace, pod.name, WARNING, "FailedMount", message, "kubelet",
+                    host=self.node_name))
             except (CsiError, Exception) as err:  # FailedMount: retried on the next pass
                 return self._wait(
                     pod, "FailedMount",

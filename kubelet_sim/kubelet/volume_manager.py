@@ -28,12 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from csi_protos import csi_pb2
-from kubelet_sim.csi.client import CsiClient, CsiError, DriverNotRegistered
+from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import (
     CsiVolume,
@@ -45,6 +44,7 @@ from kubelet_sim.csi.volume_spec import (
     pod_info_attributes,
     volume_capability,
 )
+from kubelet_sim.kubelet.operation_retry import FailureReport, OperationRetry, failure_report
 from kubelet_sim.kubelet.paths import (
     VOL_DATA_FILE,
     KubeletPaths,
@@ -55,9 +55,8 @@ from kubelet_sim.kubelet.paths import (
     unlink_block_device,
 )
 from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_from_disk
-from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
+from kubelet_sim.utils.clock import Clock, RealClock
 
-T = TypeVar("T")
 ClientFor = Callable[[str], CsiClient]
 
 
@@ -77,14 +76,21 @@ class VolumeManager:
         self._client_for = client_for
         self._secrets = secrets
         self.clock: Clock = clock or RealClock()
-        self.backoff = ExponentialBackoff(self.clock)
-        self.max_attempts = max_attempts
+        self.retry = OperationRetry(self.clock, max_attempts)
         self._device_mounts: dict[VolumeKey, Path | None] = {}  # None: driver does not stage
         self._users: dict[VolumeKey, set[str]] = {}
         self._uncertain: set[tuple[str, str]] = set()  # (pod uid, spec name)
         # One operation at a time per volume on this node (the kubelet keys its pending
         # operations by volume; it lets SetUps of different pods overlap, we do not).
         self._locks: dict[VolumeKey, asyncio.Lock] = {}
+
+    @property
+    def max_attempts(self) -> int:
+        return self.retry.max_attempts
+
+    @max_attempts.setter
+    def max_attempts(self, value: int) -> None:
+        self.retry.max_attempts = value
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -107,11 +113,13 @@ class VolumeManager:
 
     # -- whole-pod convenience ------------------------------------------------------------
 
-    async def mount(self, pod: PodInfo, volume: CsiVolume) -> Path:
-        """What the reconciler does for a new pod volume: mount_device (once), then set_up."""
+    async def mount(self, pod: PodInfo, volume: CsiVolume,
+                    failed: FailureReport | None = None) -> Path:
+        """What the reconciler does for a new pod volume: mount_device (once), then set_up.
+        ``failed`` hears of every failed attempt (the kubelet's FailedMount events)."""
         if not volume.ephemeral:
-            await self.mount_device(volume)
-        return await self.set_up(pod, volume)
+            await self.mount_device(volume, failed)
+        return await self.set_up(pod, volume, failed)
 
     async def unmount(self, pod: PodInfo, volume: CsiVolume) -> bool:
         """tear_down, then unmount_device when no other pod uses it; True when unstaged."""
@@ -122,7 +130,8 @@ class VolumeManager:
 
     # -- MountDevice / UnmountDevice --------------------------------------------------------
 
-    async def mount_device(self, volume: CsiVolume) -> Path | None:
+    async def mount_device(self, volume: CsiVolume,
+                           failed: FailureReport | None = None) -> Path | None:
         """Stage the volume on the node; returns the staging path, or None when the driver
         does not stage. A no-op when the volume is already staged here."""
         if volume.ephemeral:
@@ -131,8 +140,9 @@ class VolumeManager:
         async with self._lock(key):
             if key in self._device_mounts:
                 return self._device_mounts[key]
-            staged = await self._retrying(f"mount_device/{key}",
-                                          lambda: self._mount_device(volume))
+            staged = await self.retry.run(
+                f"mount_device/{key}", lambda: self._mount_device(volume),
+                failure_report(failed, "MountVolume.MountDevice", volume))
             self._device_mounts[key] = staged
             return staged
 
@@ -171,7 +181,7 @@ class VolumeManager:
         async with self._lock(key):
             if self._users.get(key):
                 return False
-            await self._retrying(f"unmount_device/{key}", lambda: self._unmount_device(volume))
+            await self.retry.run(f"unmount_device/{key}", lambda: self._unmount_device(volume))
             self._device_mounts.pop(key, None)
             return True
 
@@ -198,7 +208,8 @@ class VolumeManager:
 
     # -- SetUp / TearDown ---------------------------------------------------------------------
 
-    async def set_up(self, pod: PodInfo, volume: CsiVolume) -> Path:
+    async def set_up(self, pod: PodInfo, volume: CsiVolume,
+                     failed: FailureReport | None = None) -> Path:
         """Publish the volume for the pod; returns the path the container sees. A no-op
         when the pod already has it (the kubelet's actual state says mounted)."""
         name = f"set_up/{pod.uid}/{volume.spec_name}"
@@ -207,7 +218,8 @@ class VolumeManager:
             if pod.uid in self._users.get(key, set()):
                 target = self.target_path(pod, volume)
             else:
-                target = await self._retrying(name, lambda: self._set_up(pod, volume))
+                target = await self.retry.run(name, lambda: self._set_up(pod, volume),
+                                              failure_report(failed, "MountVolume.SetUp", volume))
                 self._users.setdefault(key, set()).add(pod.uid)
         if volume.block:
             return link_block_device(self.paths, pod.uid, volume.spec_name, target)
@@ -267,7 +279,7 @@ class VolumeManager:
         async with self._lock(key):
             if volume.block:
                 unlink_block_device(self.paths, pod.uid, volume.spec_name)
-            await self._retrying(name, lambda: self._tear_down(pod, volume))
+            await self.retry.run(name, lambda: self._tear_down(pod, volume))
             users = self._users.get(key)
             if users is not None:
                 users.discard(pod.uid)
@@ -327,7 +339,7 @@ class VolumeManager:
             ), csi_pb2.NodeExpandVolumeResponse)
             return response.capacity_bytes
 
-        return await self._retrying(f"expand/{volume.driver}/{volume.spec_name}", expand_once)
+        return await self.retry.run(f"expand/{volume.driver}/{volume.spec_name}", expand_once)
 
     async def stats(self, pod: PodInfo, volume: CsiVolume) -> VolumeStats | None:
         """NodeGetVolumeStats for the pod's publish path; None when not advertised."""
@@ -345,7 +357,7 @@ class VolumeManager:
             ), csi_pb2.NodeGetVolumeStatsResponse)
             return VolumeStats.from_response(response)
 
-        return await self._retrying(f"stats/{pod.uid}/{volume.spec_name}", stats_once)
+        return await self.retry.run(f"stats/{pod.uid}/{volume.spec_name}", stats_once)
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -370,21 +382,6 @@ class VolumeManager:
         return NodeCapabilities.from_response(await client.call(
             csi_pb2.NodeGetCapabilitiesRequest(),
             csi_pb2.NodeGetCapabilitiesResponse))
-
-    async def _retrying(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run `attempt` until it succeeds, sleeping the kubelet's exponential backoff between
-        failures; after `max_attempts` the last error is raised."""
-        for tries in range(1, self.max_attempts + 1):
-            try:
-                result = await attempt()
-            except (CsiError, DriverNotRegistered):
-                if tries == self.max_attempts:
-                    raise
-                await self.clock.sleep(self.backoff.failed(operation))
-            else:
-                self.backoff.succeeded(operation)
-                return result
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _key(volume: CsiVolume, pod: PodInfo | None = None) -> VolumeKey:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -31,6 +32,17 @@ def faults(control: Path, *args: str) -> tuple[int, dict]:
                            str(control), *args], cwd=REPO, capture_output=True, text=True,
                           timeout=30, check=False)
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def logged(proc: DriverProcess, method: str, count: int) -> list[dict]:
+    """The driver's log lines for ``method`` once there are ``count`` of them (each is
+    written just after its answer goes out)."""
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [line for line in rpc_lines(proc) if line["method"].endswith("/" + method)]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.02)
 
 
 def volume_and_publish(proc: DriverProcess, name: str) -> tuple[str, dict[str, str]]:
@@ -61,7 +73,7 @@ def test_the_issues_rule_file_fails_node_stage_twice_then_it_is_served(
     proc.stubs.node.NodeStageVolume(request)  # the third is the driver's own answer
     proc.stubs.node.NodeUnstageVolume(csi_pb2.NodeUnstageVolumeRequest(
         volume_id=volume_id, staging_target_path=str(staging)))
-    stages = [line for line in rpc_lines(proc) if line["method"].endswith("NodeStageVolume")]
+    stages = logged(proc, "NodeStageVolume", 3)
     assert [(s["code"], s.get("injected")) for s in stages] == [
         ("UNAVAILABLE", {"rule": 1, "action": "UNAVAILABLE"}),
         ("UNAVAILABLE", {"rule": 1, "action": "UNAVAILABLE"}),
@@ -80,7 +92,7 @@ def test_rules_added_at_run_time_delay_hang_and_clear(
                           "--delay", "0.4")
     assert (code, answer) == (0, {"ok": True, "ids": [1]})
     proc.stubs.controller.CreateVolume(make_create_volume_req("slow"))
-    created = [line for line in rpc_lines(proc) if line["method"].endswith("CreateVolume")]
+    created = logged(proc, "CreateVolume", 1)
     assert created[-1]["injected"] == {"rule": 1, "action": "delay 0.4s"}
     assert created[-1]["duration_ms"] >= 400
 
