@@ -19,7 +19,7 @@ from cni_plugin.bridge_conf import (
 )
 from cni_plugin.dataplane import Dataplane, open_dataplane
 from cni_plugin.dataplane.base import NetnsNotFound
-from cni_plugin.skel import CmdArgs, Handlers, plugin_main
+from cni_plugin.skel import CmdArgs, Handlers, halfway, plugin_main
 from cni_spec import ipnet
 from cni_spec.errors import CNIError, internal
 from cni_spec.types import DefaultGatewayRoute, Interface, Result
@@ -91,6 +91,7 @@ def cmd_add(args: CmdArgs) -> Result:
                 # Nothing was written; a link of that name, if any, is another ADD's.
                 undo.clear()
             raise
+        halfway()  # the veth is there, no address yet
         if conf.is_layer3:
             _add_layer3(args, conf, dp, result, undo)
         else:
@@ -168,6 +169,7 @@ def cmd_del(args: CmdArgs) -> None:
             dp.delete_link(args.netns, args.ifname)
         except NetnsNotFound:
             pass  # the sandbox, and with it the veth, is already gone
+    halfway()  # the link is gone, the lease not yet
     ipam_del()
     if conf.macspoofchk:
         dp.teardown_macspoofchk(spoofcheck_id(args))

@@ -24,7 +24,7 @@ from cni_plugin.ipam.allocator import Allocation, AllocationError, Allocator
 from cni_plugin.ipam.disk import DiskStore, StoreError
 from cni_plugin.ipam.ipam_config import IPAMConfig, IPAMConfigError, load_ipam_config
 from cni_plugin.ipam.store import matching_leases
-from cni_plugin.skel import CmdArgs, Handlers, plugin_main
+from cni_plugin.skel import CmdArgs, Handlers, halfway, plugin_main
 from cni_spec.errors import ERR_PLUGIN_NOT_AVAILABLE, CNIError, internal
 from cni_spec.types import DNS, IPConfig, Result, Route
 
@@ -67,6 +67,7 @@ def cmd_add(cmd: CmdArgs) -> Result:
             allocations = allocate_all(store, conf, cmd.container_id, cmd.ifname)
     finally:
         store.close()
+    halfway()  # the lease is written, no result given yet
     return Result(
         ips=[IPConfig(address=a.address, gateway=str(a.gateway) if a.gateway else "")
              for a in allocations],

@@ -20,7 +20,7 @@ import time
 
 from cni_plugin import posix_shim as posix_shim
 from cni_plugin.executables import EXECUTABLES, script_text
-from cni_plugin.skel import CmdArgs, config_version
+from cni_plugin.skel import NESTED, CmdArgs, InjectedCrash, config_version
 from cni_spec.errors import CNIError, internal
 from cni_spec.gojson import go_quote, loads
 from cni_spec.types import Result
@@ -104,7 +104,13 @@ def run_in_process(module: str, stdin_data: bytes,
 
     plugin = __import__(module, fromlist=["run"])
     out, err = StringIO(), StringIO()
-    status = plugin.run(getenv=env.get, stdin=BytesIO(stdin_data), stdout=out, stderr=err)
+    NESTED[0] += 1
+    try:
+        status = plugin.run(getenv=env.get, stdin=BytesIO(stdin_data), stdout=out, stderr=err)
+    except InjectedCrash as crash:  # its "process" died: no answer, exit 2
+        return 2, b"", f"{crash}\n".encode()
+    finally:
+        NESTED[0] -= 1
     return status, out.getvalue().encode(), err.getvalue().encode()
 
 

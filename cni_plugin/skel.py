@@ -211,12 +211,36 @@ def config_version(stdin_data: bytes) -> str:
     return version
 
 
+class InjectedCrash(BaseException):
+    """An injected crash of a plugin run in-process by another (its "process" dies; the
+    caller sees exit status 2, as after a Go panic). Exec'd plugins exit instead."""
+
+
+NESTED = [0]  # how many plugins run in-process below this one's exec (see invoke)
+
+
+def halfway() -> None:
+    """A plugin's midpoint (half its work done): where an injected crash happens."""
+    faults = sys.modules.get("cni_plugin.faults")
+    if faults is not None:
+        faults.halfway(nested=NESTED[0] > 0)
+
+
+def _plugin_name(handlers: Handlers) -> str:
+    from cni_plugin.executables import EXECUTABLES
+
+    module = getattr(handlers.add, "__module__", "")
+    names = [name for name, mod in EXECUTABLES.items() if mod == module]
+    return names[0] if names else posix_shim.basename(sys.argv[0])
+
+
 class _Dispatcher:
     def __init__(self, handlers: Handlers, supported: tuple[str, ...],
-                 known_args: frozenset[str] | None) -> None:
+                 known_args: frozenset[str] | None, getenv: Getenv) -> None:
         self.handlers = handlers
         self.supported = supported
         self.known_args = known_args
+        self.getenv = getenv
         self.reply_version = supported[-1]
 
     def run(self, cmd: CmdArgs) -> str | None:
@@ -237,7 +261,13 @@ class _Dispatcher:
                            f"{go_quote_list(self.supported)}")
         if self.known_args is not None and cmd.command in ("ADD", "CHECK", "DEL"):
             check_cni_args(cmd.args_raw, self.known_args)
-        return self._call(cmd, version)
+        if b'"faults"' in cmd.stdin_data or self.getenv("CNI_MINI_FAULTS"):
+            from cni_plugin import faults  # only then: the exec path stays light
+
+            faults.inject(self.getenv, cmd, _plugin_name(self.handlers))
+        text = self._call(cmd, version)
+        halfway()  # a crash armed for a command without a midpoint: all done, no answer
+        return text
 
     def _gate(self, command: str, version: str) -> None:
         minimum = MIN_VERSION_FOR.get(command)
@@ -304,7 +334,7 @@ def plugin_main(handlers: Handlers, *, about: str,
         sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
         stdout = sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
-    dispatcher = _Dispatcher(handlers, supported, known_args)
+    dispatcher = _Dispatcher(handlers, supported, known_args, getenv)
     error: CNIError
     try:
         cmd = _env_to_cmd_args(getenv, stdin)

@@ -97,6 +97,7 @@ class ClusterConfig:
     # kubelets do not heartbeat between rounds).
     node_monitor_grace_period: float | None = None
     node_lease_duration_seconds: int = 40  # the kubelets' nodeLeaseDurationSeconds (renew: /4)
+    cni_faults: Path | None = None  # a fault rules file our CNI plugins obey ("faults" key)
 
 
 class Cluster:
@@ -246,6 +247,8 @@ class Cluster:
         if cfg.bridge_type.startswith("emu-"):
             bridge["dataplane"] = cfg.dataplane
             bridge["dataplaneDir"] = str(node_dir / "dataplane")
+            if cfg.cni_faults is not None:
+                bridge["faults"] = str(cfg.cni_faults)
         # The reference plugins packaged here (1.1.1) speak CNI up to 1.0.0: a 1.1.0 list
         # would fail their STATUS/GC and keep the node NotReady.
         version = "1.1.0" if cfg.bridge_type.startswith("emu-") else "1.0.0"

@@ -61,3 +61,33 @@ async def test_the_cluster_retries_a_failing_stage_and_a_hung_publish_until_the_
               if e.reason == "FailedMount"]
     assert any("not attached to node-1 yet" in m for m in failed)  # while publish hung
     assert any("UNAVAILABLE" in m and "injected by the test" in m for m in failed)
+
+
+async def test_a_failing_cni_add_is_torn_down_with_del_and_the_sandbox_retried(
+    tmp_path: Path,
+) -> None:
+    rules = tmp_path / "cni-faults.json"
+    rules.write_text('[{"method": "emu-bridge/ADD", "code": 11, "message": "injected: '
+                     'bridge busy", "times": 2}]')
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(1), cni_faults=rules))
+    try:
+        await cluster.start()
+        cluster.api.create(builders.pod("web"))
+        await cluster.settle()
+        assert cluster.api.get("Pod", "web", "default").status["phase"] == "Running"
+        cni = [(e.call, e.result.split(":")[0]) for e in cluster.trace
+               if e.call.startswith("cni ") and "STATUS" not in e.call and "GC" not in e.call]
+        failed_add = ("cni ADD emu-bridge", "code 11")
+        # each failed attempt: loopback up, bridge ADD fails, then the sandbox's networks
+        # are deleted (bridge, then loopback) before the sandbox goes; the third runs
+        assert cni[:4] == [("cni ADD emu-loopback", "OK"), failed_add,
+                           ("cni DEL emu-bridge", "OK"), ("cni DEL emu-loopback", "OK")]
+        assert cni[4:8] == cni[:4]
+        assert cni[8:] == [("cni ADD emu-loopback", "OK"), ("cni ADD emu-bridge", "OK")]
+        sandboxes = cluster.kubelets["node-1"].runtime.list_pod_sandboxes()
+        assert len(sandboxes) == 1  # the failed ones were removed
+        events = [e for e in cluster.events.for_object("Pod", "web", "default")
+                  if e.reason == "FailedCreatePodSandBox"]
+        assert events and "injected: bridge busy" in events[0].message
+    finally:
+        await cluster.stop()
