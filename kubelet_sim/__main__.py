@@ -72,6 +72,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="use plugin types bridge/host-local/loopback (e.g. the reference "
                    "plugins; --cni-bin-dir defaults to /usr/lib/cni); needs --dataplane "
                    "linux")
+    p.add_argument("--csi-faults", type=Path, metavar="FILE",
+                   help="our CSI driver processes inject faults by these rules (their "
+                   "--faults; each also serves --fault-control next to its socket)")
+    p.add_argument("--cni-faults", type=Path, metavar="FILE",
+                   help="our CNI plugins inject faults by these JSON rules")
 
 
 def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -92,6 +97,10 @@ def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
                        cni_bin_dir=args.cni_bin_dir or Path("/usr/lib/cni"))
     elif args.cni_bin_dir:
         options["cni_bin_dir"] = args.cni_bin_dir
+    if args.csi_faults:
+        options["driver_args"] = ["--faults", str(args.csi_faults.resolve())]
+    if args.cni_faults:
+        options["cni_faults"] = args.cni_faults.resolve()
     return options
 
 

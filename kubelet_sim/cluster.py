@@ -161,7 +161,8 @@ class Cluster:
             self.controller_plugin = DriverProcess(
                 name="csi-controller-plugin",
                 socket=self.work_dir / "controller" / "csi.sock",
-                args=["--mode", "controller", "--node-id", "controller", *common],
+                args=["--mode", "controller", "--node-id", "controller", *common,
+                      *fault_control(self.work_dir / "controller" / "faults.sock")],
                 log_path=self.work_dir / "logs" / "csi-controller.log",
             )
             self.controller_plugin.start()
@@ -220,7 +221,8 @@ class Cluster:
     def _start_node_plugin(self, spec: NodeSpec, root: Path, common: list[str]) -> None:
         plugin_dir = root / "plugins" / self.driver_name
         args = ["--mode", "node", "--node-id", spec.name,
-                "--registration-dir", str(root / "plugins_registry"), *common]
+                "--registration-dir", str(root / "plugins_registry"), *common,
+                *fault_control(plugin_dir / "faults.sock")]
         if spec.zone:
             args += ["--topology-segment", f"topology.kubernetes.io/zone={spec.zone}"]
         proc = DriverProcess(name=f"csi-node-plugin-{spec.name}", socket=plugin_dir / "csi.sock",
@@ -352,6 +354,13 @@ class Cluster:
 
 
 _RETRY_POLL_SECONDS = 0.05
+
+
+def fault_control(socket: Path) -> list[str]:
+    """A driver's --fault-control flag (`python -m csi_driver faults --control SOCKET`
+    changes its fault rules while it runs); none where the path is too long for a unix
+    socket."""
+    return ["--fault-control", str(socket)] if len(str(socket)) < 100 else []
 
 
 def install_cni_plugins(bin_dir: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from csi_driver.fault_client import request
 from kubelet_sim.api import builders
 from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
 from kubelet_sim.sidecars.attacher import ExternalAttacher
@@ -61,6 +62,15 @@ async def test_the_cluster_retries_a_failing_stage_and_a_hung_publish_until_the_
               if e.reason == "FailedMount"]
     assert any("not attached to node-1 yet" in m for m in failed)  # while publish hung
     assert any("UNAVAILABLE" in m and "injected by the test" in m for m in failed)
+
+    # Each of our driver processes also answers on its fault control socket.
+    node_plugin = cluster.node_plugins["node-1"].socket.parent / "faults.sock"
+    listed = request(str(node_plugin), {"op": "list"})["rules"]
+    assert [(r["action"], r["matched"], r["fired"]) for r in listed] == [
+        ("UNAVAILABLE", 3, 2), ("hang", 0, 0)]
+    assert cluster.controller_plugin is not None
+    controller = cluster.controller_plugin.socket.parent / "faults.sock"
+    assert [r["fired"] for r in request(str(controller), {"op": "list"})["rules"]] == [0, 1]
 
 
 async def test_a_failing_cni_add_is_torn_down_with_del_and_the_sandbox_retried(
