@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="node/all mode: also serve the kubelet plugin-registration API on "
                    "DIR/<driver-name>-reg.sock (as node-driver-registrar does), e.g. "
                    "/var/lib/kubelet/plugins_registry (default: off)")
+    p.add_argument("--metrics-address", default="", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics")
     p.add_argument("--faults", default="", metavar="FILE",
                    help="inject faults by these rules (YAML or JSON list: method glob, "
                    "optional volume_id/node_id; code+message, delay or hang; after, times, "

@@ -82,6 +82,8 @@ class Config:
     # which `python -m csi_driver faults` adds, lists and clears them at run time
     faults: str = ""
     fault_control: str = ""
+    # Prometheus metrics at http://HOST:PORT/metrics ("" = none)
+    metrics_address: str = ""
 
     @property
     def serves_controller(self) -> bool:

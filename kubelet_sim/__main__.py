@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "--kubeconfig and the printed driver sockets")
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
+    up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
+                    help="serve Prometheus metrics at http://HOST:PORT/metrics")
     _common(up)
     return parser
 
@@ -139,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
             state_dir=args.state_dir, dataplane=args.dataplane,
             node_monitor_grace_period=args.node_monitor_grace_period,
+            metrics_address=args.metrics_address,
             cluster={**cluster_options(args),
                      **({"sidecars": False} if args.no_sidecars else {})})))
     from kubelet_sim.apply import apply_files

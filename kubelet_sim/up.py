@@ -34,6 +34,7 @@ class UpOptions:
     state_dir: Path | None = None
     dataplane: str = "emulated"
     node_monitor_grace_period: float = 50.0
+    metrics_address: str = ""  # HOST:PORT for Prometheus' /metrics ("" = none)
     cluster: dict[str, Any] | None = None
 
 
@@ -65,15 +66,27 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, shutdown.set)
     await cluster.start()
+    metrics = None
+    if options.metrics_address:
+        from kubelet_sim.utils.metrics import ClusterMetrics  # only when asked for
+
+        metrics = ClusterMetrics(cluster.driver_name)
+        cluster.trace.listeners.append(metrics.observe_call)
+        for kubelet in cluster.kubelets.values():
+            kubelet.on_pod_started = metrics.pod_started
     port_file = state_dir / "apiserver" / "port"
     port = options.port or (int(port_file.read_text()) if port_file.exists() else 0)
-    handle = start_api_server(cluster.api, state_dir, port=port, kubeconfig=options.kubeconfig)
+    handle = start_api_server(cluster.api, state_dir, port=port, kubeconfig=options.kubeconfig,
+                              on_request=metrics.request if metrics else None)
+    metrics_server = metrics.serve(options.metrics_address) if metrics else None
     if not own_dir:
         port_file.parent.mkdir(parents=True, exist_ok=True)
         port_file.write_text(str(handle.port))
     stop_loops = asyncio.Event()
     loops = asyncio.create_task(cluster.run(stop_loops))
     print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)
+    if metrics_server is not None:
+        print(f"metrics: http://{options.metrics_address}/metrics", flush=True)
     print(f"CSI controller plugin: {cluster.controller_endpoint}", flush=True)
     for node, endpoint in sorted(cluster.node_csi_endpoints().items()):
         print(f"CSI node plugin on {node}: {endpoint}", flush=True)
@@ -100,6 +113,9 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
         with contextlib.suppress(asyncio.CancelledError):
             await loops
         handle.stop()
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
         await cluster.stop()
         if own_dir:
             import shutil

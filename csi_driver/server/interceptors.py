@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -41,6 +41,9 @@ from csi_driver.errors import CsiError, Internal, InvalidArgument, Unauthenticat
 from csi_driver.server.faults import FaultInjector, FaultRule, inject
 from csi_driver.service.validation import check_string_fields
 from csi_protos import csi_pb2
+
+if TYPE_CHECKING:
+    from csi_driver.server.metrics import DriverMetrics
 
 log = logging.getLogger(__name__)
 REDACTED = "***stripped***"
@@ -166,8 +169,10 @@ def loggable(message: Message, plan: dict[str, Any]) -> dict[str, Any]:
 
 class CsiInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, secrets: dict[str, str], stream: TextIO | None = None,
-                 activity: Activity | None = None, faults: FaultInjector | None = None) -> None:
+                 activity: Activity | None = None, faults: FaultInjector | None = None,
+                 metrics: DriverMetrics | None = None) -> None:
         self.secrets = secrets
+        self.metrics = metrics
         self.activity = activity or Activity()
         self.stream = stream or sys.stderr
         self.faults = faults if faults is not None else FaultInjector()
@@ -232,6 +237,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             line["request_bytes"] = request.size
         if injected is not None:
             line["injected"] = {"rule": injected.id, "action": injected.action}
+        if self.metrics is not None:
+            self.metrics.observe(method, code.name, duration_ms / 1000.0)
         if isinstance(outcome, str):
             line["error"] = outcome
         elif outcome is not None:

@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -32,6 +32,11 @@ from csi_driver.state.mounter import Mounter
 from csi_driver.state.orphans import OrphanSweeper
 from csi_protos import csi_pb2, csi_pb2_grpc
 
+if TYPE_CHECKING:  # prometheus-client is imported only when metrics are served
+    from wsgiref.simple_server import WSGIServer
+
+    from csi_driver.server.metrics import DriverMetrics
+
 log = logging.getLogger(__name__)
 
 
@@ -42,7 +47,9 @@ class DriverServer:
     socket_path: str
     sweeper: OrphanSweeper | None = None
     faults: FaultInjector | None = None
+    metrics: DriverMetrics | None = None
     _fault_control: asyncio.AbstractServer | None = None
+    _metrics_server: WSGIServer | None = None
 
     async def start(self) -> None:
         old_umask = os.umask(0o777 ^ self.runtime.cfg.socket_mode)
@@ -56,11 +63,17 @@ class DriverServer:
         if self.sweeper is not None:
             self.sweeper.start()
         cfg = self.runtime.cfg
+        if cfg.metrics_address and self.metrics is not None:
+            self._metrics_server = self.metrics.serve(cfg.metrics_address)
+            log.info("metrics on http://%s/metrics", cfg.metrics_address)
         if cfg.fault_control and self.faults is not None:
             self._fault_control = await serve_control(Path(cfg.fault_control), self.faults)
             log.info("fault control socket on %s", cfg.fault_control)
 
     async def stop(self, grace: float | None = 5.0) -> None:
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
         if self._fault_control is not None:
             self._fault_control.close()
             Path(self.runtime.cfg.fault_control).unlink(missing_ok=True)
@@ -112,8 +125,13 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
     faults = FaultInjector.from_file(Path(cfg.faults)) if cfg.faults else FaultInjector()
     if faults:
         log.info("injecting faults: %s", faults.describe())
+    metrics = None
+    if cfg.metrics_address:
+        from csi_driver.server.metrics import DriverMetrics
+
+        metrics = DriverMetrics(cfg.driver_name, rt.slow.store.counts)
     server = grpc.aio.server(
-        interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity, faults)]
+        interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity, faults, metrics)]
     )
     services = ["csi.v1.Identity"]
     csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
@@ -139,7 +157,7 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
     server.add_insecure_port(f"unix://{path}")
-    return DriverServer(server, rt, path, sweeper, faults)
+    return DriverServer(server, rt, path, sweeper, faults, metrics)
 
 
 async def serve(cfg: Config) -> None:

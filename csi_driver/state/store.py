@@ -145,6 +145,13 @@ class Store(BindingTables):
         ``table`` and ``column`` are this module's own names, never input."""
         return self._one(f"SELECT * FROM {table} WHERE {column}=?", value)
 
+    def counts(self) -> dict[str, int]:
+        """How many volumes and snapshots are recorded (for the metrics)."""
+        row = self._one("SELECT (SELECT COUNT(*) FROM volumes) AS volumes, "
+                        "(SELECT COUNT(*) FROM snapshots) AS snapshots")
+        return {"volumes": int(row["volumes"]), "snapshots": int(row["snapshots"])} \
+            if row is not None else {}
+
     # volumes ---------------------------------------------------------------
 
     def get_volume(self, volume_id: str) -> Volume | None:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import Resource, condition, format_time
+from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
@@ -47,7 +49,7 @@ from kubelet_sim.kubelet.node_status import node_status_writer
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
-from kubelet_sim.kubelet.pod_status import write_running, write_waiting
+from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
@@ -92,6 +94,8 @@ class Kubelet:
     ) -> None:
         self.api = api
         self.lease_duration_seconds = lease_duration_seconds
+        # told (creation, now) when a pod's containers run: the pod start SLI
+        self.on_pod_started: Callable[[datetime, datetime], None] | None = None
         self.recorder = recorder or EventRecorder(api)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
@@ -330,26 +334,16 @@ class Kubelet:
                           ips=record.ips, now=now)
             self.api.update_status(current)
         retry_on_conflict(write)
+        if self.on_pod_started is not None and pod.metadata.creation_timestamp:
+            self.on_pod_started(parse_time(pod.metadata.creation_timestamp), self.clock.now())
 
     def _restore_ready(self, pod: Resource) -> bool:
         """A running pod the node lifecycle controller marked not ready while this node
         was unreachable is ready again once the kubelet runs (its status manager)."""
         record = self.pods.get(pod.metadata.uid)
-        ready = condition(pod, "Ready") or {}
-        if record is None or not record.sandbox_id or ready.get("status") != "False" \
-                or pod.status.get("phase") != "Running":
+        if record is None or not record.sandbox_id:
             return False
-        now = self._now()
-
-        def write() -> bool:
-            current = self.api.get("Pod", pod.name, pod.namespace)
-            for cond in current.status.get("conditions") or []:
-                if cond.get("type") == "Ready" and cond.get("status") == "False":
-                    cond.update(status="True", lastTransitionTime=now)
-                    self.api.update_status(current)
-                    return True
-            return False
-        return retry_on_conflict(write)
+        return restore_ready(self.api, pod, self._now())
 
     # -- pod teardown ----------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 
-from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.model import JSON, Resource, condition
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
 
 CONTAINER_CREATING = "ContainerCreating"
 
@@ -95,3 +97,21 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
          "state": {"running": {"startedAt": now}}}
         for c in pod.spec.get("containers", [])
     ]
+
+
+def restore_ready(api: APIServer, pod: Resource, now: str) -> bool:
+    """A running pod marked not ready from outside (the node lifecycle controller, while
+    the node was unreachable) is written ready again; False when nothing to do."""
+    ready = condition(pod, "Ready") or {}
+    if ready.get("status") != "False" or pod.status.get("phase") != "Running":
+        return False
+
+    def write() -> bool:
+        current = api.get("Pod", pod.name, pod.namespace)
+        for cond in current.status.get("conditions") or []:
+            if cond.get("type") == "Ready" and cond.get("status") == "False":
+                cond.update(status="True", lastTransitionTime=now)
+                api.update_status(current)
+                return True
+        return False
+    return retry_on_conflict(write)

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,6 +49,8 @@ class Trace:
     _seq: int = 0  # the last number given in the current phase
     _start: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # called with every event as it is recorded (e.g. the cluster's metrics)
+    listeners: list[Callable[[TraceEvent], None]] = field(default_factory=list)
 
     @classmethod
     def to_file(cls, path: Path, *, phase: str = "") -> Trace:
@@ -91,7 +93,9 @@ class Trace:
             if self.sink is not None:
                 self.sink.write(event.to_json() + "\n")
                 self.sink.flush()
-            return event
+        for listener in self.listeners:
+            listener(event)
+        return event
 
     def calls(self, *, node: str | None = None, component: str | None = None) -> list[str]:
         """The `call` names in order, optionally only for one node or component."""

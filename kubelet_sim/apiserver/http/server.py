@@ -16,7 +16,7 @@ from aiohttp import web
 
 from kubelet_sim.apiserver.http import discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
-from kubelet_sim.apiserver.http.paths import parse
+from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.server import APIServer
@@ -25,8 +25,29 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 HEALTH_PATHS = ("/healthz", "/readyz", "/livez")
 
 
-def make_app(api: APIServer, token: str, address: str) -> web.Application:
+RequestObserver = Callable[[str, str, str, int], None]  # verb, resource, subresource, code
+
+
+def request_verb(request: web.Request, target: Target) -> str:
+    """The verb kube-apiserver counts the request under: GET LIST WATCH POST PUT PATCH
+    DELETE."""
+    if request.method == "GET":
+        if request.query.get("watch") in ("1", "true"):
+            return "WATCH"
+        return "GET" if target.name else "LIST"
+    return request.method
+
+
+def make_app(api: APIServer, token: str, address: str,
+             on_request: RequestObserver | None = None) -> web.Application:
     rest = Rest(api)
+
+    async def served(request: web.Request, target: Target) -> web.StreamResponse:
+        response = await rest.handle(request, target)
+        if on_request is not None:
+            on_request(request_verb(request, target), target.resource.plural,
+                       target.subresource, response.status)
+        return response
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -66,7 +87,7 @@ def make_app(api: APIServer, token: str, address: str) -> web.Application:
         if not segments:
             return await resources(request, "v1")
         target = parse("", "v1", segments)
-        return not_found() if target is None else await rest.handle(request, target)
+        return not_found() if target is None else await served(request, target)
 
     async def grouped(request: web.Request) -> web.StreamResponse:
         group, version = request.match_info["group"], request.match_info["version"]
@@ -74,7 +95,7 @@ def make_app(api: APIServer, token: str, address: str) -> web.Application:
         if not segments:
             return await resources(request, f"{group}/{version}")
         target = parse(group, version, segments)
-        return not_found() if target is None else await rest.handle(request, target)
+        return not_found() if target is None else await served(request, target)
 
     async def group_versions(request: web.Request) -> web.Response:
         group = request.match_info["group"]
@@ -137,7 +158,8 @@ class ApiServerHandle:
 
 
 def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
-                     kubeconfig: Path | None = None) -> ApiServerHandle:
+                     kubeconfig: Path | None = None,
+                     on_request: RequestObserver | None = None) -> ApiServerHandle:
     """Serve ``api`` over HTTPS on ``host:port`` (0: any free port) from a thread of its
     own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600)."""
     if host not in ("127.0.0.1", "localhost"):
@@ -151,7 +173,8 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
 
     async def begin() -> None:
         placeholder = f"https://{host}:{port}"
-        runner = web.AppRunner(make_app(api, creds.token, placeholder), access_log=None,
+        runner = web.AppRunner(make_app(api, creds.token, placeholder, on_request),
+                               access_log=None,
                                handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         listener = socket.create_server((host, port))  # bound here: port 0 picks one
