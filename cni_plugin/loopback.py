@@ -19,7 +19,7 @@ LOOPBACK = "lo"  # CNI_IFNAME is ignored, as the reference ignores it
 
 def cmd_add(args: CmdArgs) -> Result:
     conf = load_netconf(args.stdin_data)
-    addrs = open_dataplane(conf, args).loopback_up(args.netns)
+    addrs = open_dataplane(conf, args).loopback_up(args.netns, args.ifname)
     if conf.prev_result is not None:
         return conf.prev_result
     # As the reference: the current result type labelled with the config's version, so it

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim.conformance import cli as conformance
 from kubelet_sim.demo import SCENARIOS, DemoOptions, main_demo
 
 
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
                     help="serve Prometheus metrics at http://HOST:PORT/metrics")
     _common(up)
+    conformance.add_parser(sub)
     return parser
 
 
@@ -119,6 +121,8 @@ def start_up_refusal(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "conformance":
+        return conformance.run(args)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)

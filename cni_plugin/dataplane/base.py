@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 class Link(Record):
-    __slots__ = ("addrs", "container_id", "hairpin", "ifindex", "kind", "mac", "master", "mtu",
+    __slots__ = ("addrs", "attachment", "container_id", "hairpin", "ifindex", "kind", "mac",
+                 "master", "mtu",
                  "name", "network", "peer_ifindex", "peer_name", "peer_netns", "promisc", "up",
                  "vlan")
 
@@ -23,7 +24,7 @@ class Link(Record):
                  promisc: bool = False, master: str = "", hairpin: bool = False, vlan: int = 0,
                  peer_netns: str = "", peer_name: str = "", addrs: list[str] | None = None,
                  ifindex: int = 0, peer_ifindex: int = 0, network: str = "",
-                 container_id: str = "") -> None:
+                 container_id: str = "", attachment: str = "") -> None:
         self.name = name
         self.kind = kind                # bridge | veth | loopback
         self.mac = mac
@@ -40,6 +41,7 @@ class Link(Record):
         self.peer_ifindex = peer_ifindex
         self.network = network          # emulated only: the attachment (network, container
         self.container_id = container_id  # id) whose ADD made the link, for DEL and GC
+        self.attachment = attachment    # emulated lo: the CNI_IFNAME it was brought up for
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -166,8 +168,9 @@ class Dataplane(ABC):
         """Remove a host link if present (used to undo a failed ADD)."""
 
     @abstractmethod
-    def loopback_up(self, netns: str) -> list[str]:
-        """Bring lo up in the sandbox; its addresses (127.0.0.1/8, ::1/128)."""
+    def loopback_up(self, netns: str, ifname: str = "lo") -> list[str]:
+        """Bring lo up in the sandbox; its addresses (127.0.0.1/8, ::1/128). ``ifname``:
+        the attachment's CNI_IFNAME (a runtime lists attachments by it)."""
 
     @abstractmethod
     def loopback_down(self, netns: str) -> None: ...

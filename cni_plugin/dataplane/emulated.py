@@ -147,10 +147,8 @@ class EmulatedDataplane(Dataplane):
         return sorted(self.state.snapshot().get("namespaces", {}))
 
     def attachments(self) -> list[dict[str, Any]]:
-        """Every sandbox interface plugged into a bridge: netns, ifname, mac, addrs, bridge.
-
-        What a simulator needs to decide reachability: same bridge, same L2 segment.
-        """
+        """Every sandbox interface plugged into a bridge: netns, ifname, mac, addrs, bridge
+        (what a simulator needs to decide reachability: same bridge, same L2 segment)."""
         spaces = self.state.snapshot().get("namespaces", {})
         host = spaces.get(HOST, {}).get("links", {})
         out = []
@@ -207,7 +205,8 @@ class EmulatedDataplane(Dataplane):
                     drop_namespace(state, key)
                     continue
                 for name, link in list(space["links"].items()):
-                    if self._owns(link, "") and (link["container_id"], name) not in attachments:
+                    if self._owns(link, "") and (link["container_id"], link.get(
+                            "attachment") or name) not in attachments:  # lo: CNI_IFNAME
                         drop_link(state, key, name)
             chains = state.get("masquerade", {})
             for chain, entry in list(chains.items()):
@@ -378,12 +377,13 @@ class EmulatedDataplane(Dataplane):
                 return None
             return [a for a in link["addrs"] if not ipnet.is_link_local_or_loopback(a)]
 
-    def loopback_up(self, netns: str) -> list[str]:
+    def loopback_up(self, netns: str, ifname: str = "lo") -> list[str]:
         self.require_netns(netns)
         with self.state.transaction() as state:
             links = namespace_of(state, netns)["links"]
             lo = links.setdefault("lo", idle_loopback().to_dict())
-            lo.update(up=True, network=self.network, container_id=self.container_id)
+            lo.update(up=True, network=self.network, container_id=self.container_id,
+                      attachment=ifname)
             return list(lo["addrs"])
 
     def _forget_netns(self, netns: str) -> None:

@@ -372,7 +372,7 @@ class LinuxDataplane(Dataplane):
         except NetlinkError:
             pass
 
-    def loopback_up(self, netns: str) -> list[str]:
+    def loopback_up(self, netns: str, ifname: str = "lo") -> list[str]:
         self.require_netns(netns)
         self.set_up(netns, "lo")
         lo = self.get_link(netns, "lo")

@@ -1,0 +1,91 @@
+"""Conformance results: one row per case (suite, case, outcome, seconds, the failing call
+and what it answered), printed as a table and written as JUnit XML (the standard
+library's ElementTree) for CI systems."""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+class Skip(Exception):
+    """The case does not apply to this target; the message says why."""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    suite: str
+    case: str
+    outcome: str
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    focus: str = ""
+    skip: str = ""
+    results: list[CaseResult] = field(default_factory=list)
+
+    def wanted(self, suite: str, case: str) -> bool:
+        name = f"{suite}/{case}"
+        if self.focus and not re.search(self.focus, name):
+            return False
+        return not (self.skip and re.search(self.skip, name))
+
+    def run(self, suite: str, case: str, body: Callable[[], None]) -> CaseResult | None:
+        """Run one case (unless --focus/--skip leave it out) and record how it went."""
+        if not self.wanted(suite, case):
+            return None
+        start = time.monotonic()
+        try:
+            body()
+        except Skip as why:
+            outcome, detail = SKIPPED, str(why)
+        except Exception as err:  # any failure of the target is the case's verdict
+            outcome, detail = FAILED, f"{type(err).__name__}: {err}" if not isinstance(
+                err, AssertionError) else str(err)
+        else:
+            outcome, detail = PASSED, ""
+        result = CaseResult(suite, case, outcome, round(time.monotonic() - start, 3), detail)
+        self.results.append(result)
+        return result
+
+    @property
+    def failed(self) -> bool:
+        return any(r.outcome == FAILED for r in self.results)
+
+    def table(self) -> str:
+        rows = [("SUITE", "CASE", "RESULT", "SECONDS", "DETAIL")] + [
+            (r.suite, r.case, r.outcome.upper(), f"{r.seconds:.2f}", r.detail.replace("\n", " "))
+            for r in self.results]
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = ["  ".join(cell.ljust(widths[i]) if i < 4 else cell
+                           for i, cell in enumerate(row)).rstrip() for row in rows]
+        counts = {o: sum(r.outcome == o for r in self.results) for o in (PASSED, FAILED, SKIPPED)}
+        lines.append(f"{len(self.results)} cases: {counts[PASSED]} passed, "
+                     f"{counts[FAILED]} failed, {counts[SKIPPED]} skipped")
+        return "\n".join(lines)
+
+    def write_junit(self, path: Path) -> None:
+        suites = ET.Element("testsuites")
+        for name in dict.fromkeys(r.suite for r in self.results):
+            cases = [r for r in self.results if r.suite == name]
+            suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(cases)),
+                                  failures=str(sum(r.outcome == FAILED for r in cases)),
+                                  skipped=str(sum(r.outcome == SKIPPED for r in cases)),
+                                  time=f"{sum(r.seconds for r in cases):.3f}")
+            for r in cases:
+                case = ET.SubElement(suite, "testcase", classname=name, name=r.case,
+                                     time=f"{r.seconds:.3f}")
+                if r.outcome == FAILED:
+                    ET.SubElement(case, "failure", message=r.detail[:200]).text = r.detail
+                elif r.outcome == SKIPPED:
+                    ET.SubElement(case, "skipped", message=r.detail)
+        ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,114 @@
+"""`kubelet_sim conformance cni` as a plugin author runs it: against our plugins (every
+case passes or says why it does not apply), against the reference plugins from Debian's
+containernetworking-plugins on real network namespaces, and against a deliberately
+broken plugin list (it fails, with the failing call; exit status 1); the JUnit XML."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.netns import needs_reference, needs_root
+from tests.fixtures.up_process import PROJECT_ROOT
+
+REFERENCE_BIN = Path("/usr/lib/cni")
+
+
+def conformance(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubelet_sim", "conformance", "cni", *args],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def our_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("bin")
+    subprocess.run([sys.executable, "-m", "cni_plugin.install", str(directory)], check=True,
+                   cwd=PROJECT_ROOT, capture_output=True)
+    return directory
+
+
+def conflist(path: Path, plugins: list[dict], version: str = "1.1.0") -> Path:
+    path.write_text(json.dumps({"cniVersion": version, "name": "conformance",
+                                "plugins": plugins}))
+    return path
+
+
+def rows(stdout: str) -> dict[str, str]:
+    """case -> RESULT from the printed table."""
+    return {line.split()[1]: line.split()[2] for line in stdout.splitlines()[1:-1]}
+
+
+def test_our_bridge_host_local_and_chained_loopback_pass_every_case(
+    our_bin: Path, tmp_path: Path,
+) -> None:
+    emulated = {"dataplane": "emulated", "dataplaneDir": str(tmp_path / "dp")}
+    conf = conflist(tmp_path / "ours.conflist", [
+        {"type": "emu-bridge", "bridge": "cbr0", "isGateway": True, **emulated,
+         "ipam": {"type": "emu-host-local", "ranges": [[{"subnet": "10.40.0.0/24"}]],
+                  "dataDir": str(tmp_path / "ipam")}},
+        {"type": "emu-loopback", **emulated}])
+    junit = tmp_path / "junit.xml"
+    done = conformance("--cni-bin-dir", str(our_bin), "--conflist", str(conf),
+                       "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = rows(done.stdout)
+    assert [c for c, r in results.items() if r != "PASSED"] == ["reachability"]
+    assert {f"add-check-del/{v}" for v in ("0.1.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")} \
+        <= set(results)
+    assert {"status", "gc", "concurrent-adds", "del-after-failed-add"} <= set(results)
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("name") == "cni"
+    assert suite.get("tests") == str(len(results)) and suite.get("failures") == "0"
+    assert suite.get("skipped") == "1"
+
+
+def test_focus_and_skip_choose_the_cases(our_bin: Path, tmp_path: Path) -> None:
+    conf = conflist(tmp_path / "ours.conflist", [
+        {"type": "emu-bridge", "bridge": "cbr1", "dataplane": "emulated",
+         "dataplaneDir": str(tmp_path / "dp"),
+         "ipam": {"type": "emu-host-local", "subnet": "10.41.0.0/24",
+                  "dataDir": str(tmp_path / "ipam")}}])
+    done = conformance("--cni-bin-dir", str(our_bin), "--conflist", str(conf),
+                       "--focus", "add-check-del|version", "--skip", "0\\.[12]\\.0")
+    assert done.returncode == 0, done.stdout
+    assert set(rows(done.stdout)) == {"version", "add-check-del/0.3.0", "add-check-del/0.3.1",
+                                      "add-check-del/0.4.0", "add-check-del/1.0.0",
+                                      "add-check-del/1.1.0"}
+
+
+def test_a_plugin_that_hands_out_one_address_to_everyone_fails(
+    our_bin: Path, tmp_path: Path,
+) -> None:
+    debug = tmp_path / "noop.json"
+    debug.write_text(json.dumps({"reportResult": {
+        "cniVersion": "1.0.0", "ips": [{"address": "10.42.0.5/24"}]}}))
+    conf = conflist(tmp_path / "broken.conflist",
+                    [{"type": "emu-noop", "debugFile": str(debug)}], version="1.0.0")
+    done = conformance("--cni-bin-dir", str(our_bin), "--conflist", str(conf))
+    assert done.returncode == 1
+    results = rows(done.stdout)
+    assert results["concurrent-adds"] == "FAILED"
+    assert "concurrent ADDs shared addresses" in done.stdout
+    assert results["del-after-failed-add"] == "FAILED"  # it "succeeds" into no netns
+    assert results["version"] == "PASSED"
+
+
+@needs_root
+@needs_reference
+def test_the_reference_plugins_pass_on_real_network_namespaces(tmp_path: Path) -> None:
+    conf = conflist(tmp_path / "reference.conflist", [
+        {"type": "bridge", "bridge": "cfbr0", "isGateway": True,
+         "ipam": {"type": "host-local", "subnet": "10.43.0.0/24",
+                  "dataDir": str(tmp_path / "ipam")}}], version="1.0.0")
+    done = conformance("--cni-bin-dir", str(REFERENCE_BIN), "--conflist", str(conf),
+                       "--dataplane", "linux")  # the bridge lives in a node namespace
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = rows(done.stdout)
+    assert results["concurrent-adds"] == "PASSED" and results["add-check-del/1.0.0"] == "PASSED"
+    assert results["gc"] == "SKIPPED"  # the packaged plugins speak CNI up to 1.0.0
