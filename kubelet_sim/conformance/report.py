@@ -4,10 +4,11 @@ library's ElementTree) for CI systems."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,14 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
 class Skip(Exception):
     """The case does not apply to this target; the message says why."""
+
+
+def _verdict(err: Exception) -> tuple[str, str]:
+    if isinstance(err, Skip):
+        return SKIPPED, str(err)
+    if isinstance(err, AssertionError):
+        return FAILED, str(err)
+    return FAILED, f"{type(err).__name__}: {err}"
 
 
 @dataclass(frozen=True)
@@ -41,16 +50,20 @@ class Report:
 
     def run(self, suite: str, case: str, body: Callable[[], None]) -> CaseResult | None:
         """Run one case (unless --focus/--skip leave it out) and record how it went."""
+        async def call() -> None:
+            body()
+        return asyncio.run(self.arun(suite, case, call))
+
+    async def arun(self, suite: str, case: str,
+                   body: Callable[[], Awaitable[None]]) -> CaseResult | None:
+        """`run` for a case that is a coroutine."""
         if not self.wanted(suite, case):
             return None
         start = time.monotonic()
         try:
-            body()
-        except Skip as why:
-            outcome, detail = SKIPPED, str(why)
-        except Exception as err:  # any failure of the target is the case's verdict
-            outcome, detail = FAILED, f"{type(err).__name__}: {err}" if not isinstance(
-                err, AssertionError) else str(err)
+            await body()
+        except Exception as err:  # judged as run() judges it
+            outcome, detail = _verdict(err)
         else:
             outcome, detail = PASSED, ""
         result = CaseResult(suite, case, outcome, round(time.monotonic() - start, 3), detail)
