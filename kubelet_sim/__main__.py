@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
                     help="serve Prometheus metrics at http://HOST:PORT/metrics")
+    up.add_argument("--api-write-delay", type=float, default=0.0, metavar="SECONDS",
+                    help="every API write waits this long (a slow etcd)")
+    up.add_argument("--api-conflicts", action="append", default=[], metavar="KIND=COUNT",
+                    help="the next COUNT updates of KIND fail 409 Conflict (repeatable); "
+                    "more at run time: kubectl create --raw /debug/kubelet-sim/faults -f F")
     _common(up)
     conformance.add_parser(sub)
     return parser
@@ -108,6 +113,17 @@ def cluster_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def api_faults(args: argparse.Namespace) -> dict[str, Any]:
+    """`up`'s API server fault flags as /debug/kubelet-sim/faults takes them."""
+    conflicts = []
+    for item in args.api_conflicts:
+        kind, sep, count = item.partition("=")
+        if not sep or not count.isdigit():
+            raise SystemExit(f"kubelet_sim: --api-conflicts wants KIND=COUNT, not {item!r}")
+        conflicts.append({"kind": kind, "count": int(count)})
+    return {"writeDelaySeconds": args.api_write_delay, "conflicts": conflicts}
+
+
 def start_up_refusal(args: argparse.Namespace) -> str:
     """Why these flags cannot work together, in one sentence ('' when they can)."""
     if args.reference_cni and args.dataplane != "linux":
@@ -145,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
             state_dir=args.state_dir, dataplane=args.dataplane,
             node_monitor_grace_period=args.node_monitor_grace_period,
-            metrics_address=args.metrics_address,
+            metrics_address=args.metrics_address, api_faults=api_faults(args),
             cluster={**cluster_options(args),
                      **({"sidecars": False} if args.no_sidecars else {})})))
     from kubelet_sim.apply import apply_files

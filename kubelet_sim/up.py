@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.apiserver.http import start_api_server
+from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 
@@ -35,6 +36,7 @@ class UpOptions:
     dataplane: str = "emulated"
     node_monitor_grace_period: float = 50.0
     metrics_address: str = ""  # HOST:PORT for Prometheus' /metrics ("" = none)
+    api_faults: dict[str, Any] | None = None  # as /debug/kubelet-sim/faults takes them
     cluster: dict[str, Any] | None = None
 
 
@@ -61,6 +63,8 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
                            node_monitor_grace_period=options.node_monitor_grace_period,
                            **(options.cluster or {}))
     cluster = Cluster(config)
+    if options.api_faults:
+        apply_faults(cluster.api, options.api_faults)
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -32,14 +32,12 @@ from __future__ import annotations
 
 import builtins
 import copy
-import functools
 import random
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
@@ -58,6 +56,7 @@ from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
+from kubelet_sim.apiserver.verbs import locked
 from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED, Watch, WatchEvent
 from kubelet_sim.utils.clock import Clock, RealClock
 
@@ -66,21 +65,7 @@ __all__ = [
     "ResourceList",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
 EVENT_TTL_SECONDS = 3600.0  # kube-apiserver --event-ttl: an Event lasts 1 h after its last write
-
-
-def _locked(method: F) -> F:
-    """Serialise a verb: the store may be used from the event loop and from worker threads
-    (``asyncio.to_thread``) at once."""
-
-    @functools.wraps(method)
-    def wrapper(self: APIServer, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            self._store.expire()  # what outlived its TTL goes first, as etcd's leases do
-            return method(self, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @dataclass
@@ -116,6 +101,7 @@ class APIServer:
         self._lock = threading.RLock()
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
+        self.write_delay = 0.0  # seconds every write waits (fault injection)
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
@@ -126,12 +112,12 @@ class APIServer:
         """The newest resourceVersion handed out."""
         return str(self._store.version)
 
-    @_locked
+    @locked
     def get(self, kind: str, name: str, namespace: str = "") -> Resource:
         """The object, or :class:`NotFound`."""
         return self._current(kind, name, namespace).copy()
 
-    @_locked
+    @locked
     def list(
         self,
         kind: str,
@@ -150,7 +136,7 @@ class APIServer:
         return ResourceList(items, self.resource_version)
 
     # ------------------------------------------------------------------ writes
-    @_locked
+    @locked
     def create(self, obj: Resource | JSON) -> Resource:
         """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
@@ -187,12 +173,12 @@ class APIServer:
         self._store.commit(ADDED, obj, None)
         return obj.copy()
 
-    @_locked
+    @locked
     def update(self, obj: Resource | JSON) -> Resource:
         """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
         return self._update(obj, status_only=False, verb="update")
 
-    @_locked
+    @locked
     def update_status(self, obj: Resource | JSON) -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
         kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
@@ -200,7 +186,7 @@ class APIServer:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
         return self._update(obj, status_only=True, verb="update_status")
 
-    @_locked
+    @locked
     def patch(
         self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = ""
     ) -> Resource:
@@ -213,7 +199,7 @@ class APIServer:
         verb = "patch_status" if subresource else "patch"
         return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
 
-    @_locked
+    @locked
     def delete(
         self,
         kind: str,
@@ -258,7 +244,7 @@ class APIServer:
         return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
 
     # ------------------------------------------------------------------ watch
-    @_locked
+    @locked
     def watch(
         self,
         kind: str | None = None,
@@ -274,7 +260,7 @@ class APIServer:
         since = None if resource_version in (None, "", "0") else int(str(resource_version))
         return self._store.watch(kind, matches, since)
 
-    @_locked
+    @locked
     def events_since(
         self, resource_version: str | int, kind: str | None = None, namespace: str | None = None
     ) -> builtins.list[WatchEvent]:
@@ -283,7 +269,7 @@ class APIServer:
         return self._store.events_since(int(str(resource_version)), kind, matches)
 
     # ------------------------------------------------------------------ fault injection
-    @_locked
+    @locked
     def inject_conflicts(
         self, kind: str, count: int, verbs: tuple[str, ...] = ("update", "update_status")
     ) -> None:
@@ -293,10 +279,13 @@ class APIServer:
         pending count for ``kind``; ``count=0`` clears it."""
         self._conflicts.set(kind, count, verbs)
 
-    @_locked
-    def close_watches(self) -> int:
+    @locked
+    def close_watches(self, expire: bool = False) -> int:
         """End every live watch, as an API server restart or a watch timeout does; clients
-        must watch again from the last resourceVersion they saw. Returns how many ended."""
+        watch again from the last resourceVersion they saw (``expire``: that is then too
+        old, 410 Gone, and they relist). Returns how many ended."""
+        if expire:
+            self._store.expire_history()
         return self._store.close_watches()
 
     # ------------------------------------------------------------------ internals

@@ -149,6 +149,10 @@ class ObjectStore:
             w._offer(change)
         return w.drain()
 
+    def expire_history(self) -> None:
+        """Forget every retained change: a watch from before now is 410 Gone."""
+        self._history.resume_after(self.version)
+
     def close_watches(self) -> int:
         watches = list(self._watches)
         for w in watches:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import discovery, discovery_v2, openapi
+from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.rest import Rest
@@ -116,6 +116,9 @@ def make_app(api: APIServer, token: str, address: str,
     async def fallback(request: web.Request) -> web.Response:
         return not_found()
 
+    async def faults(request: web.Request) -> web.Response:
+        return await debug_faults.handle(api, request)
+
     app = web.Application(middlewares=[authenticate])
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
@@ -127,6 +130,8 @@ def make_app(api: APIServer, token: str, address: str,
     app.router.add_route("*", "/apis/{group}/{version}{tail:(/.*)?}", grouped)
     app.router.add_get("/openapi/v3", openapi_index)
     app.router.add_get("/openapi/v3/{tail:.+}", openapi_document)
+    app.router.add_route("GET", debug_faults.PATH, faults)
+    app.router.add_route("POST", debug_faults.PATH, faults)
     app.router.add_route("*", "/{tail:.*}", fallback)
     return app
 
