@@ -1,11 +1,13 @@
-"""``python -m bench [csi|cni|podman] [args]``: run one benchmark, or every one with no name."""
+"""``python -m bench [csi|cni|podman|cluster] [args]``: run one benchmark, or every one with
+no name."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-BENCHES = {"csi": "bench.csi_bench", "cni": "bench.cni_bench", "podman": "bench.podman_bench"}
+BENCHES = {"csi": "bench.csi_bench", "cni": "bench.cni_bench", "podman": "bench.podman_bench",
+           "cluster": "bench.cluster_bench"}
 
 
 def main(argv: list[str] | None = None) -> int:

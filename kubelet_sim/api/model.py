@@ -14,7 +14,7 @@ Small typed accessors for fields the simulator reads often live at the bottom.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,6 +99,22 @@ def kind_info(kind: str) -> KindInfo:
         return KINDS[kind]
     except KeyError:
         raise Invalid("kind", f"unsupported kind {kind!r}; known: {sorted(KINDS)}") from None
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of JSON-shaped data: what ``copy.deepcopy`` gives for it, several times
+    faster (it runs for every object every read of the API server returns)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: clone(item) for key, item in value.items()}
+    if kind is list:
+        return [clone(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
 
 
 @dataclass
@@ -212,7 +228,12 @@ class Resource:
         return {"spec": self.spec, **self.body}
 
     def copy(self) -> Resource:
-        return copy.deepcopy(self)
+        """A deep copy (the API server hands out one per object it returns)."""
+        meta = self.metadata
+        return Resource(self.kind, replace(
+            meta, labels=dict(meta.labels), annotations=dict(meta.annotations),
+            finalizers=list(meta.finalizers), owner_references=clone(meta.owner_references)),
+            clone(self.spec), clone(self.status), clone(self.body), self.api_version)
 
     # -- wire form -----------------------------------------------------------------------
     def to_dict(self) -> JSON:

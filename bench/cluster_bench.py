@@ -1,0 +1,183 @@
+"""``python -m bench cluster``: how fast the simulated cluster starts and deletes pods, with
+its loops running as in ``up`` (controllers, kubelets; our CSI driver and CNI plugins on
+the emulated dataplane), measured through the API.
+
+Rows: pods only at each size (created and Running, then deleted: pods/s each way, and
+seconds per pod against the smallest size), pods with one PVC each (WaitForFirstConsumer,
+our driver), and an open-loop run (pods arriving at a fixed rate: creation → Running
+p50/p90/p99, the kubelet's pod start SLI). Also: resident memory of the simulator and of
+the plugin processes, and the CNI execs and CSI calls per pod (the Kubernetes sequence:
+2 ADD + 2 DEL per pod; with a PVC, CreateVolume, ControllerPublish, NodeStage,
+NodePublish and back). Targets are issue 13's; ratios > 1 meet them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubelet_sim.api import builders
+from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+
+TARGET_PODS_PER_S = 25.0
+TARGET_PVC_PODS_PER_S = 10.0
+TARGET_P99_S = 1.0
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class Row:
+    case: str
+    pods: int
+    create_s: float
+    delete_s: float
+    cni_per_pod: float
+    csi_per_pod: float
+
+    @property
+    def create_rate(self) -> float:
+        return self.pods / self.create_s
+
+    @property
+    def delete_rate(self) -> float:
+        return self.pods / self.delete_s
+
+
+async def wait_until(check: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the cluster did not get there in time")
+        await asyncio.sleep(0.05)
+
+
+def running(cluster: Cluster, namespace: str) -> int:
+    return sum(p.status.get("phase") == "Running"
+               for p in cluster.api.list("Pod", namespace=namespace).items)
+
+
+async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> Row:
+    ns = f"{case}-{count}"
+    cluster.api.create(builders.namespace(ns))
+    mark = len(cluster.trace.events)
+    start = time.monotonic()
+    for i in range(count):
+        volumes = []
+        if with_claims:
+            cluster.api.create(builders.persistent_volume_claim(
+                f"c{i}", ns, storage="64Mi", storage_class="wffc"))
+            volumes = [builders.pvc_volume("data", f"c{i}")]
+        cluster.api.create(builders.pod(f"p{i}", ns, volumes=volumes))
+    await wait_until(lambda: running(cluster, ns) == count, 60 + count * 2.0)
+    created = time.monotonic() - start
+    start = time.monotonic()
+    for i in range(count):
+        cluster.api.delete("Pod", f"p{i}", ns)
+    await wait_until(lambda: not cluster.api.list("Pod", namespace=ns).items, 60 + count * 2.0)
+    deleted = time.monotonic() - start
+    calls = [e.call for e in cluster.trace.events[mark:]]
+    cni = sum(c.startswith("cni ADD") or c.startswith("cni DEL") for c in calls)
+    csi = sum(c.startswith("csi.") for c in calls)
+    if with_claims:
+        for i in range(count):
+            cluster.api.delete("PersistentVolumeClaim", f"c{i}", ns)
+    return Row(case, count, created, deleted, cni / count, csi / count)
+
+
+async def open_loop(cluster: Cluster, rate: float, seconds: float) -> list[float]:
+    """Creation → Running of pods created at ``rate`` per second for ``seconds``."""
+    ns = "open-loop"
+    cluster.api.create(builders.namespace(ns))
+    created: dict[str, float] = {}
+    started: dict[str, float] = {}
+    watch = cluster.api.watch("Pod", ns)
+
+    async def observe() -> None:
+        async for event in watch:
+            name = event.object.name
+            if event.object.status.get("phase") == "Running" and name not in started:
+                started[name] = time.monotonic()
+
+    observer = asyncio.create_task(observe())
+    total = int(rate * seconds)
+    begin = time.monotonic()
+    for i in range(total):
+        await asyncio.sleep(max(0.0, begin + i / rate - time.monotonic()))
+        created[f"p{i}"] = time.monotonic()
+        cluster.api.create(builders.pod(f"p{i}", ns))
+    await wait_until(lambda: len(started) == total, 60 + total)
+    watch.stop()
+    observer.cancel()
+    for i in range(total):
+        cluster.api.delete("Pod", f"p{i}", ns)
+    await wait_until(lambda: not cluster.api.list("Pod", namespace=ns).items, 60 + total)
+    return sorted(started[n] - created[n] for n in created)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> None:
+    cluster = Cluster(ClusterConfig(nodes=default_nodes(5)))
+    stop = asyncio.Event()
+    await cluster.start()
+    loops = asyncio.create_task(cluster.run(stop))
+    try:
+        cluster.api.create(builders.storage_class("wffc", DRIVER_NAME,
+                                                  volume_binding_mode="WaitForFirstConsumer"))
+        load = os.getloadavg()[0]
+        rows = [await burst(cluster, "pods", n, False) for n in sizes]
+        if pvc_pods:
+            rows.append(await burst(cluster, "pvc-pods", pvc_pods, True))
+        latencies = await open_loop(cluster, rate, seconds) if rate else []
+        plugin_rss = sum(rss_mib(p.process.pid) for p in [
+            cluster.controller_plugin, *cluster.node_plugins.values()]
+            if p is not None and p.process is not None)
+        print(f"{'case':10} {'pods':>5} {'create/s':>9} {'delete/s':>9} {'s/pod':>7} "
+              f"{'x first':>7} {'CNI/pod':>7} {'CSI/pod':>7}  target")
+        base = rows[0].create_s / rows[0].pods
+        for r in rows:
+            target = TARGET_PVC_PODS_PER_S if r.case == "pvc-pods" else TARGET_PODS_PER_S
+            per_pod = r.create_s / r.pods
+            print(f"{r.case:10} {r.pods:>5} {r.create_rate:>9.1f} {r.delete_rate:>9.1f} "
+                  f"{per_pod:>7.3f} {per_pod / base:>7.2f} {r.cni_per_pod:>7.1f} "
+                  f"{r.csi_per_pod:>7.1f}  ≥{target:g}/s: x{r.create_rate / target:.2f} "
+                  f"create, x{r.delete_rate / target:.2f} delete")
+        if latencies:
+            p50, p90, p99 = (percentile(latencies, q) for q in (0.5, 0.9, 0.99))
+            print(f"open loop: {len(latencies)} pods at {rate:g}/s, creation → Running "
+                  f"p50 {p50:.3f} s, p90 {p90:.3f} s, p99 {p99:.3f} s "
+                  f"(target p99 ≤ {TARGET_P99_S:g} s: x{TARGET_P99_S / p99:.2f})")
+        print(f"resident memory: simulator {rss_mib():.0f} MiB, plugin processes "
+              f"{plugin_rss:.0f} MiB; load average {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after (2 CPUs)")
+        if len(latencies) > 1:
+            print(f"start latency stdev {statistics.stdev(latencies):.3f} s")
+    finally:
+        stop.set()
+        await loops
+        await cluster.stop()
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="bench cluster", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pods", type=int, action="append", help="burst sizes (default 100, 500)")
+    p.add_argument("--pvc-pods", type=int, default=50, help="pods with a PVC each (0: none)")
+    p.add_argument("--rate", type=float, default=20.0, help="open-loop pods per second")
+    p.add_argument("--seconds", type=float, default=10.0, help="open-loop duration")
+    a = p.parse_args(argv)
+    asyncio.run(run(a.pods or [100, 500], a.pvc_pods, a.rate, a.seconds))
+    return 0
