@@ -21,10 +21,11 @@ venv: $(STAMP)
 
 # Debian packages the root tests need: the reference CNI plugins (differential tests),
 # iproute2 (netns tests), podman + crun + a static busybox (the container runtime test:
-# podman 4.x still has the CNI network backend; the image is built from busybox).
+# podman 4.x still has the CNI network backend; the image is built from busybox), and
+# chromium (headless, it screenshots the trace diagram `kubelet_sim trace` draws).
 # Only what is missing is installed, where we are root and apt exists; elsewhere those
 # tests skip with their reason.
-SYSTEM_PACKAGES := containernetworking-plugins iproute2 podman crun busybox-static
+SYSTEM_PACKAGES := containernetworking-plugins iproute2 podman crun busybox-static chromium
 
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do \

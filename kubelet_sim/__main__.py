@@ -1,5 +1,6 @@
 """``python -m kubelet_sim``: ``demo [N]`` runs the scenarios; ``apply FILE`` applies manifests;
-``up`` runs a cluster that serves the Kubernetes API until interrupted."""
+``up`` runs a cluster that serves the Kubernetes API until interrupted; ``trace FILE`` draws
+a ``--trace-file`` as a sequence diagram (SVG, Mermaid)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "more at run time: kubectl create --raw /debug/kubelet-sim/faults -f F")
     _common(up)
     conformance.add_parser(sub)
+    trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
+                           "and/or Mermaid)")
+    trace.add_argument("file", type=Path, metavar="FILE.jsonl")
+    trace.add_argument("--svg", type=Path, metavar="OUT.svg", help="write the SVG here")
+    trace.add_argument("--pod", metavar="NS/NAME",
+                       help="only the calls about this pod (its volumes and sandbox)")
+    trace.add_argument("--mermaid", nargs="?", const="-", metavar="OUT.mmd",
+                       help="write a Mermaid sequenceDiagram here (stdout without OUT.mmd)")
     return parser
 
 
@@ -139,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "conformance":
         return conformance.run(args)
+    if args.command == "trace":  # reads a file: no cluster, none of the common flags
+        from kubelet_sim.trace_render import main_trace
+
+        return main_trace(args.file, svg=args.svg, mermaid=args.mermaid, pod=args.pod)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)

@@ -161,6 +161,9 @@ class LibCNI:
             "netns": rt.netns,
             "network": network,
         }
+        args = dict(rt.args)
+        if args.get("K8S_POD_NAME"):  # which pod the sandbox is for: a trace can be cut per pod
+            request["pod"] = f"{args.get('K8S_POD_NAMESPACE', '')}/{args['K8S_POD_NAME']}"
         env = {
             "CNI_COMMAND": command,
             "CNI_CONTAINERID": rt.container_id,

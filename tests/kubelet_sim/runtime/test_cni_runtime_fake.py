@@ -392,4 +392,5 @@ def test_every_exec_is_traced_with_its_outcome(libcni, fake, trace):
         "ifname": "eth0",
         "netns": "/var/run/netns/cni-1234",
         "network": "podnet",
+        "pod": "default/web",
     }
