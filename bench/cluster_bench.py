@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource
+from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
 
 TARGET_PODS_PER_S = 25.0
@@ -63,9 +65,14 @@ async def wait_until(check: Callable[[], bool], timeout: float) -> None:
         await asyncio.sleep(0.05)
 
 
+def pods(cluster: Cluster, namespace: str) -> list[Resource]:
+    """The namespace's pods as the shared informer cache has them: the bench polls
+    without copying every pod per look (a lister, not a list)."""
+    return shared_cache(cluster.api).list("Pod", namespace=namespace)
+
+
 def running(cluster: Cluster, namespace: str) -> int:
-    return sum(p.status.get("phase") == "Running"
-               for p in cluster.api.list("Pod", namespace=namespace).items)
+    return sum(p.status.get("phase") == "Running" for p in pods(cluster, namespace))
 
 
 async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> Row:
@@ -85,7 +92,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     start = time.monotonic()
     for i in range(count):
         cluster.api.delete("Pod", f"p{i}", ns)
-    await wait_until(lambda: not cluster.api.list("Pod", namespace=ns).items, 60 + count * 2.0)
+    await wait_until(lambda: not pods(cluster, ns), 60 + count * 2.0)
     deleted = time.monotonic() - start
     calls = [e.call for e in cluster.trace.events[mark:]]
     cni = sum(c.startswith("cni ADD") or c.startswith("cni DEL") for c in calls)
@@ -122,7 +129,7 @@ async def open_loop(cluster: Cluster, rate: float, seconds: float) -> list[float
     observer.cancel()
     for i in range(total):
         cluster.api.delete("Pod", f"p{i}", ns)
-    await wait_until(lambda: not cluster.api.list("Pod", namespace=ns).items, 60 + total)
+    await wait_until(lambda: not pods(cluster, ns), 60 + total)
     return sorted(started[n] - created[n] for n in created)
 
 

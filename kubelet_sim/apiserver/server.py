@@ -245,6 +245,15 @@ class APIServer:
 
     # ------------------------------------------------------------------ watch
     @locked
+    def feed(self, kind: str, on_change: Callable[[str, Resource], None]) -> None:
+        """List and watch ``kind`` with no delivery delay, for an in-process informer
+        cache: ``on_change(ADDED, obj)`` for each current object, then
+        ``on_change(event_type, obj)`` inside every commit of ``kind``. Objects are the
+        stored ones, to copy, never to modify."""
+        kind_info(kind)
+        self._store.feed(kind, on_change)
+
+    @locked
     def watch(
         self,
         kind: str | None = None,

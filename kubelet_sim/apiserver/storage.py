@@ -21,6 +21,7 @@ from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
 
 Predicate = Callable[[Resource], bool]
+Feed = Callable[[str, Resource], None]  # (event type, the stored object) per commit
 
 
 def _last_written(obj: Resource) -> float:
@@ -45,6 +46,7 @@ class ObjectStore:
         self.version = 0
         self._history = EventHistory(history_limit)
         self._watches: list[Watch] = []
+        self._feeds: dict[str, list[Feed]] = {}
         self._database = database
         # Kinds kept only for a while after their last write (etcd leases: Events, 1 h).
         self._ttl = dict(ttl or {})
@@ -102,6 +104,8 @@ class ObjectStore:
             self._schedule_expiry(stored, written=self._now())
         change = Change(event_type, stored, prev)
         self._history.record(change)
+        for feed in self._feeds.get(obj.kind, ()):
+            feed(event_type, stored)
         for w in list(self._watches):
             w._offer(change)
         return stored
@@ -127,6 +131,14 @@ class ObjectStore:
         return gone
 
     # ------------------------------------------------------------------ watch
+    def feed(self, kind: str, on_change: Feed) -> None:
+        """``on_change(ADDED, obj)`` for every stored object of ``kind`` now, then for every
+        later commit of ``kind``, synchronously and in order. It is handed the stored
+        objects: the subscriber copies what it keeps."""
+        for obj in self.sorted(kind):
+            on_change(ADDED, obj)
+        self._feeds.setdefault(kind, []).append(on_change)
+
     def watch(self, kind: str | None, matches: Predicate, since: int | None) -> Watch:
         """A live watch; it first replays the retained changes after ``since`` (Gone when
         too old) or, with ``since=None``, a synthetic ADDED per current object."""

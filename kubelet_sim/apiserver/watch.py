@@ -104,7 +104,13 @@ class EventHistory:
             raise Gone(
                 f"too old resource version: {version} ({self._evicted_through})"
             )
-        return [c for c in self._changes if c.resource_version > version]
+        newer: list[Change] = []
+        for change in reversed(self._changes):  # newest first: only the new ones are read
+            if change.resource_version <= version:
+                break
+            newer.append(change)
+        newer.reverse()
+        return newer
 
 
 class Watch:

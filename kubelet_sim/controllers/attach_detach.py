@@ -30,6 +30,7 @@ from kubelet_sim.controllers.common import (
     unique_volume_name,
     write_status,
 )
+from kubelet_sim.controllers.indexes import POD_CLAIMS
 from kubelet_sim.csi.naming import attachment_name
 
 
@@ -72,18 +73,22 @@ class AttachDetachController(Controller):
         for want in sorted(wanted.values(), key=lambda w: w.va_name):
             changed = await self.step(f"attach/{want.va_name}",
                                       self._attach, want) or changed
-        for va in self.api.list("VolumeAttachment").items:
+        for va in self.cache.list("VolumeAttachment"):
             if va.name not in wanted and not va.is_terminating:
                 changed = await self.step(f"detach/{va.name}",
                                           self._detach, va) or changed
-        for node in self.api.list("Node").items:
+        for node in self.cache.list("Node"):
             changed = await self.step(f"node/{node.name}",
                                       self._prune_reported, node) or changed
         return changed
 
     def _desired(self) -> dict[str, WantedAttachment]:
         wanted: dict[str, WantedAttachment] = {}
-        for pod in self.api.list("Pod").items:
+        users: dict[tuple[str, str], Resource] = {}  # every pod that uses a claim
+        for key in self.cache.index_values("Pod", POD_CLAIMS):
+            for pod in self.cache.by_index("Pod", POD_CLAIMS, key):
+                users[(pod.namespace, pod.name)] = pod
+        for _, pod in sorted(users.items()):
             node_name = pod.spec.get("nodeName")
             if not node_name or pod_terminated(pod):
                 continue
@@ -91,9 +96,9 @@ class AttachDetachController(Controller):
                 claim_name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
                 if not claim_name:
                     continue
-                pvc = get_or_none(self.api, "PersistentVolumeClaim", claim_name, pod.namespace)
+                pvc = self.cache.get("PersistentVolumeClaim", claim_name, pod.namespace)
                 pv_name = pvc.spec.get("volumeName") if pvc else None
-                pv = get_or_none(self.api, "PersistentVolume", pv_name) if pv_name else None
+                pv = self.cache.get("PersistentVolume", pv_name) if pv_name else None
                 csi = (pv.spec.get("csi") or {}) if pv else {}
                 if pv is None or not csi:
                     continue
@@ -176,9 +181,9 @@ class AttachDetachController(Controller):
     async def _prune_reported(self, node: Resource) -> bool:
         """Drop ``volumesAttached`` entries whose VolumeAttachment is gone."""
         attached = set()
-        for va in self.api.list("VolumeAttachment").items:
-            pv = get_or_none(self.api, "PersistentVolume",
-                             str((va.spec.get("source") or {}).get("persistentVolumeName")))
+        for va in self.cache.list("VolumeAttachment"):
+            pv = self.cache.get("PersistentVolume",
+                                str((va.spec.get("source") or {}).get("persistentVolumeName")))
             if va.spec.get("nodeName") == node.name and pv is not None:
                 attached.add(unique_volume_name(str(va.spec.get("attacher")),
                                                 str((pv.spec.get("csi") or {})

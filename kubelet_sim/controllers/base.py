@@ -22,6 +22,8 @@ from kubelet_sim.api.errors import Gone
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.watch import Watch
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.shared_cache import SharedCache, shared_cache
+from kubelet_sim.controllers.indexes import add_pod_indexes
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class Controller(ABC):
         resync_seconds: float = DEFAULT_RESYNC_SECONDS,
     ) -> None:
         self.api = api
+        # what a pass reads (never modifies): the shared informer cache, with the indexes
+        self.cache: SharedCache = add_pod_indexes(shared_cache(api))
         self.clock: Clock = clock or api.clock or RealClock()
         self.recorder = recorder or EventRecorder(api)
         self.resync_seconds = resync_seconds

@@ -12,22 +12,20 @@ plugin would have added on create).
 from __future__ import annotations
 
 from kubelet_sim.api.model import Resource
+from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.controllers.attach_detach import pod_terminated
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import add_finalizer, drop_finalizer, write_object
+from kubelet_sim.controllers.indexes import POD_CLAIMS, claim_key
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
 
 
-def claim_in_use(pods: list[Resource], pvc: Resource) -> bool:
-    for pod in pods:
-        if pod.namespace != pvc.namespace or pod_terminated(pod):
-            continue
-        for volume in pod.spec.get("volumes") or []:
-            if (volume.get("persistentVolumeClaim") or {}).get("claimName") == pvc.name:
-                return True
-    return False
+def claim_in_use(cache: SharedCache, pvc: Resource) -> bool:
+    """A pod that has not terminated uses ``pvc`` (read by the cache's claim index)."""
+    return any(not pod_terminated(pod) for pod in
+               cache.by_index("Pod", POD_CLAIMS, claim_key(pvc.namespace, pvc.name)))
 
 
 class StorageProtection(Controller):
@@ -36,19 +34,18 @@ class StorageProtection(Controller):
 
     async def reconcile(self) -> bool:
         changed = False
-        pods = self.api.list("Pod").items
-        for pvc in self.api.list("PersistentVolumeClaim").items:
-            changed = await self.step(f"pvc/{pvc.namespace}/{pvc.name}", self._claim, pvc,
-                                      pods) or changed
-        for pv in self.api.list("PersistentVolume").items:
+        for pvc in self.cache.list("PersistentVolumeClaim"):
+            changed = await self.step(f"pvc/{pvc.namespace}/{pvc.name}", self._claim,
+                                      pvc) or changed
+        for pv in self.cache.list("PersistentVolume"):
             changed = await self.step(f"pv/{pv.name}", self._volume, pv) or changed
         return changed
 
-    async def _claim(self, pvc: Resource, pods: list[Resource]) -> bool:
+    async def _claim(self, pvc: Resource) -> bool:
         if not pvc.is_terminating:
             return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
                                 lambda o: add_finalizer(o, PVC_PROTECTION)) is not None
-        if PVC_PROTECTION not in pvc.metadata.finalizers or claim_in_use(pods, pvc):
+        if PVC_PROTECTION not in pvc.metadata.finalizers or claim_in_use(self.cache, pvc):
             return False
         return drop_finalizer(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
                               PVC_PROTECTION)

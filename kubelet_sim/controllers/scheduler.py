@@ -41,6 +41,7 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
+from kubelet_sim.controllers.indexes import POD_NODE
 from kubelet_sim.controllers.scheduler_cache import Snapshot
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
 
@@ -62,13 +63,15 @@ class Scheduler(Controller):
         self.assumed: dict[str, str] = {}  # pod uid -> node waiting for its claims to bind
 
     async def reconcile(self) -> bool:
-        pods = self.api.list("Pod").items
-        pending = [p for p in pods if self._wants_scheduling(p)]
+        unscheduled = self.cache.by_index("Pod", POD_NODE, "")
+        pending = [p for p in unscheduled if self._wants_scheduling(p)]
         waiting = {p.metadata.uid for p in pending}
         for uid in [u for u in self.assumed if u not in waiting]:  # bound, gone or finished
             del self.assumed[uid]
-        snapshot = Snapshot.take(self.api, pods, self.assumed)
-        nodes = self.api.list("Node").items
+        if not pending:
+            return False
+        snapshot = Snapshot.take(self.cache, pending, self.assumed)
+        nodes = self.cache.list("Node")
         changed = False
         for pod in pending:
             key = f"pod/{pod.namespace}/{pod.name}"
