@@ -69,17 +69,37 @@ def loads(data: bytes | str) -> Any:
             raise ValueError(f"invalid UTF-8 in JSON: {e}") from e
     else:
         text = data
-    _check_depth(text)
-    obj, end = _scan_value(text, _skip_space(text, 0))
-    end = _skip_space(text, end)
-    if end != len(text):
-        raise ValueError(f"Extra data: {_position(text, end)}")
+    # Only a text with more than MAX_DEPTH brackets can nest too deep; the C scanner reads
+    # it first and the character walk below runs only when the result (or an error) says
+    # so: it costs a pass of Python per character, the scanner a fraction of that.
+    deep = text.count("[") + text.count("{") > MAX_DEPTH
+    try:
+        obj, end = _scan_value(text, _skip_space(text, 0))
+        end = _skip_space(text, end)
+        if end != len(text):
+            raise ValueError(f"Extra data: {_position(text, end)}")
+    except ValueError:
+        if deep:
+            _check_depth(text)  # too deep is reported before any later syntax error
+        raise
+    if deep and _nesting(obj) > MAX_DEPTH:
+        _check_depth(text)  # raises, naming where the text went too deep
     return obj
 
 
+def _nesting(obj: Any) -> int:
+    """How deep arrays and objects nest in a parsed value (what the text's brackets do)."""
+    deepest, stack = 0, [(obj, 1)] if isinstance(obj, (dict, list)) else []
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
+    return deepest
+
+
 def _check_depth(text: str) -> None:
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return  # cannot nest deeper: the common case costs two counts
     depth, idx, n, in_string = 0, 0, len(text), False
     while idx < n:
         c = text[idx]

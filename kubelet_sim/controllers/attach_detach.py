@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.client.events import NORMAL, WARNING
+from kubelet_sim.client.pod_indexes import POD_CLAIMS
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,
@@ -30,7 +31,6 @@ from kubelet_sim.controllers.common import (
     unique_volume_name,
     write_status,
 )
-from kubelet_sim.controllers.indexes import POD_CLAIMS
 from kubelet_sim.csi.naming import attachment_name
 
 

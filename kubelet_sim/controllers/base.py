@@ -20,11 +20,11 @@ from typing import Any
 
 from kubelet_sim.api.errors import Gone
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.apiserver.watch import Watch
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.pod_indexes import add_pod_indexes
 from kubelet_sim.client.shared_cache import SharedCache, shared_cache
-from kubelet_sim.controllers.indexes import add_pod_indexes
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
+from kubelet_sim.utils.wakeup import pump, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class Controller(ABC):
         object's backoff expires; until ``stop`` is set."""
         dirty = asyncio.Event()
         watches = [self.api.watch(kind) for kind in self.kinds]
-        pumps = [asyncio.create_task(_pump(w, dirty)) for w in watches]
+        pumps = [asyncio.create_task(pump(w, dirty)) for w in watches]
         try:
             while not stop.is_set():
                 dirty.clear()
@@ -118,7 +118,7 @@ class Controller(ABC):
                 timeout = self.resync_seconds
                 if self._next_retry is not None:
                     timeout = min(timeout, self._next_retry)
-                await _wait_any(stop, dirty, self.clock.sleep(timeout))
+                await wait_any(stop, dirty, self.clock.sleep(timeout))
         finally:
             for w in watches:
                 w.stop()
@@ -138,24 +138,6 @@ def wrote_objects(api: APIServer, since: str) -> bool:
         return any(e.object.kind != "Event" for e in api.events_since(since))
     except Gone:
         return True
-
-
-async def _pump(watch: Watch, dirty: asyncio.Event) -> None:
-    async for _ in watch:
-        dirty.set()
-
-
-async def _wait_any(stop: asyncio.Event, dirty: asyncio.Event, sleep: Awaitable[None]) -> None:
-    tasks = [asyncio.create_task(stop.wait()), asyncio.create_task(dirty.wait()),
-             asyncio.ensure_future(sleep)]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 class NotSettled(RuntimeError):

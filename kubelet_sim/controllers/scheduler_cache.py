@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kubelet_sim.api.model import Resource
+from kubelet_sim.client.pod_indexes import POD_NODE
 from kubelet_sim.client.shared_cache import SharedCache
-from kubelet_sim.controllers.indexes import POD_NODE
 
 FINISHED = ("Succeeded", "Failed")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,16 +35,14 @@ from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
+from kubelet_sim.client.pod_indexes import POD_NODE, add_pod_indexes
 from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.node_expansion import finish_expansions
-from kubelet_sim.kubelet.node_lease import (
-    LEASE_DURATION_SECONDS,
-    RENEW_FRACTION,
-    renew_node_lease,
-)
+from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS, keep_lease
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
 from kubelet_sim.kubelet.paths import KubeletPaths
@@ -51,16 +50,17 @@ from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatche
 from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
+from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
+from kubelet_sim.kubelet.sandbox_config import sandbox_config
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
     ContainerRuntime,
     NetworkCondition,
-    PodSandboxConfig,
-    PortMapping,
     SandboxError,
 )
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.utils.trace import Trace
+from kubelet_sim.utils.wakeup import pump, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +91,12 @@ class Kubelet:
         recorder: EventRecorder | None = None,
         secrets: SecretLookup | None = None,  # the cluster's Secrets
         lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
+        parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
     ) -> None:
         self.api = api
+        # the pods bound here, read (never modified) from the shared informer cache
+        self.cache = add_pod_indexes(shared_cache(api))
+        self.parallel_pods = parallel_pods
         self.lease_duration_seconds = lease_duration_seconds
         # told (creation, now) when a pod's containers run: the pod start SLI
         self.on_pod_started: Callable[[datetime, datetime], None] | None = None
@@ -162,58 +166,65 @@ class Kubelet:
 
     # -- the sync loop ---------------------------------------------------------------------
 
-    async def sync_once(self) -> bool:
-        """One pass: registration, node status, every pod bound to this node."""
+    async def sync_once(self, workers: PodWorkers | None = None) -> bool:
+        """One pass: registration, node status, every pod bound to this node. Without
+        ``workers`` the pods are synced one after another and the pass waits for them
+        (settle: the same order every time); with them, each pod that needs work gets a
+        worker of its own, and the pass returns at once."""
         changed = False
         before = set(self.watcher.drivers)
         await self.watcher.scan()
         changed |= set(self.watcher.drivers) != before
         changed |= await self.sync_node_status()
-        pods = self.api.list("Pod", field_selector=f"spec.nodeName={self.node_name}").items
+        pods = self.cache.by_index("Pod", POD_NODE, self.node_name)
         for pod in pods:
+            if workers is not None and workers.busy(pod.metadata.uid):
+                continue  # its worker is still at it; the next pass sees the result
             if pod.is_terminating:
-                changed |= await self._kill_pod(pod)
+                sync = functools.partial(self._kill_pod, pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
-                changed |= await self._start_pod(pod)
+                sync = functools.partial(self._start_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
+                continue
+            if workers is None:
+                changed |= await sync()
+            else:
+                workers.dispatch(pod.metadata.uid, sync)
         changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
                                            self.recorder, self.node_name)
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
-        """The kubelet's loops: a sync pass every ``period`` seconds and, beside it (the
-        kubelet's node lease controller), the node's Lease renewed every 10 s, so a long
-        pass never holds back the heartbeat."""
+        """The kubelet's loops: a pass when one of its pods changes (a watch on the pods
+        bound to this node, as the kubelet's pod config source), when a pod worker
+        finishes, and at least every ``period`` seconds (retries, volume backoffs);
+        pods are synced by :class:`PodWorkers`, up to :attr:`parallel_pods` at once.
+        Beside it (the kubelet's node lease controller), the node's Lease is renewed
+        every 10 s, so a long pass never holds back the heartbeat."""
         await self.start()
-        heartbeat = asyncio.create_task(self.heartbeat(stop), name=f"lease-{self.node_name}")
+        heartbeat = asyncio.create_task(
+            keep_lease(self.api, self.node_name, self.clock, self.lease_duration_seconds, stop),
+            name=f"lease-{self.node_name}")
+        dirty = asyncio.Event()
+        workers = PodWorkers(self.parallel_pods, on_done=dirty.set)
+        watch = self.api.watch("Pod", field_selector=f"spec.nodeName={self.node_name}")
+        events = asyncio.create_task(pump(watch, dirty))
         try:
             while not stop.is_set():
+                dirty.clear()
                 try:
-                    await self.sync_once()
+                    await self.sync_once(workers)
                 except Exception:  # the loop must survive any bad pass, as the kubelet does
                     log.exception("kubelet %s sync failed", self.node_name)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), period)
+                await wait_any(stop, dirty, asyncio.sleep(period))
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-
-    async def heartbeat(self, stop: asyncio.Event) -> None:
-        """Renew the node's Lease every quarter of its duration (10 s of 40) until
-        ``stop``; a failure is retried sooner."""
-        interval = self.lease_duration_seconds * RENEW_FRACTION
-        while not stop.is_set():
-            wait = interval
-            try:
-                renew_node_lease(self.api, self.node_name, self.clock.now(),
-                                 self.lease_duration_seconds)
-            except Exception:
-                log.exception("kubelet %s: renewing its Lease failed", self.node_name)
-                wait = min(1.0, interval)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
+            watch.stop()
+            for task in (heartbeat, events):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await workers.wait()  # a sandbox half made would be left to GC otherwise
 
     # -- node status -----------------------------------------------------------------------
 
@@ -375,18 +386,3 @@ class Kubelet:
 
     def _now(self) -> str:
         return format_time(self.clock.now())
-
-
-def sandbox_config(pod: Resource) -> PodSandboxConfig:
-    ports = [
-        PortMapping(container_port=int(p["containerPort"]), host_port=int(p.get("hostPort", 0)),
-                    protocol=p.get("protocol", "TCP"), host_ip=p.get("hostIP", ""))
-        for c in pod.spec.get("containers", []) for p in c.get("ports", [])
-    ]
-    return PodSandboxConfig(
-        name=pod.name,
-        namespace=pod.namespace,
-        uid=pod.metadata.uid,
-        annotations=dict(pod.metadata.annotations),
-        port_mappings=ports,
-    )

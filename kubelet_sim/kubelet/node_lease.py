@@ -4,7 +4,9 @@ controller of a real cluster reads it to tell a live node from a dead one."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from datetime import datetime
 
 from kubelet_sim.api import builders
@@ -13,6 +15,9 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.api.node_conditions import NODE_LEASE_NAMESPACE
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.utils.clock import Clock
+
+log = logging.getLogger(__name__)
 
 LEASE_NAMESPACE = NODE_LEASE_NAMESPACE
 LEASE_DURATION_SECONDS = 40
@@ -48,3 +53,19 @@ def renew_node_lease(api: APIServer, node_name: str, now: datetime,
         return api.update(lease)
 
     return retry_on_conflict(attempt)
+
+
+async def keep_lease(api: APIServer, node_name: str, clock: Clock, duration_seconds: int,
+                     stop: asyncio.Event) -> None:
+    """Renew the node's Lease every quarter of its duration (10 s of 40) until ``stop``;
+    a failure is retried sooner."""
+    interval = duration_seconds * RENEW_FRACTION
+    while not stop.is_set():
+        wait = interval
+        try:
+            renew_node_lease(api, node_name, clock.now(), duration_seconds)
+        except Exception:
+            log.exception("kubelet %s: renewing its Lease failed", node_name)
+            wait = min(1.0, interval)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), wait)

@@ -7,9 +7,7 @@ kubelet coming back makes the node Ready, clears the taints and finishes the evi
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,6 +16,7 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, condition
 from kubelet_sim.api.taints import NO_EXECUTE, NO_SCHEDULE, UNREACHABLE
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from tests.kubelet_sim.live_cluster import eventually
 
 GRACE = 3.0  # with 2 s Leases renewed every 0.5 s (50 s / 40 s / 10 s in a real cluster)
 
@@ -36,16 +35,6 @@ async def live() -> AsyncIterator[tuple[Cluster, asyncio.Event]]:
     finally:
         stop.set()
         await cluster.stop()
-
-
-async def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ready(obj: Resource) -> str:

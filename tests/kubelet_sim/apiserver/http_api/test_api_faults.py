@@ -51,6 +51,9 @@ def test_faults_set_at_run_time_reach_kubectl_and_watchers(tmp_path: Path) -> No
 
         version = json.loads(up.kubectl("get", "--raw", "/api/v1/pods"))["metadata"][
             "resourceVersion"]
+        # a change after `version`, which dropping the watch history then forgets (a
+        # watch from the newest version has nothing to miss and stays valid, as in etcd)
+        up.kubectl("label", "pod", "web", "tier=mid", "--overwrite")
         watcher = subprocess.Popen(
             [str(KUBECTL), "--kubeconfig", up.kubeconfig, "get", "--raw",
              f"/api/v1/pods?watch=1&resourceVersion={version}&timeoutSeconds=60"],

@@ -1,5 +1,6 @@
-"""The indexes the controllers read the shared cache by (client-go's indexers): pods by
-the node they are bound to ("" while unscheduled) and by the claims they use."""
+"""The pod indexes the controllers and the kubelets read the shared cache by (client-go's
+indexers): pods by the node they are bound to ("" while unscheduled) and by the claims
+they use."""
 
 from __future__ import annotations
 
