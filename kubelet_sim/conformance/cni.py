@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 
 from cni_spec.errors import CNIError
+from kubelet_sim.conformance.cni_reach import reachability
 from kubelet_sim.conformance.report import Report, Skip
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import NetworkConfigList, conf_list_from_bytes, load_conf_file
@@ -90,7 +91,7 @@ class CniRun:
     """One suite run: the list, a private libcni cache, the namespaces made for it."""
 
     def __init__(self, target: CniTarget, scratch: Path) -> None:
-        self.target = target
+        self.target, self.scratch = target, scratch
         self.net = load_conf_file(str(target.conflist))
         self.trace = Trace()
         self.namespaces = Namespaces(target.dataplane, scratch)
@@ -112,8 +113,10 @@ class CniRun:
         return RuntimeConf(container_id=container_id or uuid.uuid4().hex, netns=netns,
                            ifname=IFNAME)
 
-    def addresses(self, net: NetworkConfigList, rt: RuntimeConf) -> list[str]:
-        result = self.libcni.add_network_list(net, rt)
+    def addresses(self, net: NetworkConfigList, rt: RuntimeConf,
+                  libcni: LibCNI | None = None) -> list[str]:
+        """ADD (by this run's libcni unless another is given); the addresses it gave."""
+        result = (libcni or self.libcni).add_network_list(net, rt)
         current = to_current(result)
         return [ip.address for ip in pod_ips(current, IFNAME)] or [
             str(ip.get("address", "")) for ip in current.get("ips", [])]
@@ -150,7 +153,7 @@ def _cases(run: CniRun, report: Report) -> None:
     report.run(SUITE, "container-restart", lambda: _container_restart(run))
     report.run(SUITE, "status", lambda: _status(run, versions))
     report.run(SUITE, "gc", lambda: _gc(run, versions))
-    report.run(SUITE, "reachability", lambda: _reachability(run))
+    report.run(SUITE, "reachability", lambda: reachability(run))
 
 
 def _add_check_del(run: CniRun, version: str) -> None:
@@ -236,9 +239,3 @@ def _gc(run: CniRun, versions: list[str]) -> None:
     assert run.libcni.cached_result(net, drop) is None, "the stale attachment is still cached"
     run.libcni.check_network_list(net, keep)  # the valid one is untouched
     run.libcni.del_network_list(net, keep)
-
-
-def _reachability(run: CniRun) -> None:
-    raise Skip("reachability between two pods and two nodes is not part of this version "
-               "of the suite")
-

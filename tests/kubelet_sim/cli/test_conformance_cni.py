@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelet_sim.conformance.cni_reach import per_node_list
+from kubelet_sim.conformance.report import Skip
+from kubelet_sim.runtime.libcni.conf import NetworkConfigList, conf_list_from_bytes
 from tests.fixtures.netns import needs_reference, needs_root
 from tests.fixtures.up_process import PROJECT_ROOT
 
@@ -59,6 +62,7 @@ def test_our_bridge_host_local_and_chained_loopback_pass_every_case(
     assert done.returncode == 0, done.stdout + done.stderr
     results = rows(done.stdout)
     assert [c for c, r in results.items() if r != "PASSED"] == ["reachability"]
+    assert "needs --dataplane linux" in done.stdout  # the emulated dataplane moves no packets
     assert {f"add-check-del/{v}" for v in ("0.1.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")} \
         <= set(results)
     assert {"status", "gc", "concurrent-adds", "del-after-failed-add"} <= set(results)
@@ -105,10 +109,94 @@ def test_the_reference_plugins_pass_on_real_network_namespaces(tmp_path: Path) -
     conf = conflist(tmp_path / "reference.conflist", [
         {"type": "bridge", "bridge": "cfbr0", "isGateway": True,
          "ipam": {"type": "host-local", "subnet": "10.43.0.0/24",
-                  "dataDir": str(tmp_path / "ipam")}}], version="1.0.0")
+                  "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(tmp_path / "ipam")}}],
+        version="1.0.0")
     done = conformance("--cni-bin-dir", str(REFERENCE_BIN), "--conflist", str(conf),
                        "--dataplane", "linux")  # the bridge lives in a node namespace
     assert done.returncode == 0, done.stdout + done.stderr
     results = rows(done.stdout)
     assert results["concurrent-adds"] == "PASSED" and results["add-check-del/1.0.0"] == "PASSED"
     assert results["gc"] == "SKIPPED"  # the packaged plugins speak CNI up to 1.0.0
+    assert results["reachability"] == "PASSED"
+
+
+def netns_list() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def bridge_list(tmp_path: Path, prefix: str, **bridge: object) -> list[dict]:
+    """A bridge + host-local list in the reference's type names or ours (``emu-``)."""
+    return [{"type": f"{prefix}bridge", "bridge": "cfbr1", **bridge,
+             "ipam": {"type": f"{prefix}host-local", "ranges": [[{"subnet": "10.44.0.0/24"}]],
+                      "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(tmp_path / "ipam")}}]
+
+
+@needs_root
+@needs_reference
+@pytest.mark.parametrize("plugins", ["reference", "ours"])
+def test_two_containers_reach_each_other_on_one_node_and_across_two_nodes(
+    plugins: str, our_bin: Path, tmp_path: Path,
+) -> None:
+    bin_dir, prefix = (REFERENCE_BIN, "") if plugins == "reference" else (our_bin, "emu-")
+    conf = conflist(tmp_path / "reach.conflist",
+                    bridge_list(tmp_path, prefix, isGateway=True), version="1.0.0")
+    before = netns_list()
+    done = conformance("--cni-bin-dir", str(bin_dir), "--conflist", str(conf),
+                       "--dataplane", "linux", "--focus", "reachability")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(done.stdout) == {"reachability": "PASSED"}
+    assert netns_list() <= before, "the suite left network namespaces behind"
+
+
+@needs_root
+@needs_reference
+def test_a_list_without_a_route_beyond_its_subnet_fails_reachability_across_nodes(
+    tmp_path: Path,
+) -> None:
+    # no gateway on the bridge and no routes: one node works, the other node's pods
+    # are out of reach
+    plugins = bridge_list(tmp_path, "", isGateway=False)
+    del plugins[0]["ipam"]["routes"]
+    conf = conflist(tmp_path / "flat.conflist", plugins, version="1.0.0")
+    before = netns_list()
+    done = conformance("--cni-bin-dir", str(REFERENCE_BIN), "--conflist", str(conf),
+                       "--dataplane", "linux", "--focus", "reachability")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert rows(done.stdout) == {"reachability": "FAILED"}
+    assert "across nodes, 10.177.1.2 on node-a to 10.177.2.2 on node-b" in done.stdout
+    assert "Network is unreachable" in done.stdout
+    assert netns_list() <= before, "the suite left network namespaces behind"
+
+
+def listed(plugins: list[dict]) -> NetworkConfigList:
+    return conf_list_from_bytes(json.dumps({"cniVersion": "1.0.0", "name": "n",
+                                            "plugins": plugins}).encode())
+
+
+def test_each_node_gets_its_own_subnet_in_host_locals_subnet_and_ranges_forms() -> None:
+    net = listed([
+        {"type": "bridge", "ipam": {"type": "host-local", "subnet": "10.1.0.0/16",
+                                    "rangeStart": "10.1.0.10", "gateway": "10.1.0.1",
+                                    "routes": [{"dst": "0.0.0.0/0"}]}},
+        {"type": "ptp", "ipam": {"type": "emu-host-local",
+                                 "ranges": [[{"subnet": "10.2.0.0/24"}], [{"subnet": "fd::/64"}]]}},
+        {"type": "loopback"}])
+    got = json.loads(per_node_list(net, "10.9.8.0/24", "/tmp/store").bytes)["plugins"]
+    assert got[0]["ipam"] == {"type": "host-local", "subnet": "10.9.8.0/24",
+                              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "/tmp/store"}
+    assert got[1]["ipam"] == {"type": "emu-host-local", "ranges": [[{"subnet": "10.9.8.0/24"}]],
+                              "dataDir": "/tmp/store"}
+    assert got[2] == {"type": "loopback"}
+
+
+@pytest.mark.parametrize(("plugins", "reason"), [
+    ([{"type": "bridge", "ipam": {"type": "dhcp"}}], "IPAM type 'dhcp'"),
+    ([{"type": "bridge", "ipam": {"type": "host-local"}}], "neither subnet nor ranges"),
+    ([{"type": "macvlan"}], "no plugin of the list has an IPAM section"),
+])
+def test_a_list_that_cannot_get_a_subnet_per_node_is_skipped_with_the_reason(
+    plugins: list[dict], reason: str,
+) -> None:
+    with pytest.raises(Skip, match=reason):
+        per_node_list(listed(plugins), "10.9.8.0/24", "/tmp/store")
