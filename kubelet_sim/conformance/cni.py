@@ -30,6 +30,7 @@ from pathlib import Path
 
 from cni_spec.errors import CNIError
 from kubelet_sim.conformance.cni_reach import reachability
+from kubelet_sim.conformance.cni_transcript import CniSteps, RecordingLibCNI
 from kubelet_sim.conformance.report import Report, Skip
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import NetworkConfigList, conf_list_from_bytes, load_conf_file
@@ -93,11 +94,17 @@ class CniRun:
     def __init__(self, target: CniTarget, scratch: Path) -> None:
         self.target, self.scratch = target, scratch
         self.net = load_conf_file(str(target.conflist))
-        self.trace = Trace()
+        self.steps = CniSteps()
+        self.trace = Trace(listeners=[self.steps.on_event])
         self.namespaces = Namespaces(target.dataplane, scratch)
         self.exec = RealExec(netns=self.namespaces.node)
-        self.libcni = LibCNI([str(target.bin_dir)], str(scratch / "cache"), self.exec,
-                             trace=self.trace, component="conformance")
+        self.libcni = self.new_libcni("cache", self.exec)
+
+    def new_libcni(self, cache: str, plugin_exec: RealExec) -> LibCNI:
+        """A libcni of this run (its trace and transcript) with a cache of its own."""
+        return RecordingLibCNI([str(self.target.bin_dir)], str(self.scratch / cache),
+                               plugin_exec, trace=self.trace, component="conformance",
+                               steps=self.steps)
 
     def versions(self) -> list[str]:
         """The cniVersions every plugin of the list supports (VERSION), oldest first."""
@@ -106,6 +113,8 @@ class CniRun:
             path = self.exec.find_in_path(plugin.type, [str(self.target.bin_dir)])
             answer = json.loads(self.exec.exec_plugin(path, b"", {"CNI_COMMAND": "VERSION"}))
             claimed = set(answer.get("supportedVersions") or [])
+            self.steps.add("", f"VERSION {plugin.type} → "
+                               f"{' '.join(sorted(claimed, key=parse_version))}")
             common = claimed if common is None else common & claimed
         return sorted(common or set(), key=parse_version)
 
@@ -128,9 +137,11 @@ class CniRun:
 def run_cni_suite(target: CniTarget, report: Report) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="cni-conformance-"))
     run = CniRun(target, scratch)
+    report.transcriber = run.steps
     try:
         _cases(run, report)
     finally:
+        report.transcriber = None
         run.namespaces.cleanup()
         shutil.rmtree(scratch, ignore_errors=True)
 

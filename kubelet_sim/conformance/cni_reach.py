@@ -110,9 +110,7 @@ def _across_nodes(run: CniRun) -> None:
             nodes.add_route(node, POD_SUBNETS[other], UNDERLAY[other])
         ips: list[str] = []
         for node in UNDERLAY:
-            libcni = LibCNI([str(run.target.bin_dir)], str(run.scratch / f"cache-{node}"),
-                            RealExec(netns=nodes.netns_path(node)), trace=run.trace,
-                            component="conformance")
+            libcni = run.new_libcni(f"cache-{node}", RealExec(netns=nodes.netns_path(node)))
             rt = run.rt(run.namespaces.new())
             added.append((libcni, nets[node], rt))
             ips.append(_ipv4(run.addresses(nets[node], rt, libcni)))
