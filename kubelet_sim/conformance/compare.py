@@ -35,11 +35,16 @@ class Difference:
     ours: str
 
 
+DETAIL_WIDTH = 80  # of a case's detail in the DIFFERENCES table (the first table has all)
+
+
 def _outcome(result: CaseResult | None) -> str:
     if result is None:
         return NOT_RUN
-    return f"{result.outcome.upper()}: {result.detail}" if result.detail \
-        else result.outcome.upper()
+    detail = result.detail.replace("\n", " ")
+    if len(detail) > DETAIL_WIDTH:
+        detail = detail[:DETAIL_WIDTH - 1] + "…"
+    return f"{result.outcome.upper()}: {detail}" if detail else result.outcome.upper()
 
 
 def case_differences(case: str, target: CaseResult | None,

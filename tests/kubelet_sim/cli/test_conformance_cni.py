@@ -1,7 +1,10 @@
 """`kubelet_sim conformance cni` as a plugin author runs it: against our plugins (every
 case passes or says why it does not apply), against the reference plugins from Debian's
 containernetworking-plugins on real network namespaces, and against a deliberately
-broken plugin list (it fails, with the failing call; exit status 1); the JUnit XML."""
+broken plugin list (it fails, with the failing call; exit status 1); the JUnit XML;
+reachability on one node and across two (ours and the reference pass, a list with no
+route beyond its subnet fails); ``--compare-to ours`` (ours against ours: nothing; the
+reference against ours: what CNI 1.1.0 adds)."""
 
 from __future__ import annotations
 
@@ -200,3 +203,50 @@ def test_a_list_that_cannot_get_a_subnet_per_node_is_skipped_with_the_reason(
 ) -> None:
     with pytest.raises(Skip, match=reason):
         per_node_list(listed(plugins), "10.9.8.0/24", "/tmp/store")
+
+
+def differences_rows(stdout: str) -> list[tuple[str, str, str]]:
+    """(case, what differs, the rest of the row) from the DIFFERENCES table."""
+    table = stdout.split("DIFFERENCES", 1)[1].splitlines()[2:-1]
+    return [(parts[0], " ".join(parts[1:3]) if parts[1] == "call" else parts[1],
+             line) for line in table if (parts := line.split())]
+
+
+def test_our_plugins_compared_to_ours_show_no_difference(our_bin: Path, tmp_path: Path) -> None:
+    emulated = {"dataplane": "emulated", "dataplaneDir": str(tmp_path / "dp")}
+    conf = conflist(tmp_path / "ours.conflist", [
+        {"type": "emu-bridge", "bridge": "cbr2", "isGateway": True, **emulated,
+         "ipam": {"type": "emu-host-local", "subnet": "10.45.0.0/24",
+                  "dataDir": str(tmp_path / "ipam")}},
+        {"type": "emu-loopback", **emulated}])
+    done = conformance("--cni-bin-dir", str(our_bin), "--conflist", str(conf),
+                       "--compare-to", "ours", "--fail-on-difference")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "DIFFERENCES (the target against ours): none" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("0 of 15 cases differ from ours")
+
+
+@needs_root
+@needs_reference
+def test_the_reference_plugins_differ_from_ours_in_cni_1_1_0_only(tmp_path: Path) -> None:
+    conf = conflist(tmp_path / "reference.conflist",
+                    bridge_list(tmp_path, "", isGateway=True), version="1.0.0")
+    args = ("--cni-bin-dir", str(REFERENCE_BIN), "--conflist", str(conf),
+            "--dataplane", "linux", "--compare-to", "ours")
+    done = conformance(*args)
+    assert done.returncode == 0, done.stdout + done.stderr  # differences alone: exit 0
+    found = differences_rows(done.stdout)
+    # what really differs: the packaged plugins claim up to 1.0.0, ours 1.1.0 too, so
+    # STATUS, GC and ADD/CHECK/DEL in 1.1.0 run on ours only; every other case made the
+    # same execs with the same codes and results of the same shape
+    assert [(c, what) for c, what, _ in found] == [
+        ("version", "call 1"), ("status", "outcome"), ("gc", "outcome"),
+        ("add-check-del/1.1.0", "outcome")]
+    version_row = found[0][2]
+    assert "VERSION bridge → 0.1.0 0.2.0 0.3.0 0.3.1 0.4.0 1.0.0 " in version_row + " "
+    assert version_row.endswith("1.0.0 1.1.0")
+    assert "SKIPPED: STATUS and GC are CNI 1.1.0" in found[1][2]
+    assert found[3][2].split()[-2:] == ["run", "PASSED"]  # "not run" on the target
+    assert done.stdout.splitlines()[-1].startswith(
+        "4 of 15 cases differ from ours (3 in outcome, 1 in calls only)")
+    assert conformance(*args, "--focus", "version", "--fail-on-difference").returncode == 1
