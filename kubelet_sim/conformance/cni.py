@@ -10,10 +10,16 @@ added, succeed); ``del-after-failed-add`` (ADD into a namespace that does not ex
 the runtime's DEL then succeeds); ``concurrent-adds`` (eight ADDs at once get eight
 distinct addresses, then all DEL); ``container-restart`` (DEL then ADD of the same id and
 interface works); ``status`` and ``gc`` (1.1.0: STATUS passes; GC with a valid list
-releases only the attachments missing from it). ``reachability`` is not in this version
-of the suite (skipped, with the reason). With ``--dataplane linux`` (root) every test
-container gets a real network namespace and the plugins run in a node namespace of
-their own, so nothing they make on the host side touches the machine.
+releases only the attachments missing from it); ``reachability`` (``--dataplane linux``
+only: two containers on one node, then one on each of two nodes joined by an underlay,
+exchange TCP; see :mod:`kubelet_sim.conformance.cni_reach`). With ``--dataplane linux``
+(root) every test container gets a real network namespace and the plugins run in a node
+namespace of their own, so nothing they make on the host side touches the machine.
+
+Every case also keeps a transcript (:mod:`kubelet_sim.conformance.cni_transcript`: the
+plugin execs and their codes per attachment, the shape of each ADD result, the VERSION
+claims), which ``--compare-to ours`` sets beside a run of our own plugins on the same
+list and dataplane (:mod:`kubelet_sim.conformance.compare`).
 """
 
 from __future__ import annotations

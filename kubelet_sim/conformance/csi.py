@@ -14,6 +14,11 @@ is made where the pod was scheduled); ``ephemeral/inline``; and, against our own
 (they need its fault injection and its process), ``co-retries/node-stage-unavailable``
 (NodeStageVolume failing twice is retried with the same arguments until the pod runs)
 and ``restart/teardown-after-node-plugin-restart``.
+
+Every case also keeps a transcript: the CSI RPCs the cluster made while it ran (from
+the cluster's trace, `CsiCalls`: ``Node/NodePublishVolume → INTERNAL``, codes without
+messages or ids), which ``--compare-to ours`` sets beside a run of our own driver on
+the target's nodes (:mod:`kubelet_sim.conformance.compare`).
 """
 
 from __future__ import annotations
