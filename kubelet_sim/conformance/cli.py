@@ -93,13 +93,21 @@ def _run_cni(args: argparse.Namespace, report: Report, ours: Report | None) -> i
     if ours is not None:
         bin_dir = Path(tempfile.mkdtemp(prefix="cni-ours-"))
         try:
-            run_cni_suite(replace(target, bin_dir=install_our_cni_plugins(bin_dir)), ours)
+            try:
+                install_our_cni_plugins(bin_dir)
+            except RuntimeError as err:
+                print(f"kubelet_sim conformance: --compare-to ours: {err}")
+                return 2
+            run_cni_suite(replace(target, bin_dir=bin_dir), ours)
         finally:
             shutil.rmtree(bin_dir, ignore_errors=True)
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fail_on_difference and not args.compare_to:
+        print("kubelet_sim conformance: --fail-on-difference goes with --compare-to ours")
+        return 2
     report = Report(focus=args.focus, skip=args.skip)
     ours = Report(focus=args.focus, skip=args.skip) if args.compare_to else None
     status = (_run_csi if args.suite == "csi" else _run_cni)(args, report, ours)

@@ -250,3 +250,11 @@ def test_the_reference_plugins_differ_from_ours_in_cni_1_1_0_only(tmp_path: Path
     assert done.stdout.splitlines()[-1].startswith(
         "4 of 15 cases differ from ours (3 in outcome, 1 in calls only)")
     assert conformance(*args, "--focus", "version", "--fail-on-difference").returncode == 1
+
+
+def test_fail_on_difference_needs_compare_to(tmp_path: Path) -> None:
+    conf = conflist(tmp_path / "any.conflist", [{"type": "emu-noop"}])
+    done = conformance("--cni-bin-dir", str(tmp_path), "--conflist", str(conf),
+                       "--fail-on-difference")
+    assert done.returncode == 2
+    assert "--fail-on-difference goes with --compare-to ours" in done.stdout
