@@ -1,15 +1,29 @@
 """``python -m kubelet_sim conformance cni --cni-bin-dir DIR --conflist FILE
-[--dataplane emulated|linux] [--junit FILE] [--focus RE] [--skip RE]``: the table on
-stdout, JUnit XML when asked, exit status 1 when a case failed."""
+[--dataplane emulated|linux] [--junit FILE] [--focus RE] [--skip RE] [--compare-to ours
+[--fail-on-difference]]`` (and ``conformance csi [--controller-endpoint EP
+--node-endpoint NODE=EP ...]`` with the same common flags): the table on stdout, JUnit
+XML when asked, exit status 1 when a case of the target failed. ``--compare-to ours``
+runs the cases again against our own plugins (same list, same dataplane) or our own
+driver (on the target's nodes, without its StorageClass parameters) and prints a second
+table, DIFFERENCES; differences alone leave the exit status alone unless
+``--fail-on-difference``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
+import shutil
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from kubelet_sim.conformance.cni import CniTarget, run_cni_suite
+from kubelet_sim.conformance.compare import (
+    differences,
+    differences_table,
+    install_our_cni_plugins,
+)
 from kubelet_sim.conformance.csi import CsiTarget, run_csi_suite
 from kubelet_sim.conformance.report import Report
 
@@ -39,6 +53,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            help="run only the cases whose suite/case matches")
         suite.add_argument("--skip", default="", metavar="REGEX",
                            help="leave out the cases whose suite/case matches")
+        suite.add_argument("--compare-to", choices=("ours",), default=None,
+                           help="run the cases against our own plugins/driver too and print "
+                           "where the target behaves differently")
+        suite.add_argument("--fail-on-difference", action="store_true",
+                           help="with --compare-to: exit 1 when anything differs")
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -48,25 +67,58 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     return pairs
 
 
+def _run_csi(args: argparse.Namespace, report: Report, ours: Report | None) -> int:
+    nodes = _pairs(args.node_endpoint, "--node-endpoint")
+    if bool(nodes) != bool(args.controller_endpoint):
+        print("kubelet_sim conformance: give both --controller-endpoint and "
+              "--node-endpoint, or neither (our driver)")
+        return 2
+    target = CsiTarget(args.controller_endpoint, nodes,
+                       _pairs(args.storage_class_params, "--storage-class-params"))
+    asyncio.run(run_csi_suite(target, report))
+    if ours is not None:
+        asyncio.run(run_csi_suite(CsiTarget(node_names=tuple(sorted(nodes))), ours))
+    return 0
+
+
+def _run_cni(args: argparse.Namespace, report: Report, ours: Report | None) -> int:
+    if args.dataplane == "linux" and os.geteuid() != 0:
+        print("kubelet_sim conformance: --dataplane linux needs root (network namespaces)")
+        return 2
+    if not args.conflist.is_file():
+        print(f"kubelet_sim conformance: no such network config: {args.conflist}")
+        return 2
+    target = CniTarget(args.cni_bin_dir, args.conflist, args.dataplane)
+    run_cni_suite(target, report)
+    if ours is not None:
+        bin_dir = Path(tempfile.mkdtemp(prefix="cni-ours-"))
+        try:
+            try:
+                install_our_cni_plugins(bin_dir)
+            except RuntimeError as err:
+                print(f"kubelet_sim conformance: --compare-to ours: {err}")
+                return 2
+            run_cni_suite(replace(target, bin_dir=bin_dir), ours)
+        finally:
+            shutil.rmtree(bin_dir, ignore_errors=True)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.fail_on_difference and not args.compare_to:
+        print("kubelet_sim conformance: --fail-on-difference goes with --compare-to ours")
+        return 2
     report = Report(focus=args.focus, skip=args.skip)
-    if args.suite == "csi":
-        nodes = _pairs(args.node_endpoint, "--node-endpoint")
-        if bool(nodes) != bool(args.controller_endpoint):
-            print("kubelet_sim conformance: give both --controller-endpoint and "
-                  "--node-endpoint, or neither (our driver)")
-            return 2
-        asyncio.run(run_csi_suite(CsiTarget(args.controller_endpoint, nodes, _pairs(
-            args.storage_class_params, "--storage-class-params")), report))
-    else:
-        if args.dataplane == "linux" and os.geteuid() != 0:
-            print("kubelet_sim conformance: --dataplane linux needs root (network namespaces)")
-            return 2
-        if not args.conflist.is_file():
-            print(f"kubelet_sim conformance: no such network config: {args.conflist}")
-            return 2
-        run_cni_suite(CniTarget(args.cni_bin_dir, args.conflist, args.dataplane), report)
+    ours = Report(focus=args.focus, skip=args.skip) if args.compare_to else None
+    status = (_run_csi if args.suite == "csi" else _run_cni)(args, report, ours)
+    if status:
+        return status
     print(report.table())
+    found = []
+    if ours is not None:
+        found = differences(report, ours)
+        print()
+        print(differences_table(found, report, ours))
     if args.junit is not None:
         report.write_junit(args.junit)
-    return 1 if report.failed else 0
+    return 1 if report.failed or (args.fail_on_difference and found) else 0

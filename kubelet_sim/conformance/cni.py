@@ -10,10 +10,16 @@ added, succeed); ``del-after-failed-add`` (ADD into a namespace that does not ex
 the runtime's DEL then succeeds); ``concurrent-adds`` (eight ADDs at once get eight
 distinct addresses, then all DEL); ``container-restart`` (DEL then ADD of the same id and
 interface works); ``status`` and ``gc`` (1.1.0: STATUS passes; GC with a valid list
-releases only the attachments missing from it). ``reachability`` is not in this version
-of the suite (skipped, with the reason). With ``--dataplane linux`` (root) every test
-container gets a real network namespace and the plugins run in a node namespace of
-their own, so nothing they make on the host side touches the machine.
+releases only the attachments missing from it); ``reachability`` (``--dataplane linux``
+only: two containers on one node, then one on each of two nodes joined by an underlay,
+exchange TCP; see :mod:`kubelet_sim.conformance.cni_reach`). With ``--dataplane linux``
+(root) every test container gets a real network namespace and the plugins run in a node
+namespace of their own, so nothing they make on the host side touches the machine.
+
+Every case also keeps a transcript (:mod:`kubelet_sim.conformance.cni_transcript`: the
+plugin execs and their codes per attachment, the shape of each ADD result, the VERSION
+claims), which ``--compare-to ours`` sets beside a run of our own plugins on the same
+list and dataplane (:mod:`kubelet_sim.conformance.compare`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from functools import partial
 from pathlib import Path
 
 from cni_spec.errors import CNIError
+from kubelet_sim.conformance.cni_reach import reachability
+from kubelet_sim.conformance.cni_transcript import CniSteps, RecordingLibCNI
 from kubelet_sim.conformance.report import Report, Skip
 from kubelet_sim.runtime.libcni.api import LibCNI, RuntimeConf
 from kubelet_sim.runtime.libcni.conf import NetworkConfigList, conf_list_from_bytes, load_conf_file
@@ -90,13 +98,19 @@ class CniRun:
     """One suite run: the list, a private libcni cache, the namespaces made for it."""
 
     def __init__(self, target: CniTarget, scratch: Path) -> None:
-        self.target = target
+        self.target, self.scratch = target, scratch
         self.net = load_conf_file(str(target.conflist))
-        self.trace = Trace()
+        self.steps = CniSteps()
+        self.trace = Trace(listeners=[self.steps.on_event])
         self.namespaces = Namespaces(target.dataplane, scratch)
         self.exec = RealExec(netns=self.namespaces.node)
-        self.libcni = LibCNI([str(target.bin_dir)], str(scratch / "cache"), self.exec,
-                             trace=self.trace, component="conformance")
+        self.libcni = self.new_libcni("cache", self.exec)
+
+    def new_libcni(self, cache: str, plugin_exec: RealExec) -> LibCNI:
+        """A libcni of this run (its trace and transcript) with a cache of its own."""
+        return RecordingLibCNI([str(self.target.bin_dir)], str(self.scratch / cache),
+                               plugin_exec, trace=self.trace, component="conformance",
+                               steps=self.steps)
 
     def versions(self) -> list[str]:
         """The cniVersions every plugin of the list supports (VERSION), oldest first."""
@@ -105,6 +119,8 @@ class CniRun:
             path = self.exec.find_in_path(plugin.type, [str(self.target.bin_dir)])
             answer = json.loads(self.exec.exec_plugin(path, b"", {"CNI_COMMAND": "VERSION"}))
             claimed = set(answer.get("supportedVersions") or [])
+            self.steps.add("", f"VERSION {plugin.type} → "
+                               f"{' '.join(sorted(claimed, key=parse_version))}")
             common = claimed if common is None else common & claimed
         return sorted(common or set(), key=parse_version)
 
@@ -112,8 +128,10 @@ class CniRun:
         return RuntimeConf(container_id=container_id or uuid.uuid4().hex, netns=netns,
                            ifname=IFNAME)
 
-    def addresses(self, net: NetworkConfigList, rt: RuntimeConf) -> list[str]:
-        result = self.libcni.add_network_list(net, rt)
+    def addresses(self, net: NetworkConfigList, rt: RuntimeConf,
+                  libcni: LibCNI | None = None) -> list[str]:
+        """ADD (by this run's libcni unless another is given); the addresses it gave."""
+        result = (libcni or self.libcni).add_network_list(net, rt)
         current = to_current(result)
         return [ip.address for ip in pod_ips(current, IFNAME)] or [
             str(ip.get("address", "")) for ip in current.get("ips", [])]
@@ -125,9 +143,11 @@ class CniRun:
 def run_cni_suite(target: CniTarget, report: Report) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="cni-conformance-"))
     run = CniRun(target, scratch)
+    report.transcriber = run.steps
     try:
         _cases(run, report)
     finally:
+        report.transcriber = None
         run.namespaces.cleanup()
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -150,7 +170,7 @@ def _cases(run: CniRun, report: Report) -> None:
     report.run(SUITE, "container-restart", lambda: _container_restart(run))
     report.run(SUITE, "status", lambda: _status(run, versions))
     report.run(SUITE, "gc", lambda: _gc(run, versions))
-    report.run(SUITE, "reachability", lambda: _reachability(run))
+    report.run(SUITE, "reachability", lambda: reachability(run))
 
 
 def _add_check_del(run: CniRun, version: str) -> None:
@@ -236,9 +256,3 @@ def _gc(run: CniRun, versions: list[str]) -> None:
     assert run.libcni.cached_result(net, drop) is None, "the stale attachment is still cached"
     run.libcni.check_network_list(net, keep)  # the valid one is untouched
     run.libcni.del_network_list(net, keep)
-
-
-def _reachability(run: CniRun) -> None:
-    raise Skip("reachability between two pods and two nodes is not part of this version "
-               "of the suite")
-

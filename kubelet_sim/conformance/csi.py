@@ -14,6 +14,11 @@ is made where the pod was scheduled); ``ephemeral/inline``; and, against our own
 (they need its fault injection and its process), ``co-retries/node-stage-unavailable``
 (NodeStageVolume failing twice is retried with the same arguments until the pod runs)
 and ``restart/teardown-after-node-plugin-restart``.
+
+Every case also keeps a transcript: the CSI RPCs the cluster made while it ran (from
+the cluster's trace, `CsiCalls`: ``Node/NodePublishVolume → INTERNAL``, codes without
+messages or ids), which ``--compare-to ours`` sets beside a run of our own driver on
+the target's nodes (:mod:`kubelet_sim.conformance.compare`).
 """
 
 from __future__ import annotations
@@ -25,14 +30,32 @@ from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
 from kubelet_sim.conformance.csi_cases import CASES
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget
 from kubelet_sim.conformance.report import Report
+from kubelet_sim.utils.trace import Trace
 
 __all__ = ["CsiTarget", "run_csi_suite"]
 
 
+class CsiCalls:
+    """The CSI suite's `~kubelet_sim.conformance.report.Transcriber`: the CSI calls in the
+    cluster's trace (controller sidecars, kubelets, the suite itself) as ``Node/
+    NodeStageVolume → OK`` or ``… → UNAVAILABLE`` (the status code, no message, no ids),
+    in the order they were made."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def mark(self) -> int:
+        return len(self.trace.events)
+
+    def since(self, mark: int) -> list[str]:
+        return [f"{e.call.removeprefix('csi.')} → {e.result.split(':')[0]}"
+                for e in self.trace.events[mark:] if e.call.startswith("csi.")]
+
+
 async def run_csi_suite(target: CsiTarget, report: Report) -> None:
+    names = sorted(target.node_endpoints) or list(target.node_names)
     nodes = [NodeSpec(name, f"10.244.{i}.0/24", f"192.168.0.{i}")
-             for i, name in enumerate(sorted(target.node_endpoints), start=1)] \
-        if target.node_endpoints else default_nodes(2)
+             for i, name in enumerate(names, start=1)] if names else default_nodes(2)
     config = ClusterConfig(nodes=nodes, csi_controller_endpoint=target.controller_endpoint or None,
                            csi_node_endpoints=dict(target.node_endpoints))
     cluster = Cluster(config)
@@ -44,9 +67,11 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
             kubelet.volumes.max_attempts = 3
         run = CsiRun(cluster, target)
         await run.learn_capabilities()
+        report.transcriber = CsiCalls(cluster.trace)
         for case, body in CASES:
             await report.arun(SUITE, case, partial(_in_namespace, run, body))
     finally:
+        report.transcriber = None
         await cluster.stop()
 
 

@@ -31,6 +31,8 @@ class CsiTarget:
     controller_endpoint: str = ""  # "" = start our driver
     node_endpoints: dict[str, str] = field(default_factory=dict)  # node -> endpoint
     parameters: dict[str, str] = field(default_factory=dict)  # StorageClass parameters
+    # our driver on these nodes (--compare-to ours: the target's nodes); () = two nodes
+    node_names: tuple[str, ...] = ()
 
     @property
     def ours(self) -> bool:

@@ -1,6 +1,8 @@
 """Conformance results: one row per case (suite, case, outcome, seconds, the failing call
 and what it answered), printed as a table and written as JUnit XML (the standard
-library's ElementTree) for CI systems."""
+library's ElementTree) for CI systems. Each case also keeps its transcript: the
+normalised calls it made (what a suite's `Transcriber` hands back between the case's
+start and end), which ``--compare-to ours`` sets side by side."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -27,6 +30,14 @@ def _verdict(err: Exception) -> tuple[str, str]:
     return FAILED, f"{type(err).__name__}: {err}"
 
 
+class Transcriber(Protocol):
+    """Where a suite's calls are recorded: a mark now, the normalised steps since one."""
+
+    def mark(self) -> int: ...
+
+    def since(self, mark: int) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class CaseResult:
     suite: str
@@ -34,6 +45,7 @@ class CaseResult:
     outcome: str
     seconds: float
     detail: str = ""
+    transcript: tuple[str, ...] = ()  # the normalised calls the case made
 
 
 @dataclass
@@ -41,6 +53,7 @@ class Report:
     focus: str = ""
     skip: str = ""
     results: list[CaseResult] = field(default_factory=list)
+    transcriber: Transcriber | None = None  # set by the suite while it runs
 
     def wanted(self, suite: str, case: str) -> bool:
         name = f"{suite}/{case}"
@@ -60,13 +73,16 @@ class Report:
         if not self.wanted(suite, case):
             return None
         start = time.monotonic()
+        mark = self.transcriber.mark() if self.transcriber is not None else 0
         try:
             await body()
         except Exception as err:  # judged as run() judges it
             outcome, detail = _verdict(err)
         else:
             outcome, detail = PASSED, ""
-        result = CaseResult(suite, case, outcome, round(time.monotonic() - start, 3), detail)
+        transcript = tuple(self.transcriber.since(mark)) if self.transcriber is not None else ()
+        result = CaseResult(suite, case, outcome, round(time.monotonic() - start, 3), detail,
+                            transcript)
         self.results.append(result)
         return result
 

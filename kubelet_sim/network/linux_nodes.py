@@ -167,6 +167,11 @@ class LinuxNodes:
             programmed += [f"{node.name}: {r}" for r in vias]
         return programmed
 
+    def add_route(self, node: str, destination: str, via: str) -> None:
+        """One host-gw route in ``node``'s namespace, without an API server."""
+        self._ip_batch(self.nodes[node].netns,
+                       [f"route replace {destination} via {via} dev {NODE_UPLINK}"])
+
     # -- reading ------------------------------------------------------------------------
 
     def route_get(self, node: str, ip: str) -> str:

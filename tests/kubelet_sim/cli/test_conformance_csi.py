@@ -1,7 +1,9 @@
 """`kubelet_sim conformance csi` as a driver author runs it: against our own driver (every
 case passes), and against a driver at given endpoints that is broken on purpose (its
 NodePublishVolume always fails): the suite fails with the driver's error, the cases
-that need our driver's process are skipped with the reason, and the exit status is 1."""
+that need our driver's process are skipped with the reason, and the exit status is 1.
+With ``--compare-to ours``: our driver at endpoints makes the same calls as the suite's
+own; the broken one differs at NodePublishVolume."""
 
 from __future__ import annotations
 
@@ -46,18 +48,28 @@ def test_our_driver_passes_every_case(tmp_path: Path) -> None:
     assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("10", "0")
 
 
-def test_a_driver_whose_publish_always_fails_fails_the_suite(tmp_path: Path) -> None:
+def against_driver_at_endpoints(*args: str, driver_args: tuple[str, ...] = ()
+                                ) -> subprocess.CompletedProcess[str]:
+    """The suite against our driver started as an outside driver on node-1."""
+    driver = DriverProcess(node_id="node-1", args=list(driver_args))
+    try:
+        driver.start()
+        return conformance("--controller-endpoint", driver.endpoint,
+                           "--node-endpoint", f"node-1={driver.endpoint}", *args)
+    finally:
+        driver.cleanup()
+
+
+def broken_driver_args(tmp_path: Path) -> tuple[str, ...]:
     rules = tmp_path / "broken.yaml"
     rules.write_text("- method: NodePublishVolume\n  code: INTERNAL\n"
                      "  message: this driver is broken on purpose\n")
-    driver = DriverProcess(node_id="node-1", args=["--faults", str(rules)])
-    try:
-        driver.start()
-        done = conformance("--controller-endpoint", driver.endpoint,
-                           "--node-endpoint", f"node-1={driver.endpoint}",
-                           "--focus", "provisioning/filesystem|co-retries|restart")
-    finally:
-        driver.cleanup()
+    return ("--faults", str(rules))
+
+
+def test_a_driver_whose_publish_always_fails_fails_the_suite(tmp_path: Path) -> None:
+    done = against_driver_at_endpoints("--focus", "provisioning/filesystem|co-retries|restart",
+                                       driver_args=broken_driver_args(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     results = rows(done.stdout)
     outcome, detail = results["provisioning/filesystem"]
@@ -65,3 +77,37 @@ def test_a_driver_whose_publish_always_fails_fails_the_suite(tmp_path: Path) -> 
     assert results["co-retries/node-stage-unavailable"][0] == "SKIPPED"
     assert "fault injection of our driver" in results["co-retries/node-stage-unavailable"][1]
     assert results["restart/teardown-after-node-plugin-restart"][0] == "SKIPPED"
+
+
+def differences_rows(stdout: str) -> list[tuple[str, str, str]]:
+    """(case, what differs, the rest of the row) from the DIFFERENCES table."""
+    table = stdout.split("DIFFERENCES", 1)[1].splitlines()[2:-1]
+    return [(parts[0], parts[1], line) for line in table if (parts := line.split())]
+
+
+def test_our_driver_at_endpoints_compared_to_ours_differs_only_where_it_is_skipped() -> None:
+    done = against_driver_at_endpoints("--compare-to", "ours", driver_args=("--mode", "all"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the same RPCs with the same codes in all eight cases both ran; the two cases that
+    # need the suite's own driver process are skipped on the target only
+    found = differences_rows(done.stdout)
+    assert [(c, what) for c, what, _ in found] == [
+        ("co-retries/node-stage-unavailable", "outcome"),
+        ("restart/teardown-after-node-plugin-restart", "outcome")]
+    assert all("SKIPPED" in row and row.endswith("PASSED") for _, _, row in found)
+    assert done.stdout.splitlines()[-1].startswith(
+        "2 of 10 cases differ from ours (2 in outcome, 0 in calls only)")
+
+
+def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Path) -> None:
+    done = against_driver_at_endpoints("--focus", "provisioning/filesystem",
+                                       "--compare-to", "ours",
+                                       driver_args=broken_driver_args(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = differences_rows(done.stdout)
+    assert [(c, what) for c, what, _ in found] == [
+        ("provisioning/filesystem", "outcome"), ("provisioning/filesystem", "call")]
+    assert found[0][2].split()[-1] == "PASSED"  # ours
+    call = found[1][2].split(None, 5)[-1]  # after "case call N of T/O"
+    assert call.split() == ["Node/NodePublishVolume", "→", "INTERNAL",
+                            "Node/NodePublishVolume", "→", "OK"]
