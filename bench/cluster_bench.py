@@ -94,6 +94,9 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
         cluster.api.delete("Pod", f"p{i}", ns)
     await wait_until(lambda: not pods(cluster, ns), 60 + count * 2.0)
     deleted = time.monotonic() - start
+    # the detach follows the pod's removal: count the calls once it is done too
+    await wait_until(lambda: not shared_cache(cluster.api).list("VolumeAttachment"),
+                     60 + count * 2.0)
     calls = [e.call for e in cluster.trace.events[mark:]]
     cni = sum(c.startswith("cni ADD") or c.startswith("cni DEL") for c in calls)
     csi = sum(c.startswith("csi.") for c in calls)

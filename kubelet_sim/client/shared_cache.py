@@ -14,6 +14,7 @@ controller reads the few objects one event concerns instead of scanning every ob
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import threading
 import weakref
@@ -51,6 +52,7 @@ class SharedCache:
         self._index_funcs: dict[str, dict[str, IndexFunc]] = {}
         self._indexes: dict[str, dict[str, dict[str, set[Key]]]] = {}  # kind/index/value
         self._index_keys: dict[str, dict[str, dict[Key, tuple[str, ...]]]] = {}
+        self._listeners: dict[str, list[Callable[[], None]]] = {}
 
     # -- setup --------------------------------------------------------------------------
     def add_index(self, kind: str, name: str, func: IndexFunc) -> None:
@@ -79,6 +81,30 @@ class SharedCache:
                     self._fed.add(kind)
         return self._objects[kind]
 
+    def notify(self, kinds: Iterable[str], wake: asyncio.Event) -> Callable[[], None]:
+        """Set ``wake`` (from any thread) after every change of ``kinds`` reaches the
+        cache: a controller's trigger, without a watch that copies every object for
+        it. Returns the function that stops it."""
+        loop = asyncio.get_running_loop()
+
+        def listener() -> None:
+            if _in_loop(loop):
+                wake.set()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(wake.set)
+
+        kinds = list(kinds)
+        for kind in kinds:
+            self._kind(kind)
+            with self._lock:
+                self._listeners.setdefault(kind, []).append(listener)
+
+        def stop() -> None:
+            with self._lock:
+                for kind in kinds:
+                    self._listeners[kind].remove(listener)
+        return stop
+
     # -- the feed -----------------------------------------------------------------------
     def _on_change(self, event_type: str, obj: Resource) -> None:
         with self._lock:
@@ -88,6 +114,9 @@ class SharedCache:
                 self._objects[obj.kind].pop(key, None)
             else:
                 self._store(obj.copy())
+            listeners = list(self._listeners.get(obj.kind, ()))
+        for listener in listeners:
+            listener()
 
     def _store(self, obj: Resource) -> None:
         key = (obj.namespace, obj.name)
@@ -131,3 +160,10 @@ class SharedCache:
         self._kind(kind)
         with self._lock:
             return sorted(self._indexes[kind][index])
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

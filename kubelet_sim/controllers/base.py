@@ -24,7 +24,7 @@ from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.client.pod_indexes import add_pod_indexes
 from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
-from kubelet_sim.utils.wakeup import pump, wait_any
+from kubelet_sim.utils.wakeup import wait_any
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +100,11 @@ class Controller(ABC):
     # -- run loop -----------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Pass on every watch event of :attr:`kinds`, on the resync period, and when an
-        object's backoff expires; until ``stop`` is set."""
+        """Pass after every change of :attr:`kinds` (the shared cache tells, as an
+        informer's event handlers do), on the resync period, and when an object's backoff
+        expires; until ``stop`` is set."""
         dirty = asyncio.Event()
-        watches = [self.api.watch(kind) for kind in self.kinds]
-        pumps = [asyncio.create_task(pump(w, dirty)) for w in watches]
+        unsubscribe = self.cache.notify(self.kinds, dirty)
         try:
             while not stop.is_set():
                 dirty.clear()
@@ -120,13 +120,7 @@ class Controller(ABC):
                     timeout = min(timeout, self._next_retry)
                 await wait_any(stop, dirty, self.clock.sleep(timeout))
         finally:
-            for w in watches:
-                w.stop()
-            for task in pumps:
-                task.cancel()
-            for task in pumps:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            unsubscribe()
 
 
 def wrote_objects(api: APIServer, since: str) -> bool:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import Resource, format_time, parse_time
+from kubelet_sim.api.model import Resource, condition, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.pod_indexes import POD_NODE, add_pod_indexes
@@ -352,8 +352,9 @@ class Kubelet:
         """A running pod the node lifecycle controller marked not ready while this node
         was unreachable is ready again once the kubelet runs (its status manager)."""
         record = self.pods.get(pod.metadata.uid)
-        if record is None or not record.sandbox_id:
-            return False
+        if record is None or not record.sandbox_id or \
+                (condition(pod, "Ready") or {}).get("status") != "False":
+            return False  # (the common case, read for every running pod on every pass)
         return restore_ready(self.api, pod, self._now())
 
     # -- pod teardown ----------------------------------------------------------------------

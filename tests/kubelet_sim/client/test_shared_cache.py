@@ -4,6 +4,7 @@ what the API server hands out (copies) never reaches into it."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 from kubelet_sim.api import builders
@@ -102,3 +103,21 @@ def test_writes_from_other_threads_arrive_whole() -> None:
     for t in threads:
         t.join()
     assert len(cache.list("Pod")) == 150 == len(cache.by_index("Pod", POD_NODE, ""))
+
+
+async def test_notify_wakes_on_changes_of_its_kinds_from_any_thread_until_stopped() -> None:
+    api = APIServer()
+    cache = SharedCache(api)
+    wake = asyncio.Event()
+    stop = cache.notify(["Pod"], wake)
+    api.create(builders.namespace("other"))  # not a Pod: no wake-up
+    assert not wake.is_set()
+    api.create(builders.pod("a"))
+    assert wake.is_set()
+    wake.clear()
+    await asyncio.to_thread(api.create, builders.pod("b"))  # a write from a worker thread
+    await asyncio.wait_for(wake.wait(), 5)
+    stop()
+    wake.clear()
+    api.create(builders.pod("c"))
+    assert not wake.is_set()
