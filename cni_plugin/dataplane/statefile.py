@@ -69,11 +69,12 @@ class _Transaction:
     def __enter__(self) -> dict[str, Any]:
         self.lock.__enter__()
         try:
-            self.data = self.state.read_unlocked()
+            # the text as read stands for the state before (the file holds what
+            # dumps_compact wrote): one encoding per transaction, not two
+            self.before, self.data = self.state.read_text_unlocked()
         except BaseException:
             self.lock.__exit__()
             raise
-        self.before = dumps_compact(self.data)
         return self.data
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -94,14 +95,21 @@ class StateFile:
         self.lock_path = posix_shim.join(directory, "lock")
 
     def read_unlocked(self) -> dict[str, Any]:
+        return self.read_text_unlocked()[1]
+
+    def read_text_unlocked(self) -> tuple[str, dict[str, Any]]:
+        """The file's text and the state it holds ("{}" and {} when there is none)."""
         try:
             with open(self.path, "rb") as f:
-                data = loads(f.read())
+                raw = f.read()
+            data = loads(raw)
         except FileNotFoundError:
-            return {}
+            return "{}", {}
         except ValueError as e:
             raise CNIError(ERR_IO_FAILURE, f"corrupt dataplane state {self.path}: {e}") from e
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return "", {}
+        return raw.decode(), data
 
     def transaction(self) -> _Transaction:
         """`with state.transaction() as data:` change data in place; it is written back
