@@ -31,10 +31,11 @@ TARGET_PVC_PODS_PER_S = 10.0
 TARGET_P99_S = 1.0
 
 
-def rss_mib(pid: int | str = "self") -> float:
+def rss_mib(pid: int | str = "self", field: str = "VmRSS") -> float:
+    """Resident memory now (VmRSS) or at its peak (VmHWM), MiB."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -47,6 +48,7 @@ class Row:
     delete_s: float
     cni_per_pod: float
     csi_per_pod: float
+    rss_growth_mib: float = 0.0  # the simulator's resident memory with the pods Running
 
     @property
     def create_rate(self) -> float:
@@ -79,6 +81,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     ns = f"{case}-{count}"
     cluster.api.create(builders.namespace(ns))
     mark = len(cluster.trace.events)
+    rss_before = rss_mib()
     start = time.monotonic()
     for i in range(count):
         volumes = []
@@ -89,6 +92,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
         cluster.api.create(builders.pod(f"p{i}", ns, volumes=volumes))
     await wait_until(lambda: running(cluster, ns) == count, 60 + count * 2.0)
     created = time.monotonic() - start
+    rss_growth = rss_mib() - rss_before
     start = time.monotonic()
     for i in range(count):
         cluster.api.delete("Pod", f"p{i}", ns)
@@ -103,7 +107,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     if with_claims:
         for i in range(count):
             cluster.api.delete("PersistentVolumeClaim", f"c{i}", ns)
-    return Row(case, count, created, deleted, cni / count, csi / count)
+    return Row(case, count, created, deleted, cni / count, csi / count, rss_growth)
 
 
 async def open_loop(cluster: Cluster, rate: float, seconds: float) -> list[float]:
@@ -153,9 +157,9 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
         if pvc_pods:
             rows.append(await burst(cluster, "pvc-pods", pvc_pods, True))
         latencies = await open_loop(cluster, rate, seconds) if rate else []
-        plugin_rss = sum(rss_mib(p.process.pid) for p in [
-            cluster.controller_plugin, *cluster.node_plugins.values()]
-            if p is not None and p.process is not None)
+        plugins = {"controller": cluster.controller_plugin, **cluster.node_plugins}
+        plugin_rss = {name: rss_mib(p.process.pid) for name, p in plugins.items()
+                      if p is not None and p.process is not None}
         print(f"{'case':10} {'pods':>5} {'create/s':>9} {'delete/s':>9} {'s/pod':>7} "
               f"{'x first':>7} {'CNI/pod':>7} {'CSI/pod':>7}  target")
         base = rows[0].create_s / rows[0].pods
@@ -171,9 +175,14 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
             print(f"open loop: {len(latencies)} pods at {rate:g}/s, creation → Running "
                   f"p50 {p50:.3f} s, p90 {p90:.3f} s, p99 {p99:.3f} s "
                   f"(target p99 ≤ {TARGET_P99_S:g} s: x{TARGET_P99_S / p99:.2f})")
-        print(f"resident memory: simulator {rss_mib():.0f} MiB, plugin processes "
-              f"{plugin_rss:.0f} MiB; load average {load:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after (2 CPUs)")
+        biggest = max((r for r in rows if r.case == "pods"), key=lambda r: r.pods)
+        print(f"resident memory: simulator {rss_mib():.0f} MiB now, peak "
+              f"{rss_mib(field='VmHWM'):.0f} MiB, +{biggest.rss_growth_mib:.0f} MiB with "
+              f"{biggest.pods} pods Running ({biggest.rss_growth_mib / biggest.pods * 1000:.0f}"
+              f" MiB per 1,000 pods); CSI driver processes "
+              + ", ".join(f"{name} {mib:.0f}" for name, mib in plugin_rss.items())
+              + f" MiB; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
+              "(2 CPUs)")
         if len(latencies) > 1:
             print(f"start latency stdev {statistics.stdev(latencies):.3f} s")
     finally:
@@ -184,10 +193,10 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="bench cluster", description=__doc__.split("\n\n")[0])
-    p.add_argument("--pods", type=int, action="append", help="burst sizes (default 100, 500)")
+    p.add_argument("--pods", type=int, action="append", help="burst sizes (default 100, 500, 1000)")
     p.add_argument("--pvc-pods", type=int, default=50, help="pods with a PVC each (0: none)")
     p.add_argument("--rate", type=float, default=20.0, help="open-loop pods per second")
     p.add_argument("--seconds", type=float, default=10.0, help="open-loop duration")
     a = p.parse_args(argv)
-    asyncio.run(run(a.pods or [100, 500], a.pvc_pods, a.rate, a.seconds))
+    asyncio.run(run(a.pods or [100, 500, 1000], a.pvc_pods, a.rate, a.seconds))
     return 0
