@@ -22,11 +22,37 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
-from kubelet_sim.conformance.csi_cases import CASES
+from kubelet_sim.conformance import csi_cases as basic
+from kubelet_sim.conformance import csi_cases_nodes as node_cases
+from kubelet_sim.conformance import csi_cases_volumes as volume_cases
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget
 from kubelet_sim.conformance.report import Report
 
-__all__ = ["CsiTarget", "run_csi_suite"]
+__all__ = ["CASES", "CsiTarget", "run_csi_suite"]
+
+CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
+    ("provisioning/filesystem", basic.provisioning_filesystem),
+    ("provisioning/block", basic.provisioning_block),
+    ("expansion/online", basic.expansion_online),
+    ("expansion/offline", volume_cases.expansion_offline),
+    ("snapshots/restore", basic.snapshots_restore),
+    ("snapshots/delete-order", volume_cases.snapshot_outlives_source),
+    ("multivolume/two-volumes-one-pod", basic.two_volumes_one_pod),
+    ("multivolume/rwo-two-pods-one-node", basic.rwo_two_pods_one_node),
+    ("multivolume/rwx-across-nodes", node_cases.rwx_across_nodes),
+    ("topology/wait-for-first-consumer", basic.wait_for_first_consumer),
+    ("ephemeral/inline", basic.ephemeral_inline),
+    ("volumemode/mismatch", volume_cases.volume_mode_mismatch),
+    ("volume-limits/one-over-the-limit", node_cases.volume_limits),
+    ("capacity/get-capacity", volume_cases.capacity),
+    ("co-retries/node-stage-unavailable", basic.node_stage_unavailable),
+    ("co-retries/controller-publish-timeout", node_cases.controller_publish_timeout),
+    ("restart/teardown-after-node-plugin-restart", basic.teardown_after_node_plugin_restart),
+]
+
+# Our driver, when the suite starts it, reports a small volume limit per node, so that
+# volume-limits runs (limit + 1 pods) instead of skipping, and quickly.
+OUR_DRIVER_ARGS = ("--max-volumes-per-node", "3")
 
 
 async def run_csi_suite(target: CsiTarget, report: Report) -> None:
@@ -34,7 +60,8 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
              for i, name in enumerate(sorted(target.node_endpoints), start=1)] \
         if target.node_endpoints else default_nodes(2)
     config = ClusterConfig(nodes=nodes, csi_controller_endpoint=target.controller_endpoint or None,
-                           csi_node_endpoints=dict(target.node_endpoints))
+                           csi_node_endpoints=dict(target.node_endpoints),
+                           driver_args=[*OUR_DRIVER_ARGS, *target.driver_args])
     cluster = Cluster(config)
     try:
         await cluster.start()
