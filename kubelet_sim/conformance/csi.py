@@ -4,16 +4,40 @@ the simulated cluster, driven through the whole lifecycle as Kubernetes drives i
 storage testsuites. Each case works in a namespace of its own and removes what it made;
 a case the driver's capabilities rule out is skipped with the reason.
 
-Cases (suite ``csi``): ``provisioning/filesystem`` (data a pod wrote is read by the next
-pod, on another node when there is one); ``provisioning/block`` (the same on a raw block
-volume); ``expansion/online`` (a claim grown under a running pod: the volume and the
-claim's capacity follow); ``snapshots/restore`` (a claim restored from a snapshot has
-the data; snapshot and claims are then deleted); ``multivolume/two-volumes-one-pod``;
-``multivolume/rwo-two-pods-one-node``; ``topology/wait-for-first-consumer`` (the volume
-is made where the pod was scheduled); ``ephemeral/inline``; and, against our own driver
-(they need its fault injection and its process), ``co-retries/node-stage-unavailable``
-(NodeStageVolume failing twice is retried with the same arguments until the pod runs)
-and ``restart/teardown-after-node-plugin-restart``.
+Cases (suite ``csi``), in the order they run:
+
+- ``provisioning/filesystem``, ``provisioning/block``: data a pod wrote is read by the next
+  pod, on another node when the volume can be reached from there;
+- ``expansion/online``: a claim grown under a running pod; the volume and the claim's
+  capacity follow. ``expansion/offline``: grown while no pod uses it, ControllerExpandVolume
+  at once; with node expansion the claim waits in FileSystemResizePending until the next
+  pod starts (the data kept);
+- ``snapshots/restore``: a claim restored from a snapshot has the data; snapshot and claims
+  are then deleted. ``snapshots/delete-order``: the source claim deleted first, the snapshot
+  still restores; deleting it (deletionPolicy Delete) removes the content and calls
+  DeleteSnapshot with its handle;
+- ``multivolume/two-volumes-one-pod``, ``multivolume/rwo-two-pods-one-node``;
+  ``multivolume/rwx-across-nodes``: a ReadWriteMany volume (CreateVolume with no topology,
+  handed over as a pre-provisioned PV) used by pods on two nodes at once, each reading what
+  the other wrote; skipped with one node, or when the driver answers the access mode with
+  INVALID_ARGUMENT naming it (ours: "access mode … is not supported");
+- ``topology/wait-for-first-consumer``: the volume is made where the pod was scheduled;
+- ``ephemeral/inline``;
+- ``volumemode/mismatch``: a Filesystem claim in a container's volumeDevices keeps the pod
+  Pending with a FailedMount event saying so; mounted as a file system it runs;
+- ``volume-limits/one-over-the-limit``: NodeGetInfo's max_volumes_per_node is CSINode's
+  allocatable count; of limit + 1 pods with a claim each on that node, exactly limit run
+  and the last stays Pending for the volume limit (skipped without a limit, or with
+  one of 16 or more);
+- ``capacity/get-capacity``: GetCapacity is well formed before and after a volume is
+  provisioned and has not grown (the simulator has no CSIStorageCapacity objects);
+- against our own driver only (they need its fault injection and its process):
+  ``co-retries/node-stage-unavailable`` (NodeStageVolume failing twice is retried with the
+  same arguments until the pod runs), ``co-retries/controller-publish-timeout``
+  (ControllerPublishVolume hanging once past the attacher's timeout, 1 s for the case, is
+  called again with the same request) and ``restart/teardown-after-node-plugin-restart``.
+
+Our driver, when the suite starts it, reports a volume limit of 3 per node.
 """
 
 from __future__ import annotations

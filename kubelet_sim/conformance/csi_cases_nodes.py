@@ -132,19 +132,20 @@ async def volume_limits(run: CsiRun, ns: str) -> None:
     counts = [(e.get("allocatable") or {}).get("count") for e in entries
               if e.get("name") == run.driver]
     assert counts == [limit], f"CSINode {node} allocatable count {counts}, NodeGetInfo {limit}"
-    held = [va.name for va in run.api.list("VolumeAttachment").items
-            if va.spec.get("nodeName") == node]
-    assert not held, f"volumes left on {node} by earlier cases: {held}"
+    # volumes an earlier case left attached there take their share of the limit
+    room = limit - len([va for va in run.api.list("VolumeAttachment").items
+                        if va.spec.get("nodeName") == node
+                        and va.spec.get("attacher") == run.driver])
     sc = run.storage_class(f"{ns}-sc")
-    names = [f"vol-{i}" for i in range(limit + 1)]
+    names = [f"vol-{i}" for i in range(max(room, 0) + 1)]
     for name in names:
         run.claim(ns, name, sc)
         run.pod(ns, name, [name], node)
     await run.cluster.settle()
     pods = {name: run.api.get("Pod", name, ns) for name in names}
     running = [n for n, p in pods.items() if p.status.get("phase") == "Running"]
-    assert len(running) == limit, \
-        f"{len(running)} of {limit + 1} pods run on {node} with a limit of {limit}: " + \
+    assert len(running) == len(names) - 1, \
+        f"{len(running)} of {len(names)} pods run on {node} with a limit of {limit}: " + \
         "; ".join(f"{n}: {p.status.get('phase')} {_why(p.status)}" for n, p in pods.items())
     last = pods[names[-1]]
     assert not last.spec.get("nodeName"), f"the pod over the limit was bound to " \

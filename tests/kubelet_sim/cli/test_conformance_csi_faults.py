@@ -12,7 +12,7 @@ import pytest
 
 from kubelet_sim.conformance.csi import run_csi_suite
 from kubelet_sim.conformance.csi_run import CsiTarget
-from kubelet_sim.conformance.report import FAILED, Report
+from kubelet_sim.conformance.report import FAILED, SKIPPED, Report
 from tests.fixtures.driver_process import DriverProcess
 
 # (case focus, the one fault rule of the broken driver, what the case's failure says)
@@ -81,3 +81,20 @@ async def test_rwx_across_nodes_fails_when_the_second_node_cannot_reach_the_data
     assert result.outcome == FAILED, result
     assert "csi-conformance-1/second is Pending" in result.detail
     assert "node-2 cannot reach the data" in result.detail
+
+
+async def test_rwx_across_nodes_is_skipped_when_the_driver_refuses_the_access_mode(
+    tmp_path: Path,
+) -> None:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps([{
+        "method": "CreateVolume", "code": "INVALID_ARGUMENT",
+        "message": "access mode MULTI_NODE_MULTI_WRITER is not supported"}]))
+    report = Report(focus="multivolume/rwx")
+
+    await run_csi_suite(CsiTarget(driver_args=("--faults", str(faults))), report)
+
+    [result] = report.results
+    assert result.outcome == SKIPPED, result
+    assert result.detail.startswith("the driver does not offer ReadWriteMany volumes: ")
+    assert "MULTI_NODE_MULTI_WRITER is not supported" in result.detail
