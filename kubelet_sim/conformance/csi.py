@@ -4,16 +4,40 @@ the simulated cluster, driven through the whole lifecycle as Kubernetes drives i
 storage testsuites. Each case works in a namespace of its own and removes what it made;
 a case the driver's capabilities rule out is skipped with the reason.
 
-Cases (suite ``csi``): ``provisioning/filesystem`` (data a pod wrote is read by the next
-pod, on another node when there is one); ``provisioning/block`` (the same on a raw block
-volume); ``expansion/online`` (a claim grown under a running pod: the volume and the
-claim's capacity follow); ``snapshots/restore`` (a claim restored from a snapshot has
-the data; snapshot and claims are then deleted); ``multivolume/two-volumes-one-pod``;
-``multivolume/rwo-two-pods-one-node``; ``topology/wait-for-first-consumer`` (the volume
-is made where the pod was scheduled); ``ephemeral/inline``; and, against our own driver
-(they need its fault injection and its process), ``co-retries/node-stage-unavailable``
-(NodeStageVolume failing twice is retried with the same arguments until the pod runs)
-and ``restart/teardown-after-node-plugin-restart``.
+Cases (suite ``csi``), in the order they run:
+
+- ``provisioning/filesystem``, ``provisioning/block``: data a pod wrote is read by the next
+  pod, on another node when the volume can be reached from there;
+- ``expansion/online``: a claim grown under a running pod; the volume and the claim's
+  capacity follow. ``expansion/offline``: grown while no pod uses it, ControllerExpandVolume
+  at once; with node expansion the claim waits in FileSystemResizePending until the next
+  pod starts (the data kept);
+- ``snapshots/restore``: a claim restored from a snapshot has the data; snapshot and claims
+  are then deleted. ``snapshots/delete-order``: the source claim deleted first, the snapshot
+  still restores; deleting it (deletionPolicy Delete) removes the content and calls
+  DeleteSnapshot with its handle;
+- ``multivolume/two-volumes-one-pod``, ``multivolume/rwo-two-pods-one-node``;
+  ``multivolume/rwx-across-nodes``: a ReadWriteMany volume (CreateVolume with no topology,
+  handed over as a pre-provisioned PV) used by pods on two nodes at once, each reading what
+  the other wrote; skipped with one node, or when the driver answers the access mode with
+  INVALID_ARGUMENT naming it (ours: "access mode … is not supported");
+- ``topology/wait-for-first-consumer``: the volume is made where the pod was scheduled;
+- ``ephemeral/inline``;
+- ``volumemode/mismatch``: a Filesystem claim in a container's volumeDevices keeps the pod
+  Pending with a FailedMount event saying so; mounted as a file system it runs;
+- ``volume-limits/one-over-the-limit``: NodeGetInfo's max_volumes_per_node is CSINode's
+  allocatable count; of limit + 1 pods with a claim each on that node, exactly limit run
+  and the last stays Pending for the volume limit (skipped without a limit, or with
+  one of 16 or more);
+- ``capacity/get-capacity``: GetCapacity is well formed before and after a volume is
+  provisioned and has not grown (the simulator has no CSIStorageCapacity objects);
+- against our own driver only (they need its fault injection and its process):
+  ``co-retries/node-stage-unavailable`` (NodeStageVolume failing twice is retried with the
+  same arguments until the pod runs), ``co-retries/controller-publish-timeout``
+  (ControllerPublishVolume hanging once past the attacher's timeout, 1 s for the case, is
+  called again with the same request) and ``restart/teardown-after-node-plugin-restart``.
+
+Our driver, when the suite starts it, reports a volume limit of 3 per node.
 
 Every case also keeps a transcript: the CSI RPCs the cluster made while it ran (from
 the cluster's trace, `CsiCalls`: ``Node/NodePublishVolume → INTERNAL``, codes without
@@ -27,12 +51,38 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
-from kubelet_sim.conformance.csi_cases import CASES
+from kubelet_sim.conformance import csi_cases as basic
+from kubelet_sim.conformance import csi_cases_nodes as node_cases
+from kubelet_sim.conformance import csi_cases_volumes as volume_cases
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget
 from kubelet_sim.conformance.report import Report
 from kubelet_sim.utils.trace import Trace
 
-__all__ = ["CsiTarget", "run_csi_suite"]
+__all__ = ["CASES", "CsiTarget", "run_csi_suite"]
+
+CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
+    ("provisioning/filesystem", basic.provisioning_filesystem),
+    ("provisioning/block", basic.provisioning_block),
+    ("expansion/online", basic.expansion_online),
+    ("expansion/offline", volume_cases.expansion_offline),
+    ("snapshots/restore", basic.snapshots_restore),
+    ("snapshots/delete-order", volume_cases.snapshot_outlives_source),
+    ("multivolume/two-volumes-one-pod", basic.two_volumes_one_pod),
+    ("multivolume/rwo-two-pods-one-node", basic.rwo_two_pods_one_node),
+    ("multivolume/rwx-across-nodes", node_cases.rwx_across_nodes),
+    ("topology/wait-for-first-consumer", basic.wait_for_first_consumer),
+    ("ephemeral/inline", basic.ephemeral_inline),
+    ("volumemode/mismatch", volume_cases.volume_mode_mismatch),
+    ("volume-limits/one-over-the-limit", node_cases.volume_limits),
+    ("capacity/get-capacity", volume_cases.capacity),
+    ("co-retries/node-stage-unavailable", basic.node_stage_unavailable),
+    ("co-retries/controller-publish-timeout", node_cases.controller_publish_timeout),
+    ("restart/teardown-after-node-plugin-restart", basic.teardown_after_node_plugin_restart),
+]
+
+# Our driver, when the suite starts it, reports a small volume limit per node, so that
+# volume-limits runs (limit + 1 pods) instead of skipping, and quickly.
+OUR_DRIVER_ARGS = ("--max-volumes-per-node", "3")
 
 
 class CsiCalls:
@@ -57,7 +107,8 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
     nodes = [NodeSpec(name, f"10.244.{i}.0/24", f"192.168.0.{i}")
              for i, name in enumerate(names, start=1)] if names else default_nodes(2)
     config = ClusterConfig(nodes=nodes, csi_controller_endpoint=target.controller_endpoint or None,
-                           csi_node_endpoints=dict(target.node_endpoints))
+                           csi_node_endpoints=dict(target.node_endpoints),
+                           driver_args=[*OUR_DRIVER_ARGS, *target.driver_args])
     cluster = Cluster(config)
     try:
         await cluster.start()

@@ -3,8 +3,6 @@ of (run, namespace)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.selectors import node_selector_matches
@@ -207,16 +205,3 @@ async def teardown_after_node_plugin_restart(run: CsiRun, ns: str) -> None:
     await run.delete("PersistentVolumeClaim", "kept", ns)
     await run.delete("StorageClass", sc)
 
-
-CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
-    ("provisioning/filesystem", provisioning_filesystem),
-    ("provisioning/block", provisioning_block),
-    ("expansion/online", expansion_online),
-    ("snapshots/restore", snapshots_restore),
-    ("multivolume/two-volumes-one-pod", two_volumes_one_pod),
-    ("multivolume/rwo-two-pods-one-node", rwo_two_pods_one_node),
-    ("topology/wait-for-first-consumer", wait_for_first_consumer),
-    ("ephemeral/inline", ephemeral_inline),
-    ("co-retries/node-stage-unavailable", node_stage_unavailable),
-    ("restart/teardown-after-node-plugin-restart", teardown_after_node_plugin_restart),
-]

@@ -6,10 +6,14 @@ checked the way the e2e storage testsuites make them), and the data a pod "write
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
 from kubelet_sim.api import builders
@@ -18,12 +22,14 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.cluster import Cluster
 from kubelet_sim.conformance.report import Skip
 from kubelet_sim.csi.client import GrpcCsiClient
+from kubelet_sim.utils.trace import TraceEvent
 
 SUITE = "csi"
 DATA_FILE = "conformance.txt"
 CtrlRpc = csi_pb2.ControllerServiceCapability.RPC
 NodeRpc = csi_pb2.NodeServiceCapability.RPC
 PluginCap = csi_pb2.PluginCapability.Service
+R = TypeVar("R", bound=Message)
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class CsiTarget:
     parameters: dict[str, str] = field(default_factory=dict)  # StorageClass parameters
     # our driver on these nodes (--compare-to ours: the target's nodes); () = two nodes
     node_names: tuple[str, ...] = ()
+    driver_args: tuple[str, ...] = ()  # extra flags for our driver, when the suite starts it
 
     @property
     def ours(self) -> bool:
@@ -49,21 +56,30 @@ class CsiRun:
         self.nodes = sorted(cluster.kubelets)
         self._count = 0
 
-    async def learn_capabilities(self) -> None:
+    async def controller_call(self, request: Message, response_type: type[R]) -> R:
+        """One call of the suite's own to the controller plugin (traced as "conformance")."""
         controller = GrpcCsiClient(self.cluster.controller_endpoint, trace=self.cluster.trace,
                                    node="control-plane", component="conformance")
         try:
-            ctrl = await controller.call(csi_pb2.ControllerGetCapabilitiesRequest(),
-                                         csi_pb2.ControllerGetCapabilitiesResponse)
-            plugin = await controller.call(csi_pb2.GetPluginCapabilitiesRequest(),
-                                           csi_pb2.GetPluginCapabilitiesResponse)
+            return await controller.call(request, response_type)
         finally:
             await controller.close()
+
+    async def node_call(self, node: str, request: Message, response_type: type[R]) -> R:
+        """One call to ``node``'s node plugin, through that node's kubelet."""
+        return await self.cluster.kubelets[node].client_for(self.driver).call(
+            request, response_type)
+
+    async def learn_capabilities(self) -> None:
+        ctrl = await self.controller_call(csi_pb2.ControllerGetCapabilitiesRequest(),
+                                          csi_pb2.ControllerGetCapabilitiesResponse)
+        plugin = await self.controller_call(csi_pb2.GetPluginCapabilitiesRequest(),
+                                            csi_pb2.GetPluginCapabilitiesResponse)
         self.controller_rpcs = {c.rpc.type for c in ctrl.capabilities}
         self.plugin_services = {c.service.type for c in plugin.capabilities
                                 if c.HasField("service")}
-        node = await self.cluster.kubelets[self.nodes[0]].client_for(self.driver).call(
-            csi_pb2.NodeGetCapabilitiesRequest(), csi_pb2.NodeGetCapabilitiesResponse)
+        node = await self.node_call(self.nodes[0], csi_pb2.NodeGetCapabilitiesRequest(),
+                                    csi_pb2.NodeGetCapabilitiesResponse)
         self.node_rpcs = {c.rpc.type for c in node.capabilities}
 
     def needs_controller(self, rpc: int, what: str) -> None:
@@ -80,6 +96,15 @@ class CsiRun:
     def topology(self) -> bool:
         return PluginCap.VOLUME_ACCESSIBILITY_CONSTRAINTS in self.plugin_services
 
+    def node_topology(self, node: str) -> dict[str, str]:
+        """The driver's topology segments of ``node``: its CSINode topology keys, with the
+        values the kubelet put on the Node's labels."""
+        entries = self.api.get("CSINode", node).spec.get("drivers") or []
+        keys = next((e.get("topologyKeys") or [] for e in entries if e.get("name") == self.driver),
+                    [])
+        labels = self.api.get("Node", node).labels
+        return {str(k): labels[k] for k in keys if k in labels}
+
     def storage_class(self, name: str, **options: object) -> str:
         """A class for the driver; with accessible topology, WaitForFirstConsumer (a
         pod chosen for a node gets a volume that node can reach, as e2e configures)."""
@@ -95,12 +120,18 @@ class CsiRun:
                                                          storage_class=sc,
                                                          **options))  # type: ignore[arg-type]
 
-    async def running_pod(self, ns: str, name: str, claims: list[str],
-                          node: str | None = None) -> Resource:
-        pod = builders.pod(name, ns, volumes=[builders.pvc_volume(c, c) for c in claims])
+    def pod(self, ns: str, name: str, claims: list[str], node: str | None = None,
+            **options: object) -> Resource:
+        """Create (not wait for) a pod using ``claims``, pinned to ``node`` when given."""
+        pod = builders.pod(name, ns, volumes=[builders.pvc_volume(c, c) for c in claims],
+                           **options)  # type: ignore[arg-type]
         if node:
             pod.spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-        self.api.create(pod)
+        return self.api.create(pod)
+
+    async def running_pod(self, ns: str, name: str, claims: list[str],
+                          node: str | None = None) -> Resource:
+        self.pod(ns, name, claims, node)
         await self.cluster.settle()
         return self.must_run(ns, name)
 
@@ -123,11 +154,34 @@ class CsiRun:
                 return Path(path)
         raise AssertionError(f"no NodePublishVolume of {pv} for pod {pod.name}")
 
+    def claim_pv(self, ns: str, claim: str) -> Resource:
+        """The PersistentVolume bound to ``claim``."""
+        name = self.api.get("PersistentVolumeClaim", claim, ns).spec.get("volumeName")
+        assert name, f"claim {ns}/{claim} is not bound"
+        return self.api.get("PersistentVolume", str(name))
+
+    def events(self, kind: str, name: str, ns: str) -> list[str]:
+        """"reason: message" of each event about one object, oldest first."""
+        return [f"{e.reason}: {e.message}"
+                for e in self.cluster.events.for_object(kind, name, ns)]
+
+    def calls(self, call: str, since: int = 0) -> list[TraceEvent]:
+        """The traced calls of ``call`` (``csi.Controller/DeleteSnapshot``) from ``since``."""
+        return [e for e in self.cluster.trace.events[since:] if e.call == call]
+
     async def delete(self, kind: str, name: str, ns: str = "") -> None:
         try:
             self.api.delete(kind, name, ns)
         except NotFound:
             return
+        await self.cluster.settle()
+
+    async def delete_together(self, kind: str, names: list[str], ns: str = "") -> None:
+        """Delete several objects at once, then settle: a pod still failing to mount is not
+        retried (with a growing backoff) while the others go one by one."""
+        for name in names:
+            with contextlib.suppress(NotFound):
+                self.api.delete(kind, name, ns)
         await self.cluster.settle()
 
     async def remove_namespace(self, ns: str) -> None:

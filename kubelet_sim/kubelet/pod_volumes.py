@@ -22,6 +22,11 @@ SetUpAt), done once per pod volume:
   namespace. They go on as references: the volume manager reads each secret when it makes
   the call, so a missing NodePublish secret still lets the volume stage, as in Kubernetes.
 
+A claim's volume mode must match how the containers use it, as the kubelet's
+desired-state populator checks: a Block PV named in a container's ``volumeMounts``, or a
+Filesystem one in its ``volumeDevices``, keeps the pod waiting ("volume data has volumeMode
+Filesystem, but is specified in volumeDevices") before anything is attached or mounted.
+
 Anything not ready yet — a claim not bound, a volume not attached — comes back as a reason
 to wait (the kubelet retries), never as an error.
 """
@@ -79,7 +84,7 @@ def resolve(api: APIServer, pod: Resource, node_name: str) -> ResolvedVolumes:
             if "csi" in vol:
                 out.volumes.append(_inline(api, pod, vol))
             elif "persistentVolumeClaim" in vol:
-                out.volumes.append(_claimed(api, pod, vol["persistentVolumeClaim"], node_name))
+                out.volumes.append(_claimed(api, pod, vol, node_name))
         except NotReady as why:
             out.waiting.append(str(why))
     return out
@@ -103,9 +108,11 @@ def _inline(api: APIServer, pod: Resource, vol: JSON) -> CsiVolume:
     )
 
 
-def _claimed(api: APIServer, pod: Resource, claim: JSON, node_name: str) -> CsiVolume:
+def _claimed(api: APIServer, pod: Resource, vol: JSON, node_name: str) -> CsiVolume:
+    claim = vol["persistentVolumeClaim"]
     claim_name = claim.get("claimName", "")
     pv = _bound_pv(api, pod.namespace, claim_name)
+    _check_volume_mode(pod, str(vol.get("name", "")), pv)
     csi = pv.spec.get("csi")
     if not csi:
         raise NotReady(f'persistentvolume "{pv.name}" is not a CSI volume')
@@ -130,6 +137,17 @@ def _claimed(api: APIServer, pod: Resource, claim: JSON, node_name: str) -> CsiV
         node_publish_secret_ref=csi.get("nodePublishSecretRef"),
         node_expand_secret_ref=csi.get("nodeExpandSecretRef"),
     )
+
+
+def _check_volume_mode(pod: Resource, volume: str, pv: Resource) -> None:
+    """A Block PV only as a device, a Filesystem PV only as a mount (any container)."""
+    mode = pv.spec.get("volumeMode") or "Filesystem"
+    containers = [c for key in ("initContainers", "containers", "ephemeralContainers")
+                  for c in pod.spec.get(key) or []]
+    for use, wants in (("volumeMounts", "Filesystem"), ("volumeDevices", "Block")):
+        named = {str(u.get("name")) for c in containers for u in c.get(use) or []}
+        if volume in named and mode != wants:
+            raise NotReady(f"volume {volume} has volumeMode {mode}, but is specified in {use}")
 
 
 def _bound_pv(api: APIServer, namespace: str, claim_name: str) -> Resource:

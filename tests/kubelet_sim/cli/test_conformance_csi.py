@@ -1,9 +1,9 @@
 """`kubelet_sim conformance csi` as a driver author runs it: against our own driver (every
 case passes), and against a driver at given endpoints that is broken on purpose (its
 NodePublishVolume always fails): the suite fails with the driver's error, the cases
-that need our driver's process are skipped with the reason, and the exit status is 1.
-With ``--compare-to ours``: our driver at endpoints makes the same calls as the suite's
-own; the broken one differs at NodePublishVolume."""
+that need our driver's process (or a second node) are skipped with the reason, and the
+exit status is 1. With ``--compare-to ours``: our driver at endpoints makes the same
+calls as the suite's own; the broken one differs at NodePublishVolume."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from tests.fixtures.driver_process import DriverProcess
 from tests.fixtures.up_process import PROJECT_ROOT
 
 CASES = ("provisioning/filesystem", "provisioning/block", "expansion/online",
-         "snapshots/restore", "multivolume/two-volumes-one-pod",
-         "multivolume/rwo-two-pods-one-node", "topology/wait-for-first-consumer",
-         "ephemeral/inline", "co-retries/node-stage-unavailable",
-         "restart/teardown-after-node-plugin-restart")
+         "expansion/offline", "snapshots/restore", "snapshots/delete-order",
+         "multivolume/two-volumes-one-pod", "multivolume/rwo-two-pods-one-node",
+         "multivolume/rwx-across-nodes", "topology/wait-for-first-consumer",
+         "ephemeral/inline", "volumemode/mismatch", "volume-limits/one-over-the-limit",
+         "capacity/get-capacity", "co-retries/node-stage-unavailable",
+         "co-retries/controller-publish-timeout", "restart/teardown-after-node-plugin-restart")
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,7 +47,8 @@ def test_our_driver_passes_every_case(tmp_path: Path) -> None:
     assert list(results) == list(CASES)
     assert {r for r, _ in results.values()} == {"PASSED"}
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("10", "0")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == (str(len(CASES)), "0")
 
 
 def against_driver_at_endpoints(*args: str, driver_args: tuple[str, ...] = ()
@@ -68,8 +71,9 @@ def broken_driver_args(tmp_path: Path) -> tuple[str, ...]:
 
 
 def test_a_driver_whose_publish_always_fails_fails_the_suite(tmp_path: Path) -> None:
-    done = against_driver_at_endpoints("--focus", "provisioning/filesystem|co-retries|restart",
-                                       driver_args=broken_driver_args(tmp_path))
+    done = against_driver_at_endpoints(
+        "--focus", "provisioning/filesystem|co-retries|restart|rwx",
+        driver_args=broken_driver_args(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     results = rows(done.stdout)
     outcome, detail = results["provisioning/filesystem"]
@@ -77,6 +81,9 @@ def test_a_driver_whose_publish_always_fails_fails_the_suite(tmp_path: Path) -> 
     assert results["co-retries/node-stage-unavailable"][0] == "SKIPPED"
     assert "fault injection of our driver" in results["co-retries/node-stage-unavailable"][1]
     assert results["restart/teardown-after-node-plugin-restart"][0] == "SKIPPED"
+    outcome, detail = results["co-retries/controller-publish-timeout"]
+    assert outcome == "SKIPPED" and "fault injection of our driver" in detail
+    assert results["multivolume/rwx-across-nodes"] == ("SKIPPED", "needs two nodes")
 
 
 def differences_rows(stdout: str) -> list[tuple[str, str, str]]:
@@ -86,17 +93,21 @@ def differences_rows(stdout: str) -> list[tuple[str, str, str]]:
 
 
 def test_our_driver_at_endpoints_compared_to_ours_differs_only_where_it_is_skipped() -> None:
-    done = against_driver_at_endpoints("--compare-to", "ours", driver_args=("--mode", "all"))
+    # started as the suite starts its own (the same volume limit), on one node
+    done = against_driver_at_endpoints(
+        "--compare-to", "ours", driver_args=("--mode", "all", "--max-volumes-per-node", "3"))
     assert done.returncode == 0, done.stdout + done.stderr
-    # the same RPCs with the same codes in all eight cases both ran; the two cases that
-    # need the suite's own driver process are skipped on the target only
+    # the same RPCs with the same codes in every case both ran; the three cases that
+    # need the suite's own driver process are skipped on the target only (rwx needs a
+    # second node, which neither run has)
     found = differences_rows(done.stdout)
     assert [(c, what) for c, what, _ in found] == [
         ("co-retries/node-stage-unavailable", "outcome"),
+        ("co-retries/controller-publish-timeout", "outcome"),
         ("restart/teardown-after-node-plugin-restart", "outcome")]
     assert all("SKIPPED" in row and row.endswith("PASSED") for _, _, row in found)
     assert done.stdout.splitlines()[-1].startswith(
-        "2 of 10 cases differ from ours (2 in outcome, 0 in calls only)")
+        "3 of 17 cases differ from ours (3 in outcome, 0 in calls only)")
 
 
 def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Path) -> None:

@@ -128,12 +128,40 @@ def test_pod_info_on_mount_comes_from_the_csidriver_object(
     assert (without.pod_info_on_mount, with_info.pod_info_on_mount) == (False, True)
 
 
+def device_pod() -> Resource:
+    container = builders.container("main")
+    container["volumeDevices"] = [{"name": "data", "devicePath": "/dev/xvda"}]
+    return builders.pod("app", "team-a", containers=[container], volumes=[
+        builders.pvc_volume("data", "data")])
+
+
 def test_a_block_pv_is_a_block_volume(api: APIServer) -> None:
     bound_claim(api, volumeMode="Block")
 
-    [volume] = resolve(api, claim_pod(), NODE).volumes
+    [volume] = resolve(api, device_pod(), NODE).volumes
 
     assert volume.block is True
+
+
+def test_a_block_pv_in_volume_mounts_makes_the_pod_wait_with_the_kubelets_reason(
+    api: APIServer,
+) -> None:
+    bound_claim(api, volumeMode="Block")
+
+    resolved = resolve(api, claim_pod(), NODE)
+
+    assert resolved.volumes == []
+    assert resolved.waiting == [
+        "volume data has volumeMode Block, but is specified in volumeMounts"]
+
+
+def test_a_filesystem_pv_in_volume_devices_makes_the_pod_wait_before_any_attach(
+    api: APIServer,
+) -> None:
+    bound_claim(api, attached=False)  # no volumeMode: Filesystem
+
+    assert resolve(api, device_pod(), NODE).waiting == [
+        "volume data has volumeMode Filesystem, but is specified in volumeDevices"]
 
 
 def test_a_pv_without_a_csi_source_makes_the_pod_wait(
