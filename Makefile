@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 REFERENCE_CNI := /usr/lib/cni/bridge
 
-.PHONY: all venv system-deps kubectl test unit lint protos protos-check demo bench cni-bin clean
+.PHONY: all venv system-deps kubectl test unit lint protos protos-check demo bench cni-bin reference-hostpath clean
 
 all: test
 
@@ -73,6 +73,16 @@ bench: $(STAMP)
 # Lay our CNI plugin executables into a CNI bin dir: make cni-bin DIR=/opt/cni/bin
 cni-bin: $(STAMP)
 	$(PY) -m cni_plugin.install $(DIR)
+
+# The reference CSI driver for `conformance csi --compare-to ours` (not part of `make test`;
+# its test skips without it): make reference-hostpath HOSTPATH_SRC=DIR, DIR a checkout of
+# kubernetes-csi/csi-driver-host-path at v1.11.0 (its modules are vendored: nothing is
+# downloaded), built with Go 1.19 (Debian's golang-go).
+reference-hostpath:
+	test -n "$(HOSTPATH_SRC)" || { echo "make reference-hostpath HOSTPATH_SRC=DIR"; exit 2; }
+	mkdir -p .tools/bin
+	cd $(HOSTPATH_SRC) && GOFLAGS=-mod=vendor GOPROXY=off CGO_ENABLED=0 go build \
+	  -ldflags "-X main.version=v1.11.0" -o $(CURDIR)/.tools/bin/hostpathplugin ./cmd/hostpathplugin
 
 clean:
 	rm -rf $(VENV) .tools build *.egg-info .mypy_cache .ruff_cache
