@@ -1,7 +1,8 @@
 """``python -m kubelet_sim conformance cni --cni-bin-dir DIR --conflist FILE
 [--dataplane emulated|linux] [--junit FILE] [--focus RE] [--skip RE] [--compare-to ours
 [--fail-on-difference]]`` (and ``conformance csi [--controller-endpoint EP
---node-endpoint NODE=EP ...]`` with the same common flags): the table on stdout, JUnit
+--node-endpoint NODE=EP ... [--driver-name NAME]] [--storage-class-params K=V ...]`` with
+the same common flags): the table on stdout, JUnit
 XML when asked, exit status 1 when a case of the target failed. ``--compare-to ours``
 runs the cases again against our own plugins (same list, same dataplane) or our own
 driver (on the target's nodes, without its StorageClass parameters) and prints a second
@@ -24,7 +25,7 @@ from kubelet_sim.conformance.compare import (
     differences_table,
     install_our_cni_plugins,
 )
-from kubelet_sim.conformance.csi import CsiTarget, run_csi_suite
+from kubelet_sim.conformance.csi import CsiTarget, WrongDriver, run_csi_suite
 from kubelet_sim.conformance.report import Report
 
 
@@ -45,6 +46,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help="the driver's controller plugin (unix:///path); default: start ours")
     csi.add_argument("--node-endpoint", action="append", default=[], metavar="NODE=EP",
                      help="the driver's node plugin for NODE (repeatable)")
+    csi.add_argument("--driver-name", default="", metavar="NAME",
+                     help="the driver expected at the endpoints (GetPluginInfo's name); "
+                     "another one stops the suite")
     csi.add_argument("--storage-class-params", action="append", default=[], metavar="K=V",
                      help="a StorageClass parameter for the volumes it makes (repeatable)")
     for suite in (cni, csi):
@@ -73,9 +77,18 @@ def _run_csi(args: argparse.Namespace, report: Report, ours: Report | None) -> i
         print("kubelet_sim conformance: give both --controller-endpoint and "
               "--node-endpoint, or neither (our driver)")
         return 2
+    if args.driver_name and not nodes:
+        print("kubelet_sim conformance: --driver-name names the driver at the endpoints "
+              "(ours is csi-mini.example.com)")
+        return 2
     target = CsiTarget(args.controller_endpoint, nodes,
-                       _pairs(args.storage_class_params, "--storage-class-params"))
-    asyncio.run(run_csi_suite(target, report))
+                       _pairs(args.storage_class_params, "--storage-class-params"),
+                       driver_name=args.driver_name)
+    try:
+        asyncio.run(run_csi_suite(target, report))
+    except WrongDriver as err:
+        print(f"kubelet_sim conformance: {err}")
+        return 2
     if ours is not None:
         asyncio.run(run_csi_suite(CsiTarget(node_names=tuple(sorted(nodes))), ours))
     return 0

@@ -54,7 +54,7 @@ from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
 from kubelet_sim.conformance import csi_cases as basic
 from kubelet_sim.conformance import csi_cases_nodes as node_cases
 from kubelet_sim.conformance import csi_cases_volumes as volume_cases
-from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget
+from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget, WrongDriver
 from kubelet_sim.conformance.report import Report
 from kubelet_sim.utils.trace import Trace
 
@@ -112,6 +112,9 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
     cluster = Cluster(config)
     try:
         await cluster.start()
+        if target.driver_name and cluster.driver_name != target.driver_name:
+            raise WrongDriver(f"the driver at {target.controller_endpoint} is "
+                              f"{cluster.driver_name!r}, not {target.driver_name!r}")
         for kubelet in cluster.kubelets.values():
             # 3 tries of a failing volume operation per pass, not 6: enough for the
             # co-retries case, and a broken driver fails its case in seconds

@@ -40,10 +40,15 @@ class CsiTarget:
     # our driver on these nodes (--compare-to ours: the target's nodes); () = two nodes
     node_names: tuple[str, ...] = ()
     driver_args: tuple[str, ...] = ()  # extra flags for our driver, when the suite starts it
+    driver_name: str = ""  # the name the driver at the endpoints must answer GetPluginInfo
 
     @property
     def ours(self) -> bool:
         return not self.controller_endpoint
+
+
+class WrongDriver(Exception):
+    """The driver at the endpoints is not the one ``--driver-name`` names."""
 
 
 class CsiRun:

@@ -122,3 +122,17 @@ def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Pa
     call = found[1][2].split(None, 5)[-1]  # after "case call N of T/O"
     assert call.split() == ["Node/NodePublishVolume", "→", "INTERNAL",
                             "Node/NodePublishVolume", "→", "OK"]
+
+
+def test_a_driver_of_another_name_than_driver_name_stops_the_suite() -> None:
+    done = against_driver_at_endpoints("--driver-name", "hostpath.csi.k8s.io")
+    assert done.returncode == 2
+    assert "is 'csi-mini.example.com', not 'hostpath.csi.k8s.io'" in done.stdout
+    assert "SUITE" not in done.stdout  # no case ran
+    named = against_driver_at_endpoints("--driver-name", "csi-mini.example.com",
+                                        "--focus", "provisioning/filesystem")
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert rows(named.stdout)["provisioning/filesystem"][0] == "PASSED"
+    without_endpoints = conformance("--driver-name", "x")
+    assert without_endpoints.returncode == 2 and "names the driver at the endpoints" in \
+        without_endpoints.stdout
