@@ -42,7 +42,7 @@ from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.node_expansion import finish_expansions
-from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS, keep_lease
+from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
 from kubelet_sim.kubelet.paths import KubeletPaths
@@ -52,6 +52,7 @@ from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_w
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
 from kubelet_sim.kubelet.sandbox_config import sandbox_config
+from kubelet_sim.kubelet.sync_loop import run_loop
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
     ContainerRuntime,
@@ -60,7 +61,6 @@ from kubelet_sim.runtime.containerd import (
 )
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.utils.trace import Trace
-from kubelet_sim.utils.wakeup import pump, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +166,13 @@ class Kubelet:
 
     # -- the sync loop ---------------------------------------------------------------------
 
-    async def sync_once(self, workers: PodWorkers | None = None) -> bool:
-        """One pass: registration, node status, every pod bound to this node. Without
-        ``workers`` the pods are synced one after another and the pass waits for them
-        (settle: the same order every time); with them, each pod that needs work gets a
-        worker of its own, and the pass returns at once."""
+    async def sync_once(self, workers: PodWorkers | None = None,
+                        only: set[str] | None = None) -> bool:
+        """One pass: registration, node status, every pod bound to this node (or those
+        of them whose uid is in ``only``). Without ``workers`` the pods are synced one
+        after another and the pass waits for them (settle: the same order every time);
+        with them, each pod that needs work gets a worker of its own, and the pass
+        returns at once."""
         changed = False
         before = set(self.watcher.drivers)
         await self.watcher.scan()
@@ -178,6 +180,8 @@ class Kubelet:
         changed |= await self.sync_node_status()
         pods = self.cache.by_index("Pod", POD_NODE, self.node_name)
         for pod in pods:
+            if only is not None and pod.metadata.uid not in only:
+                continue
             if workers is not None and workers.busy(pod.metadata.uid):
                 continue  # its worker is still at it; the next pass sees the result
             if pod.is_terminating:
@@ -191,40 +195,15 @@ class Kubelet:
                 changed |= await sync()
             else:
                 workers.dispatch(pod.metadata.uid, sync)
-        changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
-                                           self.recorder, self.node_name)
+        if only is None:
+            changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
+                                               self.recorder, self.node_name)
         return changed
 
-    async def run(self, stop: asyncio.Event, period: float = 0.2) -> None:
-        """The kubelet's loops: a pass when one of its pods changes (a watch on the pods
-        bound to this node, as the kubelet's pod config source), when a pod worker
-        finishes, and at least every ``period`` seconds (retries, volume backoffs);
-        pods are synced by :class:`PodWorkers`, up to :attr:`parallel_pods` at once.
-        Beside it (the kubelet's node lease controller), the node's Lease is renewed
-        every 10 s, so a long pass never holds back the heartbeat."""
-        await self.start()
-        heartbeat = asyncio.create_task(
-            keep_lease(self.api, self.node_name, self.clock, self.lease_duration_seconds, stop),
-            name=f"lease-{self.node_name}")
-        dirty = asyncio.Event()
-        workers = PodWorkers(self.parallel_pods, on_done=dirty.set)
-        watch = self.api.watch("Pod", field_selector=f"spec.nodeName={self.node_name}")
-        events = asyncio.create_task(pump(watch, dirty))
-        try:
-            while not stop.is_set():
-                dirty.clear()
-                try:
-                    await self.sync_once(workers)
-                except Exception:  # the loop must survive any bad pass, as the kubelet does
-                    log.exception("kubelet %s sync failed", self.node_name)
-                await wait_any(stop, dirty, asyncio.sleep(period))
-        finally:
-            watch.stop()
-            for task in (heartbeat, events):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await workers.wait()  # a sandbox half made would be left to GC otherwise
+    async def run(self, stop: asyncio.Event, period: float = 0.2,
+                  resync: float = 1.0) -> None:
+        """The kubelet's loops until ``stop`` (see :func:`sync_loop.run_loop`)."""
+        await run_loop(self, stop, period, resync)
 
     # -- node status -----------------------------------------------------------------------
 
@@ -298,6 +277,11 @@ class Kubelet:
         except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
             log.warning("status of pod %s not written: %s", pod.name, err)
         return True
+
+    @property
+    def backing_off(self) -> frozenset[str]:
+        """The uids of pods waiting out the backoff after a failed sandbox."""
+        return frozenset(self._sandbox_failed)
 
     @property
     def retries_pending(self) -> bool:
@@ -387,3 +371,4 @@ class Kubelet:
 
     def _now(self) -> str:
         return format_time(self.clock.now())
+

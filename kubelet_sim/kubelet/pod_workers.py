@@ -4,8 +4,8 @@ calls never wait for another pod's. A volume several pods use is still handled o
 operation at a time: the volume manager serialises operations per volume (the kubelet's
 nestedpendingoperations rule), and no lock is held across a whole pod's sync.
 
-A finished worker tells the kubelet's loop (``on_done``), which then syncs again: what
-one pod did (a volume now staged, say) may let another go on.
+A finished worker tells the kubelet's loop (``on_done(uid)``), which then syncs again:
+what one pod did (a volume now staged, say) may let another go on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DEFAULT_PARALLEL_PODS = 4
 
 class PodWorkers:
     def __init__(self, limit: int = DEFAULT_PARALLEL_PODS,
-                 on_done: Callable[[], None] | None = None) -> None:
+                 on_done: Callable[[str], None] | None = None) -> None:
         if limit < 1:
             raise ValueError("at least one pod worker")
         self._slots = asyncio.Semaphore(limit)
@@ -46,7 +46,7 @@ class PodWorkers:
         finally:
             self._tasks.pop(uid, None)
             if self._on_done is not None:
-                self._on_done()
+                self._on_done(uid)
 
     @property
     def in_flight(self) -> int:

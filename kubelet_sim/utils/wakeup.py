@@ -1,16 +1,10 @@
-"""Waking a loop: on a watch event, on a deadline, or when told to stop."""
+"""Waking a loop: when it is told something changed, on a deadline, or to stop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, Awaitable
-
-
-async def pump(events: AsyncIterable[object], dirty: asyncio.Event) -> None:
-    """Set ``dirty`` on every event of ``events`` (a watch), until it ends."""
-    async for _ in events:
-        dirty.set()
+from collections.abc import Awaitable
 
 
 async def wait_any(stop: asyncio.Event, dirty: asyncio.Event, sleep: Awaitable[None]) -> None:
