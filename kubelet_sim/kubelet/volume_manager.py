@@ -339,7 +339,9 @@ class VolumeManager:
             ), csi_pb2.NodeExpandVolumeResponse)
             return response.capacity_bytes
 
-        return await self.retry.run(f"expand/{volume.driver}/{volume.spec_name}", expand_once)
+        async with self._lock(_key(volume, pod)):  # not beside a (un)publish of it
+            return await self.retry.run(f"expand/{volume.driver}/{volume.spec_name}",
+                                        expand_once)
 
     async def stats(self, pod: PodInfo, volume: CsiVolume) -> VolumeStats | None:
         """NodeGetVolumeStats for the pod's publish path; None when not advertised."""
