@@ -267,9 +267,6 @@ class VolumeData:
         if self._reaper is None:
             self._remove(path)
             return
-        with contextlib.suppress(OSError):
-            os.rmdir(path)  # an empty directory (most volumes): one call, no thread hand-off
-            return
         # Renamed away at once, removed later: an id used again meanwhile (an inline
         # ephemeral volume published anew) gets fresh data, never the doomed one.  A
         # crash before the removal leaves a ``.tmp`` entry, which the sweep takes.

@@ -42,15 +42,6 @@ def test_an_id_used_again_right_after_its_delete_gets_fresh_data(tmp_path) -> No
     assert sorted(os.listdir(tmp_path / "volumes")) == ["csi-inline"]
 
 
-def test_an_empty_volume_directory_is_gone_when_delete_returns(tmp_path) -> None:
-    """The common case needs no background removal: nothing is left to rename or reap."""
-    data = VolumeData(str(tmp_path), background_removal=True)
-    data.create_volume("vol-1", "mount", 1 << 20)
-    data.delete_volume("vol-1", "mount")
-    assert os.listdir(tmp_path / "volumes") == []
-    data.close()
-
-
 def test_a_directory_volume_whose_id_ends_like_a_suffix_is_not_swept(tmp_path) -> None:
     data = VolumeData(str(tmp_path))
     data.create_volume("csi-x.img", "mount", 1 << 20)
