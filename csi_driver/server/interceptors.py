@@ -29,7 +29,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 import grpc
@@ -61,6 +60,25 @@ GUARDED_REQUESTS = frozenset({
 # Three times as long at worst once percent-encoded: well inside the 8 KiB default metadata limit.
 MAX_DETAILS_BYTES = 2048
 CUT_MARK = " …[cut]"
+_JSON = json.JSONEncoder(separators=(",", ":"))  # json.dumps builds one per call otherwise
+
+
+class _Clock:
+    """UTC timestamps as ``2026-01-02T03:04:05.678+00:00`` (what
+    ``datetime.isoformat(timespec="milliseconds")`` writes), the part up to the
+    second formatted once per second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        ms_total = int(time.time() * 1000)
+        second, ms = divmod(ms_total, 1000)
+        if second != self._second:
+            self._second = second
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._prefix}.{ms:03d}+00:00"
 
 
 @dataclass(frozen=True)
@@ -177,6 +195,8 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         self.stream = stream or sys.stderr
         self.faults = faults if faults is not None else FaultInjector()
         self._plans: dict[str, dict[str, Any]] = {}
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}  # the wrapped, per method
+        self._clock = _Clock()
 
     def _begin(self) -> float:
         self.activity.started()
@@ -227,7 +247,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
                    duration_ms: float, outcome: str | Message | None,
                    injected: FaultRule | None = None) -> None:
         line: dict[str, Any] = {
-            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "ts": self._clock.now(),
             "method": method,
             "request": self.redacted(request),
             "code": code.name,
@@ -243,7 +263,7 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
             line["error"] = outcome
         elif outcome is not None:
             line.update(created_ids(outcome))
-        self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self.stream.write(_JSON.encode(line) + "\n")
         if not getattr(self.stream, "line_buffering", False):  # stderr is line-buffered
             self.stream.flush()
 
@@ -263,10 +283,18 @@ class CsiInterceptor(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
         method = handler_call_details.method
+        wrapped = self._handlers.get(method)
+        if wrapped is not None:  # the services are fixed once the server runs
+            return wrapped
+        handler = await continuation(handler_call_details)
         if handler is None or not method.startswith(CSI_PREFIX):
             return handler
+        wrapped = self._wrap(method, handler)
+        self._handlers[method] = wrapped
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),

@@ -8,7 +8,7 @@ import os
 import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import grpc
 from grpc_health.v1 import health, health_pb2_grpc
@@ -84,6 +84,23 @@ class DriverServer:
         self.runtime.close()
 
 
+class _GenericHandlersOnly:
+    """What the generated ``add_*Servicer_to_server`` functions see of the server: their
+    handlers go in as generic handlers only.  grpc.aio keeps one pending request per
+    *registered* method and waits on all of them (``asyncio.wait`` over ~40 futures)
+    for every call that arrives; generic handlers share one pending request, and a
+    method is then found by a dict lookup per service."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self._server = server
+
+    def add_generic_rpc_handlers(self, handlers: tuple[grpc.GenericRpcHandler, ...]) -> None:
+        self._server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, object]) -> None:
+        """Dropped: the generic handler added just before serves the same methods."""
+
+
 def build_runtime(cfg: Config) -> Runtime:
     """Raises BackendUnavailable when ``--fs-backend loop`` cannot work on this host."""
     mounter = Mounter.choose(cfg.mount_method)
@@ -130,9 +147,10 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
         from csi_driver.server.metrics import DriverMetrics
 
         metrics = DriverMetrics(cfg.driver_name, rt.slow.store.counts)
-    server = grpc.aio.server(
+    grpc_server = grpc.aio.server(
         interceptors=[CsiInterceptor(dict(cfg.secrets), log_stream, rt.activity, faults, metrics)]
     )
+    server: Any = _GenericHandlersOnly(grpc_server)
     services = ["csi.v1.Identity"]
     csi_pb2_grpc.add_IdentityServicer_to_server(IdentityServicer(rt), server)
     if cfg.serves_controller:
@@ -156,8 +174,8 @@ def create_server(cfg: Config, log_stream: TextIO | None = None) -> DriverServer
     reflection.enable_server_reflection(
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
-    server.add_insecure_port(f"unix://{path}")
-    return DriverServer(server, rt, path, sweeper, faults, metrics)
+    grpc_server.add_insecure_port(f"unix://{path}")
+    return DriverServer(grpc_server, rt, path, sweeper, faults, metrics)
 
 
 async def serve(cfg: Config) -> None:
