@@ -49,6 +49,7 @@ class SharedCache:
         self._feed_lock = threading.Lock()  # taken before the API server's, never after
         self._objects: dict[str, dict[Key, Resource]] = {}
         self._fed: set[str] = set()  # kinds listed and subscribed
+        self._noticed: set[str] = set()  # kinds only told to listeners, not kept
         self._index_funcs: dict[str, dict[str, IndexFunc]] = {}
         self._indexes: dict[str, dict[str, dict[str, set[Key]]]] = {}  # kind/index/value
         self._index_keys: dict[str, dict[str, dict[Key, tuple[str, ...]]]] = {}
@@ -95,9 +96,12 @@ class SharedCache:
 
         kinds = list(kinds)
         for kind in kinds:
-            self._kind(kind)
             with self._lock:
                 self._listeners.setdefault(kind, []).append(listener)
+            with self._feed_lock:  # told of changes, without keeping a copy of the kind
+                if kind not in self._fed and kind not in self._noticed:
+                    self.api.feed(kind, self._on_notice)
+                    self._noticed.add(kind)
 
         def stop() -> None:
             with self._lock:
@@ -114,7 +118,15 @@ class SharedCache:
                 self._objects[obj.kind].pop(key, None)
             else:
                 self._store(obj.copy())
-            listeners = list(self._listeners.get(obj.kind, ()))
+        self._tell(obj.kind)
+
+    def _on_notice(self, _event_type: str, obj: Resource) -> None:
+        if obj.kind not in self._fed:  # (once it is cached, _on_change tells)
+            self._tell(obj.kind)
+
+    def _tell(self, kind: str) -> None:
+        with self._lock:
+            listeners = list(self._listeners.get(kind, ()))
         for listener in listeners:
             listener()
 
@@ -137,6 +149,11 @@ class SharedCache:
                         del index[value]
 
     # -- listers ------------------------------------------------------------------------
+    @property
+    def kinds(self) -> builtins.list[str]:
+        """The kinds the cache keeps (those read through it so far)."""
+        return sorted(self._fed)
+
     def get(self, kind: str, name: str, namespace: str = "") -> Resource | None:
         """The cached object (not a copy), or None."""
         return self._kind(kind).get((namespace, name))

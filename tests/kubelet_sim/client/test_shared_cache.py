@@ -121,3 +121,21 @@ async def test_notify_wakes_on_changes_of_its_kinds_from_any_thread_until_stoppe
     wake.clear()
     api.create(builders.pod("c"))
     assert not wake.is_set()
+
+
+async def test_notice_of_a_kind_nobody_reads_keeps_no_copy_of_it() -> None:
+    api = APIServer()
+    cache = SharedCache(api)
+    wake = asyncio.Event()
+    cache.notify(["Event"], wake)
+    api.create(builders.namespace("ns1"))
+    assert not wake.is_set()
+    api.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1",
+                "namespace": "default"}, "involvedObject": {"kind": "Pod", "name": "p"},
+                "reason": "Tested", "message": "m", "type": "Normal"})
+    assert wake.is_set()
+    assert "Event" not in cache.kinds  # told, not kept
+    wake.clear()
+    assert [e.name for e in cache.list("Event")] == ["e1"]  # read: now kept, still told
+    api.delete("Event", "e1", "default")
+    assert wake.is_set() and cache.list("Event") == []
