@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.client.events import NORMAL, WARNING
-from kubelet_sim.client.pod_indexes import POD_CLAIMS
+from kubelet_sim.client.indexes import POD_CLAIMS
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,

@@ -21,7 +21,7 @@ from typing import Any
 from kubelet_sim.api.errors import Gone
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
-from kubelet_sim.client.pod_indexes import add_pod_indexes
+from kubelet_sim.client.indexes import add_indexes
 from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.utils.wakeup import wait_any
@@ -48,7 +48,7 @@ class Controller(ABC):
     ) -> None:
         self.api = api
         # what a pass reads (never modifies): the shared informer cache, with the indexes
-        self.cache: SharedCache = add_pod_indexes(shared_cache(api))
+        self.cache: SharedCache = add_indexes(shared_cache(api))
         self.clock: Clock = clock or api.clock or RealClock()
         self.recorder = recorder or EventRecorder(api)
         self.resync_seconds = resync_seconds

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.client.events import NORMAL, WARNING
+from kubelet_sim.client.indexes import PV_CLAIM, claim_key
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
@@ -66,10 +67,10 @@ class VolumeBinder(Controller):
 
     async def reconcile(self) -> bool:
         changed = False
-        for pv in self.api.list("PersistentVolume").items:
+        for pv in self.cache.list("PersistentVolume"):
             changed = await self.step(f"pv/{pv.name}", self._sync_volume, pv) \
                 or changed
-        for pvc in self.api.list("PersistentVolumeClaim").items:
+        for pvc in self.cache.list("PersistentVolumeClaim"):
             key = f"pvc/{pvc.namespace}/{pvc.name}"
             changed = await self.step(key, self._sync_claim, pvc) or changed
         return changed
@@ -80,8 +81,8 @@ class VolumeBinder(Controller):
         ref = pv.spec.get("claimRef")
         if not ref:
             return self._set_pv_phase(pv, "Available")
-        pvc = get_or_none(self.api, "PersistentVolumeClaim", ref.get("name", ""),
-                          ref.get("namespace", ""))
+        pvc = self.cache.get("PersistentVolumeClaim", ref.get("name", ""),
+                             ref.get("namespace", ""))
         if pvc is None or (ref.get("uid") and ref["uid"] != pvc.metadata.uid):
             if pv.status.get("phase") in ("Released", "Failed"):
                 return False
@@ -114,13 +115,13 @@ class VolumeBinder(Controller):
             changed = self._claim_status(pvc, _phase("Pending"))
         volume_name = pvc.spec.get("volumeName")
         if volume_name:
-            pv = get_or_none(self.api, "PersistentVolume", volume_name)
+            pv = self.cache.get("PersistentVolume", volume_name)
             if pv is None:
                 return self._claim_status(pvc, _phase("Lost")) or changed
             ref = pv.spec.get("claimRef") or {}
             if not ref:
                 self._bind_volume(pv, pvc)
-                pv = self.api.get("PersistentVolume", volume_name)
+                pv = self.cache.get("PersistentVolume", volume_name) or pv
             elif ref.get("uid") and ref["uid"] != pvc.metadata.uid:
                 return changed  # the volume belongs to another claim
             return self._complete_claim(pvc, pv) or changed
@@ -128,7 +129,8 @@ class VolumeBinder(Controller):
         if pv is not None:
             if not (pv.spec.get("claimRef") or {}).get("uid"):
                 self._bind_volume(pv, pvc)
-            return self._complete_claim(pvc, self.api.get("PersistentVolume", pv.name)) or True
+            return self._complete_claim(pvc, self.cache.get("PersistentVolume", pv.name)
+                                        or pv) or True
         return self._hand_to_provisioner(pvc) or changed
 
     def _claim_status(self, pvc: Resource, edit: Callable[[JSON], None]) -> bool:
@@ -141,22 +143,20 @@ class VolumeBinder(Controller):
                             mutate) is not None
 
     def _prebound_or_matching(self, pvc: Resource) -> Resource | None:
-        sc = get_or_none(self.api, "StorageClass", claim_class(pvc)) if claim_class(pvc) else None
+        sc = self.cache.get("StorageClass", claim_class(pvc)) if claim_class(pvc) else None
         wait_for_consumer = sc is not None and sc.body.get("volumeBindingMode") == \
             "WaitForFirstConsumer"
         selected = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
-        node = get_or_none(self.api, "Node", selected) if selected else None
+        node = self.cache.get("Node", selected) if selected else None
         request = pvc_request_bytes(pvc)
         modes = set(pvc.spec.get("accessModes") or [])
         candidates: list[tuple[int, str, Resource]] = []
-        for pv in self.api.list("PersistentVolume").items:
+        for pv in self.cache.by_index("PersistentVolume", PV_CLAIM,
+                                      claim_key(pvc.namespace, pvc.name)):
             ref = pv.spec.get("claimRef") or {}
-            if ref:
-                if (ref.get("name"), ref.get("namespace")) != (pvc.name, pvc.namespace):
-                    continue
-                if ref.get("uid") and ref["uid"] != pvc.metadata.uid:
-                    continue
+            if not (ref.get("uid") and ref["uid"] != pvc.metadata.uid):
                 return pv  # pre-bound to this claim
+        for pv in self.cache.by_index("PersistentVolume", PV_CLAIM, ""):  # unclaimed ones
             if pv.is_terminating or pv.status.get("phase") not in (None, "Available", "Pending"):
                 continue
             if str(pv.spec.get("storageClassName") or "") != claim_class(pvc):

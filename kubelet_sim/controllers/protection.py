@@ -12,7 +12,7 @@ plugin would have added on create).
 from __future__ import annotations
 
 from kubelet_sim.api.model import Resource
-from kubelet_sim.client.pod_indexes import POD_CLAIMS, claim_key
+from kubelet_sim.client.indexes import POD_CLAIMS, claim_key
 from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.controllers.attach_detach import pod_terminated
 from kubelet_sim.controllers.base import Controller

@@ -32,7 +32,7 @@ from typing import Any
 from kubelet_sim.api.model import JSON, Resource, set_condition
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.api.taints import NO_SCHEDULE, NOT_READY, tolerates
-from kubelet_sim.client.pod_indexes import POD_NODE
+from kubelet_sim.client.indexes import POD_NODE
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.binder import volume_admits_node
 from kubelet_sim.controllers.common import (

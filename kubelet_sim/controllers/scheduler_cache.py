@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kubelet_sim.api.model import Resource
-from kubelet_sim.client.pod_indexes import POD_NODE
+from kubelet_sim.client.indexes import POD_NODE
 from kubelet_sim.client.shared_cache import SharedCache
 
 FINISHED = ("Succeeded", "Failed")

@@ -35,7 +35,7 @@ from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import Resource, condition, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
-from kubelet_sim.client.pod_indexes import POD_NODE, add_pod_indexes
+from kubelet_sim.client.indexes import POD_NODE, add_indexes
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
@@ -95,7 +95,7 @@ class Kubelet:
     ) -> None:
         self.api = api
         # the pods bound here, read (never modified) from the shared informer cache
-        self.cache = add_pod_indexes(shared_cache(api))
+        self.cache = add_indexes(shared_cache(api))
         self.parallel_pods = parallel_pods
         self.lease_duration_seconds = lease_duration_seconds
         # told (creation, now) when a pod's containers run: the pod start SLI

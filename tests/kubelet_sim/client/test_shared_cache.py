@@ -9,7 +9,7 @@ import threading
 
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.pod_indexes import POD_CLAIMS, POD_NODE, add_pod_indexes, claim_key
+from kubelet_sim.client.indexes import POD_CLAIMS, POD_NODE, add_indexes, claim_key
 from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 
 
@@ -55,7 +55,7 @@ def test_reads_share_the_cached_object_and_the_api_servers_copies_never_reach_it
 
 def test_pods_are_indexed_by_node_and_by_claim_and_move_when_they_change() -> None:
     api = APIServer()
-    cache = add_pod_indexes(SharedCache(api))
+    cache = add_indexes(SharedCache(api))
     api.create(builders.pod("web", volumes=[builders.pvc_volume("data", "claim-1")]))
     api.create(builders.pod("db", volumes=[builders.pvc_volume("data", "claim-1"),
                                            builders.pvc_volume("logs", "claim-2")]))
@@ -87,7 +87,7 @@ def test_an_index_added_later_covers_the_objects_already_cached() -> None:
 
 def test_writes_from_other_threads_arrive_whole() -> None:
     api = APIServer()
-    cache = add_pod_indexes(SharedCache(api))
+    cache = add_indexes(SharedCache(api))
     assert cache.list("Pod") == []
 
     def writer(prefix: str) -> None:

@@ -1,6 +1,6 @@
-"""The pod indexes the controllers and the kubelets read the shared cache by (client-go's
+"""The indexes the controllers and the kubelets read the shared cache by (client-go's
 indexers): pods by the node they are bound to ("" while unscheduled) and by the claims
-they use."""
+they use; PersistentVolumes by the claim their claimRef names ("" when none)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from kubelet_sim.client.shared_cache import SharedCache
 
 POD_NODE = "spec.nodeName"
 POD_CLAIMS = "claims"
+PV_CLAIM = "spec.claimRef"
 
 
 def claim_key(namespace: str, name: str) -> str:
@@ -25,7 +26,13 @@ def _pod_claims(pod: Resource) -> list[str]:
             if (ref := volume.get("persistentVolumeClaim")) and ref.get("claimName")]
 
 
-def add_pod_indexes(cache: SharedCache) -> SharedCache:
+def _pv_claim(pv: Resource) -> tuple[str]:
+    ref = pv.spec.get("claimRef") or {}
+    return (claim_key(str(ref.get("namespace", "")), str(ref.get("name", ""))) if ref else "",)
+
+
+def add_indexes(cache: SharedCache) -> SharedCache:
     cache.add_index("Pod", POD_NODE, _pod_node)
     cache.add_index("Pod", POD_CLAIMS, _pod_claims)
+    cache.add_index("PersistentVolume", PV_CLAIM, _pv_claim)
     return cache
