@@ -1,9 +1,10 @@
 """A dataplane recorded in a state directory: no root, CNI_NETNS may be any existing path.
 
-Links, MACs, addresses and routes of every namespace live in one JSON document
-(`state.json`) changed under flock and replaced atomically, so CHECK, DEL and a
-simulator's connectivity queries see exactly what ADD did. The host namespace
-is the key "".
+Links, MACs, addresses and routes of every namespace make one JSON document, kept
+as small files (cni_plugin.dataplane.shards: one per sandbox namespace, with the host
+ends of its veths) changed under flock and replaced atomically, so CHECK, DEL and a
+simulator's connectivity queries see exactly what ADD did, and a command reads and
+writes only the files of the namespaces it names. The host namespace is the key "".
 
 Every record an ADD writes (a sandbox link and its veth peer, a masquerade chain, a
 spoof check) names the attachment that made it (network, container id), so DEL finds
@@ -11,11 +12,11 @@ it when CNI_NETNS is empty or the namespace is gone (containerd's second DEL), a
 when the runtime no longer lists the attachment: the state does not grow with pods
 that no longer exist.
 
-Each change is a step, a function of the state document. Alone, a step is one
-transaction. Inside ``with dataplane.batch():`` steps are tried on a snapshot
-when asked for (so each fails where, and as, it would alone) and written again
-on the fresh state in ONE transaction when the block ends: a bridge ADD pays
-one fsynced write per block (the veth before IPAM, then what IPAM's answer
+Each change is a step, a function of the state document, with its scope (the files it
+reads). Alone, a step is one transaction. Inside ``with dataplane.batch():`` steps
+are tried on a view when asked for (so each fails where, and as, it would alone) and
+written again on the fresh files in ONE transaction when the block ends: a bridge ADD
+pays one fsynced write per file per block (the veth before IPAM, then what IPAM's answer
 configures) instead of one per step; a plugin killed inside a block has
 written nothing of it; an ADD answered success has written everything.
 """
@@ -35,6 +36,7 @@ from cni_plugin.dataplane.base import (
     random_mac,
     random_veth_name,
 )
+from cni_plugin.dataplane.emulated_batch import Batch
 from cni_plugin.dataplane.emulated_records import (
     HOST,
     drop_link,
@@ -44,7 +46,7 @@ from cni_plugin.dataplane.emulated_records import (
     netns_key,
     to_link,
 )
-from cni_plugin.dataplane.statefile import StateFile
+from cni_plugin.dataplane.shards import ShardedState
 from cni_spec import ipnet
 from cni_spec.errors import ERR_TRY_AGAIN_LATER, CNIError, internal
 from cni_spec.types import IPConfig, Route
@@ -54,43 +56,23 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
 
+    from cni_plugin.dataplane.shards import Scope
+
     T = TypeVar("T")
-    Step = Callable[[dict[str, Any]], Any]
 
-class _Batch(StepGroup):
-    """The steps of one command: tried on a snapshot as asked for, written together."""
 
-    all_or_nothing = True
-
-    def __init__(self, dataplane: EmulatedDataplane) -> None:
-        self.dataplane = dataplane
-        self.view: dict[str, Any] = {}
-        self.steps: list[Step] = []
-
-    def __enter__(self) -> None:
-        if self.dataplane._batch is not None:
-            raise RuntimeError("dataplane batches do not nest")
-        self.view = self.dataplane.state.snapshot()
-        self.dataplane._batch = self
-
-    def __exit__(self, *exc: object) -> None:
-        self.dataplane._batch = None
-        if exc[0] is not None or not self.steps:
-            return  # dropped: nothing of this command was written
-        # Other commands may have written since the snapshot: every step runs again on
-        # the fresh state and raises as it would have alone (then nothing is written).
-        with self.dataplane.state.transaction() as state:
-            for step in self.steps:
-                step(state)
+def ns_scope(netns: str | None, name: str = "") -> Scope:
+    """The files holding `netns` (the host's link `name` when netns is None)."""
+    return [("link", name)] if netns is None else [("ns", netns_key(netns))]
 
 
 class EmulatedDataplane(Dataplane):
     def __init__(self, state_dir: str, network: str = "", container_id: str = "") -> None:
         """network, container_id: the attachment this command acts for; its records say so."""
-        self.state = StateFile(state_dir)
+        self.state = ShardedState(state_dir)
         self.network = network
         self.container_id = container_id
-        self._batch: _Batch | None = None
+        self._batch: Batch | None = None
 
     def _owns(self, record: dict[str, Any], container_id: str | None = None) -> bool:
         """Whether a record was made by this network's attachment `container_id` (by this
@@ -100,17 +82,15 @@ class EmulatedDataplane(Dataplane):
             (wanted == "" or record.get("container_id") == wanted)
 
     def batch(self) -> StepGroup:
-        return _Batch(self)
+        return Batch(self)
 
-    def _change(self, step: Callable[[dict[str, Any]], T]) -> T:
+    def _change(self, step: Callable[[dict[str, Any]], T], scope: Scope) -> T:
         """Apply one step: its own transaction, or its part of the open batch."""
         batch = self._batch
         if batch is None:
-            with self.state.transaction() as state:
+            with self.state.transaction(scope) as state:
                 return step(state)
-        result = step(batch.view)
-        batch.steps.append(step)
-        return result
+        return batch.apply(step, scope)
 
     # --- queries -----------------------------------------------------------------------
     def require_netns(self, netns: str) -> None:
@@ -118,7 +98,8 @@ class EmulatedDataplane(Dataplane):
             raise NetnsNotFound(netns)
 
     def get_link(self, netns: str | None, name: str) -> Link | None:
-        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
+        doc = self.state.snapshot(ns_scope(netns, name))
+        space = doc.get("namespaces", {}).get(netns_key(netns), {})
         found = space.get("links", {}).get(name)
         if found:
             return to_link(found)
@@ -127,12 +108,15 @@ class EmulatedDataplane(Dataplane):
         return None
 
     def links(self, netns: str | None) -> list[Link]:
-        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
+        # the host's links: every shard (its veth ends are beside their sandbox ends)
+        doc = self.state.snapshot(None if netns is None else ns_scope(netns))
+        space = doc.get("namespaces", {}).get(netns_key(netns), {})
         return [to_link(d) for d in space.get("links", {}).values()]
 
     def routes(self, netns: str | None) -> list[RouteEntry]:
         """Explicit routes plus the connected route of every address on an up link."""
-        space = self.state.snapshot().get("namespaces", {}).get(netns_key(netns), {})
+        doc = self.state.snapshot(None if netns is None else ns_scope(netns))
+        space = doc.get("namespaces", {}).get(netns_key(netns), {})
         out: list[RouteEntry] = []
         for link in space.get("links", {}).values():
             if not link["up"]:
@@ -166,7 +150,7 @@ class EmulatedDataplane(Dataplane):
     def holds_records(self) -> bool:
         """Whether the state records anything of this attachment (of any of the network's
         attachments when the container id is "")."""
-        state = self.state.read_unlocked()  # no lock, nothing created: it is replaced whole
+        state = self.state.read_unlocked()  # no lock, nothing created: files replaced whole
         for key, space in state.get("namespaces", {}).items():
             if key != HOST and any(self._owns(link) for link in space["links"].values()):
                 return True
@@ -193,7 +177,7 @@ class EmulatedDataplane(Dataplane):
                     drop_namespace(state, key)
 
     def collect_garbage(self, valid: list[tuple[str, str]]) -> None:
-        if not posix_shim.exists(self.state.path):
+        if not self.state.exists():
             return  # nothing recorded (and no state directory to create)
         attachments = set(valid)
         container_ids = {container_id for container_id, _ in valid}
@@ -218,9 +202,12 @@ class EmulatedDataplane(Dataplane):
                         (entry["container_id"], entry["ifname"]) not in attachments:
                     del checks[ref_id]
 
+    def _host_link_taken(self, host: dict[str, Any], name: str) -> bool:
+        return name in host or self.state.host_link_taken(name)
+
     # --- host side ---------------------------------------------------------------------
     def ensure_bridge(self, name: str, mtu: int, promisc: bool, vlan_filtering: bool) -> Link:
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(None, name)) as state:
             links = namespace_of(state, None)["links"]
             existing = links.get(name)
             if existing is not None and existing["kind"] != "bridge":
@@ -242,7 +229,7 @@ class EmulatedDataplane(Dataplane):
                 raise internal(f"failed to retrieve link: Link not found: {name}")
             link["up"] = True
 
-        self._change(step)
+        self._change(step, ns_scope(netns, name))
 
     def ensure_addr(self, name: str, cidr: str, force: bool) -> None:
         def step(state: dict[str, Any]) -> None:
@@ -256,13 +243,13 @@ class EmulatedDataplane(Dataplane):
             if cidr not in link["addrs"]:
                 link["addrs"].append(cidr)
 
-        self._change(step)
+        self._change(step, ns_scope(None, name))
 
     def enable_forwarding(self, ipv6: bool) -> None:
         def step(state: dict[str, Any]) -> None:
             state.setdefault("forwarding", {})["ipv6" if ipv6 else "ipv4"] = True
 
-        self._change(step)
+        self._change(step, [])
 
     def setup_masquerade(self, cidr: str, chain: str, comment: str) -> None:
         def step(state: dict[str, Any]) -> None:
@@ -272,10 +259,10 @@ class EmulatedDataplane(Dataplane):
             if cidr not in entry["sources"]:
                 entry["sources"].append(cidr)
 
-        self._change(step)
+        self._change(step, [("masq", chain)])
 
     def teardown_masquerade(self, chain: str) -> None:
-        with self.state.transaction() as state:
+        with self.state.transaction([("masq", chain)]) as state:
             state.get("masquerade", {}).pop(chain, None)
 
     def setup_macspoofchk(self, host_iface: str, mac: str, ref_id: str) -> None:
@@ -286,14 +273,14 @@ class EmulatedDataplane(Dataplane):
                 "iface": host_iface, "mac": mac, "network": self.network,
                 "container_id": self.container_id, "ifname": host_end.get("peer_name", "")}
 
-        self._change(step)
+        self._change(step, [("link", host_iface), ("spoof", ref_id)])
 
     def teardown_macspoofchk(self, ref_id: str) -> None:
-        with self.state.transaction() as state:
+        with self.state.transaction([("spoof", ref_id)]) as state:
             state.get("macspoofchk", {}).pop(ref_id, None)
 
     def delete_host_link(self, name: str) -> None:
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(None, name)) as state:
             link = namespace_of(state, None)["links"].get(name)
             if link is None:
                 return
@@ -319,12 +306,12 @@ class EmulatedDataplane(Dataplane):
                 raise internal(f'could not lookup "{bridge}": Link not found')
             if drawn:
                 host_name = drawn[0]
-                if host_name in host:  # a concurrent ADD drew the same 32 random bits
+                if self._host_link_taken(host, host_name):  # a concurrent ADD drew it too
                     raise CNIError(ERR_TRY_AGAIN_LATER,
                                    f'failed to create veth: "{host_name}" already exists')
             else:
                 host_name = random_veth_name()
-                while host_name in host:
+                while self._host_link_taken(host, host_name):
                     host_name = random_veth_name()
                 drawn.append(host_name)
             container = Link(name=ifname, kind="veth", mac=container_mac, mtu=mtu or 1500,
@@ -338,7 +325,7 @@ class EmulatedDataplane(Dataplane):
             host[host_name] = host_end.to_dict()
             return host_end, container
 
-        return self._change(step)
+        return self._change(step, ns_scope(netns))
 
     def configure_iface(self, netns: str, ifname: str, ips: list[IPConfig],
                         routes: list[Route], enable_dad: bool) -> None:
@@ -365,13 +352,13 @@ class EmulatedDataplane(Dataplane):
                                    f"{ifname}': file exists")
                 space["routes"].append(entry)
 
-        self._change(step)
+        self._change(step, ns_scope(netns))
 
     def delete_link(self, netns: str, ifname: str) -> list[str] | None:
         if not posix_shim.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(netns)) as state:
             link = drop_link(state, netns_key(netns), ifname)
             if link is None:
                 return None
@@ -379,7 +366,7 @@ class EmulatedDataplane(Dataplane):
 
     def loopback_up(self, netns: str, ifname: str = "lo") -> list[str]:
         self.require_netns(netns)
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(netns)) as state:
             links = namespace_of(state, netns)["links"]
             lo = links.setdefault("lo", idle_loopback().to_dict())
             lo.update(up=True, network=self.network, container_id=self.container_id,
@@ -387,7 +374,7 @@ class EmulatedDataplane(Dataplane):
             return list(lo["addrs"])
 
     def _forget_netns(self, netns: str) -> None:
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(netns)) as state:
             drop_namespace(state, netns_key(netns))
 
     def loopback_down(self, netns: str) -> None:
@@ -395,5 +382,5 @@ class EmulatedDataplane(Dataplane):
         if not posix_shim.exists(netns):
             self._forget_netns(netns)
             raise NetnsNotFound(netns)
-        with self.state.transaction() as state:
+        with self.state.transaction(ns_scope(netns)) as state:
             drop_link(state, netns_key(netns), "lo")

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
+    from cni_plugin.dataplane.shards import ShardedState
+
 
 def atomic_write(path: str, data: bytes) -> None:
     directory = posix_shim.dirname(path) or "."
@@ -30,17 +32,22 @@ def atomic_write(path: str, data: bytes) -> None:
     finally:
         posix_shim.close(fd)
     posix_shim.replace(tmp, path)
-    dir_fd = posix_shim.open_fd(directory, posix_shim.O_RDONLY | posix_shim.O_DIRECTORY)
+    fsync_directory(directory)
+
+
+def fsync_directory(directory: str) -> None:
+    """Make the directory's entries (a rename, a new or removed name) durable."""
+    fd = posix_shim.open_fd(directory, posix_shim.O_RDONLY | posix_shim.O_DIRECTORY)
     try:
-        posix_shim.fsync(dir_fd)
+        posix_shim.fsync(fd)
     finally:
-        posix_shim.close(dir_fd)
+        posix_shim.close(fd)
 
 
-class _Lock:
+class Lock:
     """flock on the state's lock file, held while the `with` block runs."""
 
-    def __init__(self, state: StateFile, shared: bool) -> None:
+    def __init__(self, state: StateFile | ShardedState, shared: bool) -> None:
         self.state = state
         self.shared = shared
         self.fd = -1
@@ -59,19 +66,23 @@ class _Lock:
         posix_shim.close(self.fd)  # closing drops the lock
 
 
-class _Transaction:
-    def __init__(self, state: StateFile) -> None:
-        self.state = state
-        self.lock = _Lock(state, shared=False)
+class LockedTransaction:
+    """Read under the exclusive lock on entry, write back when the block succeeds."""
+
+    def __init__(self, state: StateFile | ShardedState) -> None:
+        self.lock = Lock(state, shared=False)
         self.data: dict[str, Any] = {}
-        self.before = ""
+
+    def read(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def write(self) -> None:
+        raise NotImplementedError
 
     def __enter__(self) -> dict[str, Any]:
         self.lock.__enter__()
         try:
-            # the text as read stands for the state before (the file holds what
-            # dumps_compact wrote): one encoding per transaction, not two
-            self.before, self.data = self.state.read_text_unlocked()
+            self.data = self.read()
         except BaseException:
             self.lock.__exit__()
             raise
@@ -81,11 +92,27 @@ class _Transaction:
                  tb: TracebackType | None) -> None:
         try:
             if exc_type is None:
-                after = dumps_compact(self.data)
-                if after != self.before:
-                    atomic_write(self.state.path, after.encode())
+                self.write()
         finally:
             self.lock.__exit__()
+
+
+class _Transaction(LockedTransaction):
+    def __init__(self, state: StateFile) -> None:
+        super().__init__(state)
+        self.state = state
+        self.before = ""
+
+    def read(self) -> dict[str, Any]:
+        # the text as read stands for the state before (the file holds what
+        # dumps_compact wrote): one encoding per transaction, not two
+        self.before, data = self.state.read_text_unlocked()
+        return data
+
+    def write(self) -> None:
+        after = dumps_compact(self.data)
+        if after != self.before:
+            atomic_write(self.state.path, after.encode())
 
 
 class StateFile:
@@ -117,5 +144,5 @@ class StateFile:
         return _Transaction(self)
 
     def snapshot(self) -> dict[str, Any]:
-        with _Lock(self, shared=True):
+        with Lock(self, shared=True):
             return self.read_unlocked()

@@ -11,6 +11,7 @@ import pytest
 
 from cni_plugin.bridge import HANDLERS, KNOWN_ARGS
 from cni_plugin.dataplane.emulated import EmulatedDataplane
+from cni_plugin.dataplane.shards import ShardedState
 from cni_spec.version import ALL_VERSIONS
 
 from .conftest import RecordingIPAM
@@ -263,7 +264,7 @@ def test_invalid_bridge_settings_fail_before_touching_anything(
     out = run("ADD", bridge_conf(recording_ipam, dataplane_dir, **fields), sandbox, cni_bin)
     assert (out.json()["code"], out.json()["msg"]) == (999, msg)
     assert recording_ipam.commands() == []
-    assert not os.path.exists(os.path.join(dataplane_dir, "state.json"))
+    assert not ShardedState(dataplane_dir).exists()
 
 
 def test_bridge_name_is_validated_like_an_interface_name(recording_ipam: RecordingIPAM,

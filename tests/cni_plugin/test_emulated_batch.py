@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from cni_plugin.bridge import HANDLERS, KNOWN_ARGS
-from cni_plugin.dataplane import statefile
+from cni_plugin.dataplane import shards
 from cni_plugin.dataplane.base import LinkExists
 from cni_plugin.dataplane.emulated import EmulatedDataplane
+from cni_plugin.dataplane.shards import ShardedState
 from cni_spec.errors import CNIError
 from cni_spec.types import IPConfig, Route
 
@@ -22,15 +23,23 @@ def _bridge(dp: EmulatedDataplane) -> None:
     dp.ensure_bridge("batbr0", 1500, False, False)
 
 
-def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    written: list[str] = []
-    real = statefile.atomic_write
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The transactions that wrote, each as the files it wrote."""
+    written: list[list[str]] = []
+    real_write_back, real_write = ShardedState.write_back, shards.atomic_write
+
+    def write_back(self: ShardedState, *args: Any) -> None:
+        written.append([])
+        real_write_back(self, *args)
+        if not written[-1]:
+            written.pop()
 
     def counting(path: str, data: bytes) -> None:
-        written.append(path)
-        real(path, data)
+        written[-1].append(path)
+        real_write(path, data)
 
-    monkeypatch.setattr(statefile, "atomic_write", counting)
+    monkeypatch.setattr(ShardedState, "write_back", write_back)
+    monkeypatch.setattr(shards, "atomic_write", counting)
     return written
 
 

@@ -5,13 +5,13 @@ longer lists. Exec'd as a runtime execs them; a sandbox is a plain file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cni_plugin.dataplane.emulated import EmulatedDataplane
+from cni_plugin.dataplane.shards import ShardedState
 
 from .procharness import cni_env, exec_plugin
 
@@ -43,13 +43,14 @@ def run_all(command: str, nets: list[tuple[str, dict[str, Any], str]], container
 
 
 def state_of(tmp_path: Path) -> dict[str, Any]:
-    path = tmp_path / "dp" / "state.json"
-    return json.loads(path.read_bytes()) if path.exists() else {}
+    return ShardedState(str(tmp_path / "dp")).snapshot()
 
 
 def state_size(tmp_path: Path) -> int:
-    path = tmp_path / "dp" / "state.json"
-    return path.stat().st_size if path.exists() else 0
+    """Bytes of every state file (the shards and the host link markers' names)."""
+    directory = tmp_path / "dp"
+    files = [p for p in directory.iterdir() if p.name != "lock"] if directory.exists() else []
+    return sum(len(p.name) if p.is_symlink() else p.stat().st_size for p in files)
 
 
 def records_of(tmp_path: Path, container_id: str) -> list[str]:

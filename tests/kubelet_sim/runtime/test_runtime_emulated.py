@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from cni_plugin.dataplane.shards import ShardedState
+from cni_plugin.install import install
 from cni_spec.errors import CNIError
 from kubelet_sim.runtime.containerd import SANDBOX_READY, ContainerRuntime, PodSandboxConfig
 from kubelet_sim.runtime.libcni.api import LibCNI
@@ -18,13 +19,13 @@ from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
 
-BIN_DIR = os.path.dirname(sys.executable)
-PLUGINS = ("emu-bridge", "emu-host-local", "emu-loopback")
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(os.path.join(BIN_DIR, p)) for p in PLUGINS),
-    reason="our emu-* CNI plugins are not installed yet",
-)
+@pytest.fixture(scope="module")
+def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Our emu-* plugins laid out from this tree (not the ones a venv has installed)."""
+    directory = str(tmp_path_factory.mktemp("cnibin"))
+    install(directory)
+    return directory
 
 
 @pytest.fixture
@@ -33,9 +34,10 @@ def trace() -> Trace:
 
 
 @pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
+def dirs(tmp_path: Path, bin_dir: str) -> dict[str, Path]:
     names = ("net.d", "dataplane", "ipam", "cache", "state")
     out = {n: tmp_path / n for n in names}
+    out["bin"] = Path(bin_dir)
     out["net.d"].mkdir()
     return out
 
@@ -62,7 +64,7 @@ def write_pod_network(dirs: dict[str, Path], version: str = "1.1.0") -> None:
 
 
 def make_runtime(dirs: dict[str, Path], trace: Trace) -> ContainerRuntime:
-    libcni = LibCNI([BIN_DIR], str(dirs["cache"]), RealExec(), trace=trace, node="node-1")
+    libcni = LibCNI([str(dirs["bin"])], str(dirs["cache"]), RealExec(), trace=trace, node="node-1")
     loopback = loopback_network("emu-loopback", dataplaneDir=str(dirs["dataplane"]))
     network = PodNetwork(libcni, str(dirs["net.d"]), loopback=loopback)
     return ContainerRuntime(str(dirs["state"]), network)
@@ -99,10 +101,8 @@ def test_check_fails_once_the_pod_interface_lost_its_address(dirs, trace):
     sandbox = runtime.run_pod_sandbox(WEB)
     runtime.check_pod_network(sandbox.id)
     # Break the emulated interface as `ip addr flush dev eth0` would (no plugin is running).
-    state_file = dirs["dataplane"] / "state.json"
-    state = json.loads(state_file.read_text())
-    state["namespaces"][os.path.abspath(sandbox.netns)]["links"]["eth0"]["addrs"] = []
-    state_file.write_text(json.dumps(state))
+    with ShardedState(str(dirs["dataplane"])).transaction() as state:
+        state["namespaces"][os.path.abspath(sandbox.netns)]["links"]["eth0"]["addrs"] = []
     with pytest.raises(CNIError):
         runtime.check_pod_network(sandbox.id)
     assert trace.calls()[-1] == "cni CHECK emu-bridge"
