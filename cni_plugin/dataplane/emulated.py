@@ -18,7 +18,10 @@ are tried on a view when asked for (so each fails where, and as, it would alone)
 written again on the fresh files in ONE transaction when the block ends: a bridge ADD
 pays one fsynced write per file per block (the veth before IPAM, then what IPAM's answer
 configures) instead of one per step; a plugin killed inside a block has
-written nothing of it; an ADD answered success has written everything.
+written nothing of it, one killed while the block's files are written leaves each file
+old or new (a veth's two ends live in one file; a masquerade chain in another may be
+left behind, for DEL and GC, which tolerate missing pieces, to clear); an ADD answered
+success has written everything.
 """
 
 from __future__ import annotations
