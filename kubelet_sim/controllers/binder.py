@@ -31,7 +31,6 @@ from kubelet_sim.controllers.common import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
-    get_or_none,
     pvc_request_bytes,
     set_annotation,
     storage_bytes,
@@ -214,7 +213,7 @@ class VolumeBinder(Controller):
             self._claim_event(pvc, NORMAL, "FailedBinding", "no persistent volumes available "
                               "for this claim and no storage class is set")
             return False
-        sc = get_or_none(self.api, "StorageClass", claim_class(pvc))
+        sc = self.cache.get("StorageClass", claim_class(pvc))
         if sc is None:
             self._claim_event(pvc, WARNING, "ProvisioningFailed",
                               f'storageclass.storage.k8s.io "{claim_class(pvc)}" not found')
