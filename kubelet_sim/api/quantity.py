@@ -10,6 +10,7 @@ exponent (``e3``, ``E-2``). ``1.5Gi`` is exactly 1610612736 bytes. Values finer 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -100,6 +101,17 @@ class Quantity:
 
 def parse_storage(text: Any) -> int:
     """A storage size in bytes; negative sizes are rejected."""
+    if isinstance(text, str | int):
+        return _parse_storage(text)  # controllers read the same few sizes every pass
+    return _parse_storage_uncached(text)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _parse_storage(text: str | int) -> int:
+    return _parse_storage_uncached(text)
+
+
+def _parse_storage_uncached(text: Any) -> int:
     qty = Quantity.parse(text)
     if qty.amount < 0:
         raise QuantityError(f"storage size must not be negative: {text!r}")

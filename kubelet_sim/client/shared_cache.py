@@ -53,7 +53,7 @@ class SharedCache:
         self._index_funcs: dict[str, dict[str, IndexFunc]] = {}
         self._indexes: dict[str, dict[str, dict[str, set[Key]]]] = {}  # kind/index/value
         self._index_keys: dict[str, dict[str, dict[Key, tuple[str, ...]]]] = {}
-        self._listeners: dict[str, list[Callable[[], None]]] = {}
+        self._listeners: dict[str, list[Callable[[Resource], None]]] = {}
 
     # -- setup --------------------------------------------------------------------------
     def add_index(self, kind: str, name: str, func: IndexFunc) -> None:
@@ -78,17 +78,30 @@ class SharedCache:
                     with self._lock:
                         self._objects[kind] = {}
                     # not under self._lock: a commit holds the API server's lock, then ours
-                    self.api.feed(kind, self._on_change)
+                    listing = [True]
+
+                    def on_change(event_type: str, obj: Resource) -> None:
+                        # the initial list fills the cache; only later commits are news
+                        self._on_change(event_type, obj, tell=not listing[0])
+
+                    self.api.feed(kind, on_change)
+                    listing[0] = False
                     self._fed.add(kind)
         return self._objects[kind]
 
-    def notify(self, kinds: Iterable[str], wake: asyncio.Event) -> Callable[[], None]:
+    def notify(self, kinds: Iterable[str], wake: asyncio.Event,
+               changed: Callable[[Resource], None] | None = None) -> Callable[[], None]:
         """Set ``wake`` (from any thread) after every change of ``kinds`` reaches the
         cache: a controller's trigger, without a watch that copies every object for
-        it. Returns the function that stops it."""
+        it. ``changed``, when given, is first handed each changed object (the stored
+        one; for a deletion, its last state) inside the commit, from the committing
+        thread: it must be quick and must not modify it (an informer's event handler
+        that puts a key on a work queue). Returns the function that stops it."""
         loop = asyncio.get_running_loop()
 
-        def listener() -> None:
+        def listener(obj: Resource) -> None:
+            if changed is not None:
+                changed(obj)
             if _in_loop(loop):
                 wake.set()
             elif not loop.is_closed():
@@ -110,25 +123,27 @@ class SharedCache:
         return stop
 
     # -- the feed -----------------------------------------------------------------------
-    def _on_change(self, event_type: str, obj: Resource) -> None:
+    def _on_change(self, event_type: str, obj: Resource, tell: bool = True) -> None:
         with self._lock:
             key = (obj.namespace, obj.name)
             self._unindex(obj.kind, key)
             if event_type == DELETED:
-                self._objects[obj.kind].pop(key, None)
+                told = self._objects[obj.kind].pop(key, None) or obj
             else:
-                self._store(obj.copy())
-        self._tell(obj.kind)
+                told = obj.copy()
+                self._store(told)
+        if tell:
+            self._tell(told)
 
     def _on_notice(self, _event_type: str, obj: Resource) -> None:
         if obj.kind not in self._fed:  # (once it is cached, _on_change tells)
-            self._tell(obj.kind)
+            self._tell(obj)
 
-    def _tell(self, kind: str) -> None:
+    def _tell(self, obj: Resource) -> None:
         with self._lock:
-            listeners = list(self._listeners.get(kind, ()))
+            listeners = list(self._listeners.get(obj.kind, ()))
         for listener in listeners:
-            listener()
+            listener(obj)
 
     def _store(self, obj: Resource) -> None:
         key = (obj.namespace, obj.name)

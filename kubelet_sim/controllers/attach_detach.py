@@ -27,7 +27,6 @@ from kubelet_sim.client.indexes import POD_CLAIMS
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,
-    get_or_none,
     unique_volume_name,
     write_status,
 )
@@ -66,20 +65,27 @@ class AttachDetachController(Controller):
     name = "attachdetach-controller"
     kinds = ("Pod", "PersistentVolumeClaim", "PersistentVolume", "VolumeAttachment", "Node",
              "CSIDriver")
+    # kube-controller-manager's reconcilerLoopPeriod: the whole desired state is compared
+    # with the actual one at most every 100 ms, however many changes come in between
+    min_pass_seconds = 0.1
 
     async def reconcile(self) -> bool:
         wanted = self._desired()
+        reported = {node.name: {str(e.get("name")) for e in
+                                node.status.get("volumesAttached") or []}
+                    for node in self.cache.list("Node")}
         changed = False
         for want in sorted(wanted.values(), key=lambda w: w.va_name):
-            changed = await self.step(f"attach/{want.va_name}",
-                                      self._attach, want) or changed
+            changed = await self.step(f"attach/{want.va_name}", self._attach, want,
+                                      reported.get(want.node_name)) or changed
         for va in self.cache.list("VolumeAttachment"):
             if va.name not in wanted and not va.is_terminating:
                 changed = await self.step(f"detach/{va.name}",
                                           self._detach, va) or changed
+        attached = self._attached_by_node()
         for node in self.cache.list("Node"):
-            changed = await self.step(f"node/{node.name}",
-                                      self._prune_reported, node) or changed
+            changed = await self.step(f"node/{node.name}", self._prune_reported, node,
+                                      attached.get(node.name, set())) or changed
         return changed
 
     def _desired(self) -> dict[str, WantedAttachment]:
@@ -103,7 +109,7 @@ class AttachDetachController(Controller):
                 if pv is None or not csi:
                     continue
                 driver = str(csi["driver"])
-                if not csi_driver_attach_required(self.api, driver):
+                if not csi_driver_attach_required(self.cache, driver):
                     continue
                 want = WantedAttachment(pv.name, str(node_name), driver,
                                         str(csi["volumeHandle"]))
@@ -112,8 +118,10 @@ class AttachDetachController(Controller):
                                                            (pod.namespace, pod.name)))
         return wanted
 
-    async def _attach(self, want: WantedAttachment) -> bool:
-        va = get_or_none(self.api, "VolumeAttachment", want.va_name)
+    async def _attach(self, want: WantedAttachment, reported: set[str] | None) -> bool:
+        """``reported``: the volumes the cached node listed in ``volumesAttached`` when
+        the pass began (None: no such node)."""
+        va = self.cache.get("VolumeAttachment", want.va_name)
         if va is None:
             obj = new("VolumeAttachment", want.va_name, spec={
                 "attacher": want.driver, "nodeName": want.node_name,
@@ -128,6 +136,8 @@ class AttachDetachController(Controller):
         if va.status.get("attached") is not True:
             self._report_attach_error(want, va)
             return False
+        if reported is None or want.unique_name in reported:
+            return False  # already reported (read from the cache: no write to consider)
         if not self._report_attached(want.node_name, want.unique_name, True):
             return False
         for namespace, name in want.pods:  # the volume's trailing space is Kubernetes'
@@ -145,9 +155,9 @@ class AttachDetachController(Controller):
 
     async def _detach(self, va: Resource) -> bool:
         node_name = str(va.spec.get("nodeName"))
-        node = get_or_none(self.api, "Node", node_name)
-        pv = get_or_none(self.api, "PersistentVolume",
-                         str((va.spec.get("source") or {}).get("persistentVolumeName")))
+        node = self.cache.get("Node", node_name)
+        pv = self.cache.get("PersistentVolume",
+                            str((va.spec.get("source") or {}).get("persistentVolumeName")))
         if node is not None and pv is not None:
             unique = unique_volume_name(str(va.spec.get("attacher")),
                                         str((pv.spec.get("csi") or {}).get("volumeHandle")))
@@ -178,16 +188,20 @@ class AttachDetachController(Controller):
         except NotFound:
             return False
 
-    async def _prune_reported(self, node: Resource) -> bool:
-        """Drop ``volumesAttached`` entries whose VolumeAttachment is gone."""
-        attached = set()
+    def _attached_by_node(self) -> dict[str, set[str]]:
+        """The unique volume names each node has a VolumeAttachment for."""
+        out: dict[str, set[str]] = {}
         for va in self.cache.list("VolumeAttachment"):
             pv = self.cache.get("PersistentVolume",
                                 str((va.spec.get("source") or {}).get("persistentVolumeName")))
-            if va.spec.get("nodeName") == node.name and pv is not None:
-                attached.add(unique_volume_name(str(va.spec.get("attacher")),
-                                                str((pv.spec.get("csi") or {})
-                                                    .get("volumeHandle"))))
+            if pv is not None:
+                out.setdefault(str(va.spec.get("nodeName")), set()).add(unique_volume_name(
+                    str(va.spec.get("attacher")),
+                    str((pv.spec.get("csi") or {}).get("volumeHandle"))))
+        return out
+
+    async def _prune_reported(self, node: Resource, attached: set[str]) -> bool:
+        """Drop ``volumesAttached`` entries whose VolumeAttachment is gone."""
         stale = [e["name"] for e in node.status.get("volumesAttached") or []
                  if e.get("name") not in attached]
         changed = False

@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from kubelet_sim.api.errors import Gone
+from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.client.indexes import add_indexes
@@ -37,6 +41,9 @@ class Controller(ABC):
 
     name: str = "controller"
     kinds: tuple[str, ...] = ()
+    # The shortest time between the starts of two passes of :meth:`run` (real seconds,
+    # whatever the clock): changes that come sooner wait and share the next pass.
+    min_pass_seconds: float = 0.0
 
     def __init__(
         self,
@@ -97,30 +104,126 @@ class Controller(ABC):
               message: str) -> None:
         self.recorder.record(obj_kind, namespace, name, event_type, reason, message, self.name)
 
+    # -- work queue ---------------------------------------------------------------------
+
+    def keys_for(self, obj: Resource) -> Iterable[str] | None:
+        """The keys (as :meth:`step` names them) whose reconcile a change of ``obj``
+        concerns, for a targeted pass; None: it may concern any, pass over everything.
+        A controller that overrides this implements :meth:`reconcile_keys`."""
+        return None
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        """Reconcile only ``keys`` (a work queue's batch); True when anything was written."""
+        return await self.reconcile()
+
     # -- run loop -----------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass after every change of :attr:`kinds` (the shared cache tells, as an
         informer's event handlers do), on the resync period, and when an object's backoff
-        expires; until ``stop`` is set."""
+        expires; until ``stop`` is set.
+
+        A controller with :meth:`keys_for` keeps a work queue instead, as client-go's
+        controllers do: a change puts the keys it concerns on the queue (each once, however
+        often it changes), and a pass reconciles only those. A full pass still runs at
+        the start, on a retry, on a change :meth:`keys_for` cannot place, and within
+        :data:`FULL_PASS_SECONDS` after targeted passes (a dependency a mapping missed
+        waits at most that long)."""
         dirty = asyncio.Event()
-        unsubscribe = self.cache.notify(self.kinds, dirty)
+        targeted = type(self).keys_for is not Controller.keys_for
+        queue = _WorkQueue(self.keys_for) if targeted else None
+        unsubscribe = self.cache.notify(self.kinds, dirty,
+                                        queue.add if queue is not None else None)
+        full_due: float | None = 0.0  # monotonic time of the next full pass; None: none due
+        woken = True
+        last_start = -math.inf
         try:
             while not stop.is_set():
+                if self.min_pass_seconds:
+                    rest = last_start + self.min_pass_seconds - time.monotonic()
+                    if rest > 0:
+                        await asyncio.sleep(rest)
+                    last_start = time.monotonic()
                 dirty.clear()
+                now = self.clock.monotonic()
+                keys = queue.take() if queue is not None else None
+                full = (queue is None or keys is None or not woken
+                        or (full_due is not None and now >= full_due))
                 try:
-                    changed = await self.sync_once()
+                    if full:
+                        full_due = None
+                        changed = await self.sync_once()
+                    else:
+                        if full_due is None:
+                            full_due = now + FULL_PASS_SECONDS
+                        changed = await self.reconcile_keys(keys or set())
                 except Exception:  # the loop never dies
                     log.exception("%s: pass failed", self.name)
                     changed = False
                 if changed:
+                    woken = True
                     continue  # our own writes may enable more work: pass again at once
                 timeout = self.resync_seconds
                 if self._next_retry is not None:
                     timeout = min(timeout, self._next_retry)
+                if full_due is not None:
+                    timeout = min(timeout, max(0.0, full_due - self.clock.monotonic()))
                 await wait_any(stop, dirty, self.clock.sleep(timeout))
+                woken = dirty.is_set()
         finally:
             unsubscribe()
+
+
+def claim_step_key(namespace: str, name: str) -> str:
+    return f"pvc/{namespace}/{name}"
+
+
+def volume_step_key(name: str) -> str:
+    return f"pv/{name}"
+
+
+def split_step_key(key: str) -> tuple[str, str, str]:
+    """``pvc/<namespace>/<name>`` → ("pvc", namespace, name); ``pv/<name>`` → ("pv", "",
+    name): the step keys of the storage controllers' work queues."""
+    prefix, _, rest = key.partition("/")
+    if prefix == "pvc":
+        namespace, _, name = rest.partition("/")
+        return prefix, namespace, name
+    return prefix, "", rest
+
+
+# How long a targeted pass's missed dependency can wait for the next full pass.
+FULL_PASS_SECONDS = 1.0
+
+
+class _WorkQueue:
+    """The keys changes concerned since the last :meth:`take`, each once (client-go's
+    work queue de-duplicates the same way). Filled from whichever thread commits."""
+
+    def __init__(self, keys_for: Callable[[Resource], Iterable[str] | None]) -> None:
+        self._keys_for = keys_for
+        self._lock = threading.Lock()
+        self._keys: set[str] = set()
+        self._everything = False
+
+    def add(self, obj: Resource) -> None:
+        try:
+            keys = self._keys_for(obj)
+        except Exception:  # inside a commit: never fail it; a full pass will look
+            log.exception("work queue: no keys for %s %s", obj.kind, obj.name)
+            keys = None
+        with self._lock:
+            if keys is None:
+                self._everything = True
+            else:
+                self._keys.update(keys)
+
+    def take(self) -> set[str] | None:
+        """The queued keys, or None when a change asked for a full pass."""
+        with self._lock:
+            keys, everything = self._keys, self._everything
+            self._keys, self._everything = set(), False
+        return None if everything else keys
 
 
 def wrote_objects(api: APIServer, since: str) -> bool:

@@ -24,7 +24,12 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.client.indexes import PV_CLAIM, claim_key
-from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.base import (
+    Controller,
+    claim_step_key,
+    split_step_key,
+    volume_step_key,
+)
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
@@ -67,11 +72,44 @@ class VolumeBinder(Controller):
     async def reconcile(self) -> bool:
         changed = False
         for pv in self.cache.list("PersistentVolume"):
-            changed = await self.step(f"pv/{pv.name}", self._sync_volume, pv) \
+            changed = await self.step(volume_step_key(pv.name), self._sync_volume, pv) \
                 or changed
         for pvc in self.cache.list("PersistentVolumeClaim"):
-            key = f"pvc/{pvc.namespace}/{pvc.name}"
+            key = claim_step_key(pvc.namespace, pvc.name)
             changed = await self.step(key, self._sync_claim, pvc) or changed
+        return changed
+
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        """A claim: it, the volume it names and those whose claimRef names it. A volume:
+        it and its claim; an unclaimed one may match any unbound claim, and a storage
+        class any claim of the class: those ask for a full pass."""
+        if obj.kind == "PersistentVolumeClaim":
+            keys = [claim_step_key(obj.namespace, obj.name)]
+            if obj.spec.get("volumeName"):
+                keys.append(volume_step_key(str(obj.spec["volumeName"])))
+            keys += [volume_step_key(pv.name) for pv in self.cache.by_index(
+                "PersistentVolume", PV_CLAIM, claim_key(obj.namespace, obj.name))]
+            return keys
+        if obj.kind == "PersistentVolume":
+            ref = obj.spec.get("claimRef") or {}
+            if not ref.get("name"):
+                return None
+            return [volume_step_key(obj.name),
+                    claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))]
+        return None
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        changed = False
+        for key in sorted(keys, key=lambda k: not k.startswith("pv/")):  # volumes first
+            prefix, namespace, name = split_step_key(key)
+            if prefix == "pv":
+                pv = self.cache.get("PersistentVolume", name)
+                if pv is not None:
+                    changed = await self.step(key, self._sync_volume, pv) or changed
+            else:
+                pvc = self.cache.get("PersistentVolumeClaim", name, namespace)
+                if pvc is not None:
+                    changed = await self.step(key, self._sync_claim, pvc) or changed
         return changed
 
     # -- volumes ----------------------------------------------------------------------------
@@ -182,6 +220,8 @@ class VolumeBinder(Controller):
         write_object(self.api, "PersistentVolume", pv.name, "", mutate)
 
     def _complete_claim(self, pvc: Resource, pv: Resource) -> bool:
+        if _claim_complete(pvc, pv):
+            return False  # the cached objects say so: no write to consider
         def bind(obj: Resource) -> bool:
             changed = False
             if obj.spec.get("volumeName") != pv.name:
@@ -227,6 +267,11 @@ class VolumeBinder(Controller):
         if not provisioner or provisioner == NO_PROVISIONER:
             return False
 
+        ann = pvc.metadata.annotations
+        if (ann.get(ANN_STORAGE_PROVISIONER), ann.get(ANN_BETA_STORAGE_PROVISIONER)) == \
+                (provisioner, provisioner):
+            return False
+
         def mutate(obj: Resource) -> bool:
             a = set_annotation(obj, ANN_STORAGE_PROVISIONER, provisioner)
             return set_annotation(obj, ANN_BETA_STORAGE_PROVISIONER, provisioner) or a
@@ -237,6 +282,18 @@ class VolumeBinder(Controller):
 
     def _claim_event(self, pvc: Resource, event_type: str, reason: str, message: str) -> None:
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, event_type, reason, message)
+
+
+def _claim_complete(pvc: Resource, pv: Resource) -> bool:
+    """What ``_complete_claim`` would write is there already: the claim names the volume
+    with bind-completed, its status is Bound with the volume's access modes and a
+    capacity (the resizer's once bound), and the volume is Bound."""
+    return (pvc.spec.get("volumeName") == pv.name
+            and pvc.metadata.annotations.get(ANN_BIND_COMPLETED) == "yes"
+            and pvc.status.get("phase") == "Bound"
+            and pvc.status.get("accessModes") == list(pv.spec.get("accessModes") or [])
+            and bool(pvc.status.get("capacity"))
+            and pv.status.get("phase") == "Bound")
 
 
 def _phase(phase: str) -> Callable[[JSON], None]:

@@ -12,6 +12,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import parse_storage
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.csi.volume_spec import csi_access_mode
 from kubelet_sim.utils.clock import RealClock
@@ -131,20 +132,20 @@ def node_is_ready(node: Resource) -> bool:
 # -- CSI facts read from CSINode and Node -------------------------------------------------
 
 
-def csinode_driver(api: APIServer, node_name: str, driver: str) -> JSON | None:
-    csinode = get_or_none(api, "CSINode", node_name)
+def csinode_driver(cache: SharedCache, node_name: str, driver: str) -> JSON | None:
+    csinode = cache.get("CSINode", node_name)
     if csinode is None:
         return None
     return next((d for d in csinode.spec.get("drivers") or [] if d.get("name") == driver), None)
 
 
-def node_id_for(api: APIServer, driver: str, node_name: str) -> str:
+def node_id_for(cache: SharedCache, driver: str, node_name: str) -> str:
     """The driver's node ID on ``node_name``: CSINode first, then the node annotation
     ``csi.volume.kubernetes.io/nodeid`` (as external-attacher looks it up)."""
-    entry = csinode_driver(api, node_name, driver)
+    entry = csinode_driver(cache, node_name, driver)
     if entry and entry.get("nodeID"):
         return str(entry["nodeID"])
-    node = get_or_none(api, "Node", node_name)
+    node = cache.get("Node", node_name)
     if node is not None:
         raw = node.metadata.annotations.get(ANN_NODE_ID)
         if raw:
@@ -154,10 +155,10 @@ def node_id_for(api: APIServer, driver: str, node_name: str) -> str:
     raise LookupError(f"node {node_name!r} has no node ID for driver {driver!r} yet")
 
 
-def node_topology(api: APIServer, driver: str, node: Resource) -> dict[str, str] | None:
+def node_topology(cache: SharedCache, driver: str, node: Resource) -> dict[str, str] | None:
     """The node's topology segment for ``driver``: its CSINode topologyKeys with the node's
     label values. None when the driver is not registered on the node or a label is missing."""
-    entry = csinode_driver(api, node.name, driver)
+    entry = csinode_driver(cache, node.name, driver)
     if entry is None:
         return None
     keys = entry.get("topologyKeys") or []
@@ -166,9 +167,9 @@ def node_topology(api: APIServer, driver: str, node: Resource) -> dict[str, str]
     return {k: node.labels[k] for k in keys}
 
 
-def csi_driver_attach_required(api: APIServer, driver: str) -> bool:
+def csi_driver_attach_required(cache: SharedCache, driver: str) -> bool:
     """No CSIDriver object means attach is required, as the kubelet's CSI plugin decides."""
-    obj = get_or_none(api, "CSIDriver", driver)
+    obj = cache.get("CSIDriver", driver)
     return True if obj is None else obj.spec.get("attachRequired", True) is not False
 
 

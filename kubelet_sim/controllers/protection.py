@@ -12,10 +12,15 @@ plugin would have added on create).
 from __future__ import annotations
 
 from kubelet_sim.api.model import Resource
-from kubelet_sim.client.indexes import POD_CLAIMS, claim_key
+from kubelet_sim.client.indexes import POD_CLAIMS, claim_key, pod_claim_keys
 from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.controllers.attach_detach import pod_terminated
-from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.base import (
+    Controller,
+    claim_step_key,
+    split_step_key,
+    volume_step_key,
+)
 from kubelet_sim.controllers.common import add_finalizer, drop_finalizer, write_object
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
@@ -35,14 +40,37 @@ class StorageProtection(Controller):
     async def reconcile(self) -> bool:
         changed = False
         for pvc in self.cache.list("PersistentVolumeClaim"):
-            changed = await self.step(f"pvc/{pvc.namespace}/{pvc.name}", self._claim,
+            changed = await self.step(claim_step_key(pvc.namespace, pvc.name), self._claim,
                                       pvc) or changed
         for pv in self.cache.list("PersistentVolume"):
-            changed = await self.step(f"pv/{pv.name}", self._volume, pv) or changed
+            changed = await self.step(volume_step_key(pv.name), self._volume, pv) or changed
+        return changed
+
+    def keys_for(self, obj: Resource) -> list[str]:
+        if obj.kind == "PersistentVolumeClaim":
+            return [claim_step_key(obj.namespace, obj.name)]
+        if obj.kind == "PersistentVolume":
+            return [volume_step_key(obj.name)]
+        return [f"pvc/{key}" for key in pod_claim_keys(obj)]  # a pod: the claims it uses
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        changed = False
+        for key in sorted(keys, key=lambda k: k.startswith("pv/")):  # claims first
+            prefix, namespace, name = split_step_key(key)
+            if prefix == "pvc":
+                pvc = self.cache.get("PersistentVolumeClaim", name, namespace)
+                if pvc is not None:
+                    changed = await self.step(key, self._claim, pvc) or changed
+            else:
+                pv = self.cache.get("PersistentVolume", name)
+                if pv is not None:
+                    changed = await self.step(key, self._volume, pv) or changed
         return changed
 
     async def _claim(self, pvc: Resource) -> bool:
         if not pvc.is_terminating:
+            if PVC_PROTECTION in pvc.metadata.finalizers:
+                return False  # the cached claim has it: no write to consider
             return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
                                 lambda o: add_finalizer(o, PVC_PROTECTION)) is not None
         if PVC_PROTECTION not in pvc.metadata.finalizers or claim_in_use(self.cache, pvc):
@@ -52,6 +80,8 @@ class StorageProtection(Controller):
 
     async def _volume(self, pv: Resource) -> bool:
         if not pv.is_terminating:
+            if PV_PROTECTION in pv.metadata.finalizers:
+                return False
             return write_object(self.api, "PersistentVolume", pv.name, "",
                                 lambda o: add_finalizer(o, PV_PROTECTION)) is not None
         if PV_PROTECTION not in pv.metadata.finalizers or pv.status.get("phase") == "Bound":

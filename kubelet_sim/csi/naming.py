@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 
@@ -10,6 +11,7 @@ def ephemeral_volume_handle(pod_uid: str, volume_name: str) -> str:
     return "csi-" + hashlib.sha256(f"{pod_uid}{volume_name}".encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=16384)  # the attach/detach controller asks every pass
 def attachment_name(volume_handle: str, driver: str, node_name: str) -> str:
     """VolumeAttachment name: ``csi-<sha256(volumeHandle + driver + nodeName)>``."""
     return "csi-" + hashlib.sha256(f"{volume_handle}{driver}{node_name}".encode()).hexdigest()

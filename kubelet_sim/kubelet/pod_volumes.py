@@ -120,6 +120,7 @@ def _claimed(api: APIServer, pod: Resource, vol: JSON, node_name: str) -> CsiVol
     driver_spec = csi_driver_object(api, driver)
     publish_context: dict[str, str] = {}
     if driver_spec.get("attachRequired", True):
+        _check_reported_attached(api, pv.name, unique_volume_name(driver, handle), node_name)
         publish_context = _attachment_metadata(api, pv.name, handle, driver, node_name)
     return CsiVolume(
         driver=driver,
@@ -162,6 +163,18 @@ def _bound_pv(api: APIServer, namespace: str, claim_name: str) -> Resource:
         return api.get("PersistentVolume", pv_name)
     except NotFound:
         raise NotReady(f'persistentvolume "{pv_name}" not found') from None
+
+
+def _check_reported_attached(api: APIServer, pv_name: str, unique: str,
+                             node_name: str) -> None:
+    """The kubelet's VerifyControllerAttachedVolume: an attachable volume is mounted only
+    once the attach/detach controller lists it in the node's ``status.volumesAttached``."""
+    try:
+        node = api.get("Node", node_name)
+    except NotFound:
+        raise NotReady(f'node "{node_name}" not found') from None
+    if not any(e.get("name") == unique for e in node.status.get("volumesAttached") or []):
+        raise NotReady(f'Volume not attached according to node status for volume "{pv_name}"')
 
 
 def _attachment_metadata(api: APIServer, pv_name: str, handle: str, driver: str,

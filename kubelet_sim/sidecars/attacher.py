@@ -25,11 +25,12 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.indexes import VA_PV
+from kubelet_sim.controllers.base import volume_step_key
 from kubelet_sim.controllers.common import (
     CtrlRpc,
     add_finalizer,
     drop_finalizer,
-    get_or_none,
     node_id_for,
     pv_volume_capability,
     set_annotation,
@@ -60,13 +61,40 @@ class ExternalAttacher(CsiSidecar):
         self.finalizer = attacher_finalizer(driver)
 
     async def reconcile(self) -> bool:
-        changed = await self.sync_owned(
-            "VolumeAttachment", "attacher", lambda va: va.status.get("attached") is True,
+        return await self._sync(self.cache.list("VolumeAttachment"),
+                                self.cache.list("PersistentVolume"))
+
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        """A VolumeAttachment: it and its volume. A volume: it and its attachments. A
+        CSINode (a node ID to come) may concern any attachment: a full pass."""
+        if obj.kind == "VolumeAttachment":
+            source = (obj.spec.get("source") or {}).get("persistentVolumeName")
+            return [f"VolumeAttachment/{obj.name}",
+                    *([volume_step_key(str(source))] if source else [])]
+        if obj.kind == "PersistentVolume":
+            return [volume_step_key(obj.name),
+                    *(f"VolumeAttachment/{va.name}" for va in
+                      self.cache.by_index("VolumeAttachment", VA_PV, obj.name))]
+        return None
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        attachments: list[Resource] = []
+        volumes: list[Resource] = []
+        for key in sorted(keys):
+            prefix, _, name = key.partition("/")
+            obj = self.cache.get("VolumeAttachment" if prefix == "VolumeAttachment"
+                                 else "PersistentVolume", name)
+            if obj is not None:
+                (attachments if obj.kind == "VolumeAttachment" else volumes).append(obj)
+        return await self._sync(attachments, volumes)
+
+    async def _sync(self, attachments: list[Resource], volumes: list[Resource]) -> bool:
+        changed = await self.sync_owned_objects(
+            attachments, "attacher", lambda va: va.status.get("attached") is True,
             self._attach, self._detach)
-        named = {(va.spec.get("source") or {}).get("persistentVolumeName")
-                 for va in self.api.list("VolumeAttachment").items}
-        for pv in self.api.list("PersistentVolume").items:
-            if self.finalizer in pv.metadata.finalizers and pv.name not in named:
+        for pv in volumes:
+            if (self.finalizer in pv.metadata.finalizers
+                    and not self.cache.by_index("VolumeAttachment", VA_PV, pv.name)):
                 changed = drop_finalizer(self.api, "PersistentVolume", pv.name, "",
                                          self.finalizer) or changed
         return changed
@@ -75,8 +103,10 @@ class ExternalAttacher(CsiSidecar):
         node_name = str(va.spec.get("nodeName"))
         pv_name = str((va.spec.get("source") or {}).get("persistentVolumeName"))
         try:
-            node_id = node_id_for(self.api, self.driver, node_name)
-            pv = self.api.get("PersistentVolume", pv_name)
+            node_id = node_id_for(self.cache, self.driver, node_name)
+            pv = self.cache.get("PersistentVolume", pv_name)
+            if pv is None:
+                raise NotFound("PersistentVolume", pv_name)
             if pv.is_terminating:
                 raise RuntimeError(f'PersistentVolume "{pv_name}" is marked for deletion')
 
@@ -122,14 +152,14 @@ class ExternalAttacher(CsiSidecar):
     async def _detach(self, va: Resource) -> bool:
         if self.finalizer not in va.metadata.finalizers:
             return False
-        pv = get_or_none(self.api, "PersistentVolume",
-                         str((va.spec.get("source") or {}).get("persistentVolumeName")))
+        pv = self.cache.get("PersistentVolume",
+                            str((va.spec.get("source") or {}).get("persistentVolumeName")))
         try:
             rpcs = await self.controller_rpcs()
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs and pv is not None:
                 csi = pv.spec.get("csi") or {}
                 node_id = va.metadata.annotations.get(ANN_VA_NODE_ID) or node_id_for(
-                    self.api, self.driver, str(va.spec.get("nodeName")))
+                    self.cache, self.driver, str(va.spec.get("nodeName")))
                 await self.csi.call(
                     csi_pb2.ControllerUnpublishVolumeRequest(
                         volume_id=str(csi.get("volumeHandle")), node_id=node_id,

@@ -39,8 +39,17 @@ class CsiSidecar(Controller):
         """One pass over the ``kind`` objects whose ``spec.<driver_field>`` names this
         driver: ``delete`` for those being deleted, ``create`` for those not ``done`` yet.
         Each runs as its own step (a failure is retried with backoff, not fatal)."""
+        return await self.sync_owned_objects(self.cache.list(kind), driver_field, done,
+                                             create, delete)
+
+    async def sync_owned_objects(self, objects: list[Resource], driver_field: str,
+                                 done: Callable[[Resource], bool],
+                                 create: Callable[[Resource], Awaitable[bool]],
+                                 delete: Callable[[Resource], Awaitable[bool]]) -> bool:
+        """:meth:`sync_owned` over ``objects`` only (a work queue's batch)."""
         changed = False
-        for obj in self.api.list(kind).items:
+        for obj in objects:
+            kind = obj.kind
             if obj.spec.get(driver_field) != self.driver:
                 continue
             if obj.is_terminating:

@@ -12,6 +12,7 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.controllers.binder import claim_ref
 from kubelet_sim.controllers.common import (
     ANN_PROVISIONED_BY,
@@ -67,15 +68,16 @@ def _allowed_segments(allowed: list[JSON]) -> list[Segment]:
     return out
 
 
-def _cluster_segments(api: APIServer, driver: str, keys: list[str] | None) -> list[Segment]:
+def _cluster_segments(cache: SharedCache, driver: str,
+                      keys: list[str] | None) -> list[Segment]:
     """The topology of every node the driver is registered on (with the same keys)."""
     out: list[Segment] = []
-    for node in api.list("Node").items:
-        entry = csinode_driver(api, node.name, driver)
+    for node in cache.list("Node"):
+        entry = csinode_driver(cache, node.name, driver)
         if entry is None or (keys is not None and sorted(entry.get("topologyKeys") or [])
                              != sorted(keys)):
             continue
-        segment = node_topology(api, driver, node)
+        segment = node_topology(cache, driver, node)
         if segment:
             out.append(segment)
     return out
@@ -91,7 +93,7 @@ def _rotate(segments: list[Segment], first: int) -> list[Segment]:
 
 
 def accessibility_requirements(
-    api: APIServer, driver: str, pvc: Resource, storage_class: Resource,
+    cache: SharedCache, driver: str, pvc: Resource, storage_class: Resource,
     selected_node: Resource | None, *, strict_topology: bool = False,
 ) -> csi_pb2.TopologyRequirement | None:
     """external-provisioner's GenerateAccessibilityRequirements: requisite from the class's
@@ -100,7 +102,7 @@ def accessibility_requirements(
     hash of the claim name)."""
     selected: Segment | None = None
     if selected_node is not None:
-        selected = node_topology(api, driver, selected_node)
+        selected = node_topology(cache, driver, selected_node)
         if selected is None:
             raise ProvisioningError(
                 f"topology labels from selected node {selected_node.name!r} do not match the "
@@ -112,7 +114,7 @@ def accessibility_requirements(
         requisite = _unique_sorted(_allowed_segments(allowed))
     else:
         keys = list(selected) if selected is not None else None
-        requisite = _unique_sorted(_cluster_segments(api, driver, keys))
+        requisite = _unique_sorted(_cluster_segments(cache, driver, keys))
     if not requisite:
         return None
     if selected is not None and selected in requisite:

@@ -27,6 +27,8 @@ from csi_protos import csi_pb2
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.indexes import PV_CLAIM, VA_PV, claim_key
+from kubelet_sim.controllers.base import claim_step_key, split_step_key, volume_step_key
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_PROVISIONED_BY,
@@ -36,7 +38,6 @@ from kubelet_sim.controllers.common import (
     CtrlRpc,
     add_finalizer,
     drop_finalizer,
-    get_or_none,
     pvc_request_bytes,
     write_object,
 )
@@ -94,14 +95,48 @@ class ExternalProvisioner(CsiSidecar):
         return self._plugin_services, await self.controller_rpcs()
 
     async def reconcile(self) -> bool:
+        return await self._sync(self.cache.list("PersistentVolumeClaim"),
+                                self.cache.list("PersistentVolume"))
+
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        """A claim: it and the volumes bound to it. A volume: it and its claim. A
+        VolumeAttachment: its volume (DeleteVolume waits for it to go). Classes,
+        snapshots and nodes may concern any claim: a full pass."""
+        if obj.kind == "PersistentVolumeClaim":
+            return [claim_step_key(obj.namespace, obj.name),
+                    *(volume_step_key(pv.name) for pv in self.cache.by_index(
+                        "PersistentVolume", PV_CLAIM, claim_key(obj.namespace, obj.name)))]
+        if obj.kind == "PersistentVolume":
+            ref = obj.spec.get("claimRef") or {}
+            claim = [claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))] \
+                if ref.get("name") else []
+            return [volume_step_key(obj.name), *claim]
+        if obj.kind == "VolumeAttachment":
+            source = (obj.spec.get("source") or {}).get("persistentVolumeName")
+            return [volume_step_key(str(source))] if source else []
+        return None
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        claims: list[Resource] = []
+        volumes: list[Resource] = []
+        for prefix, namespace, name in map(split_step_key, sorted(keys)):
+            if prefix == "pvc":
+                claim = self.cache.get("PersistentVolumeClaim", name, namespace)
+                claims += [claim] if claim is not None else []
+            else:
+                volume = self.cache.get("PersistentVolume", name)
+                volumes += [volume] if volume is not None else []
+        return await self._sync(claims, volumes)
+
+    async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
         changed = False
-        for pvc in self.api.list("PersistentVolumeClaim").items:
+        for pvc in claims:
             if self._wants_provisioning(pvc):
-                key = f"pvc/{pvc.namespace}/{pvc.name}"
+                key = claim_step_key(pvc.namespace, pvc.name)
                 changed = await self.step(key, self._provision, pvc) or changed
-        for pv in self.api.list("PersistentVolume").items:
+        for pv in volumes:
             if pv.metadata.annotations.get(ANN_PROVISIONED_BY) == self.driver:
-                changed = await self.step(f"pv/{pv.name}", self._reclaim, pv) \
+                changed = await self.step(volume_step_key(pv.name), self._reclaim, pv) \
                     or changed
         return changed
 
@@ -114,14 +149,14 @@ class ExternalProvisioner(CsiSidecar):
     # -- provision --------------------------------------------------------------------------
 
     async def _provision(self, pvc: Resource) -> bool:
-        sc = get_or_none(self.api, "StorageClass", str(pvc.spec.get("storageClassName") or ""))
+        sc = self.cache.get("StorageClass", str(pvc.spec.get("storageClassName") or ""))
         if sc is None or sc.body.get("provisioner") != self.driver:
             return False
         selected_name = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
         if sc.body.get("volumeBindingMode") == "WaitForFirstConsumer" and not selected_name:
             return False
         pv_name = f"pvc-{pvc.metadata.uid}"
-        if get_or_none(self.api, "PersistentVolume", pv_name) is not None:
+        if self.cache.get("PersistentVolume", pv_name) is not None:
             return False  # provisioned already; the binder finishes the binding
         try:
             request, spec = await self._create_request(pvc, sc, pv_name, selected_name)
@@ -214,11 +249,11 @@ class ExternalProvisioner(CsiSidecar):
         if Service.VOLUME_ACCESSIBILITY_CONSTRAINTS in services:
             node = None
             if selected_name:
-                node = get_or_none(self.api, "Node", selected_name)
+                node = self.cache.get("Node", selected_name)
                 if node is None:
                     raise ProvisioningError(f"failed to get target node: node "
                                             f"{selected_name!r} not found")
-            topology = accessibility_requirements(self.api, self.driver, pvc, sc, node,
+            topology = accessibility_requirements(self.cache, self.driver, pvc, sc, node,
                                                   strict_topology=self.strict_topology)
             if topology is not None:
                 request.accessibility_requirements.CopyFrom(topology)
@@ -256,13 +291,12 @@ class ExternalProvisioner(CsiSidecar):
 
     def _claim_exists(self, pv: Resource) -> bool:
         ref = pv.spec.get("claimRef") or {}
-        pvc = get_or_none(self.api, "PersistentVolumeClaim", ref.get("name", ""),
-                          ref.get("namespace", ""))
+        pvc = self.cache.get("PersistentVolumeClaim", ref.get("name", ""),
+                             ref.get("namespace", ""))
         return pvc is not None and pvc.metadata.uid == ref.get("uid", pvc.metadata.uid)
 
     def _attached(self, pv: Resource) -> bool:
-        return any((va.spec.get("source") or {}).get("persistentVolumeName") == pv.name
-                   for va in self.api.list("VolumeAttachment").items)
+        return bool(self.cache.by_index("VolumeAttachment", VA_PV, pv.name))
 
     async def _delete_volume(self, pv: Resource) -> None:
         ann = pv.metadata.annotations

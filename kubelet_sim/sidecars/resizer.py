@@ -33,11 +33,11 @@ from kubelet_sim.api.pvc_resize import (
     set_resize_condition,
 )
 from kubelet_sim.api.quantity import bytes_quantity
+from kubelet_sim.controllers.base import claim_step_key, split_step_key
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
     CtrlRpc,
     Mutation,
-    get_or_none,
     pv_volume_capability,
     pvc_request_bytes,
     set_annotation,
@@ -59,11 +59,27 @@ class ExternalResizer(CsiSidecar):
     kinds = ("PersistentVolumeClaim", "PersistentVolume")
 
     async def reconcile(self) -> bool:
+        return await self._sync(self.cache.list("PersistentVolumeClaim"))
+
+    def keys_for(self, obj: Resource) -> list[str]:
+        """A claim, or the claim a volume's claimRef names."""
+        if obj.kind == "PersistentVolumeClaim":
+            return [claim_step_key(obj.namespace, obj.name)]
+        ref = obj.spec.get("claimRef") or {}
+        return [claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))] \
+            if ref.get("name") else []
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        claims = (self.cache.get("PersistentVolumeClaim", name, namespace)
+                  for _, namespace, name in map(split_step_key, sorted(keys)))
+        return await self._sync([pvc for pvc in claims if pvc is not None])
+
+    async def _sync(self, claims: list[Resource]) -> bool:
         changed = False
-        for pvc in self.api.list("PersistentVolumeClaim").items:
+        for pvc in claims:
             pv = self._expandable_volume(pvc)
             if pv is not None:
-                key = f"pvc/{pvc.namespace}/{pvc.name}"
+                key = claim_step_key(pvc.namespace, pvc.name)
                 changed = await self.step(key, self._expand, pvc, pv) \
                     or changed
         return changed
@@ -81,7 +97,7 @@ class ExternalResizer(CsiSidecar):
         if statuses.get("storage") == "ControllerResizeInfeasible" and requested == \
                 storage_bytes(pvc.status.get("allocatedResources")):
             return None  # a user must change the request
-        pv = get_or_none(self.api, "PersistentVolume", str(pvc.spec.get("volumeName")))
+        pv = self.cache.get("PersistentVolume", str(pvc.spec.get("volumeName")))
         if pv is None or (pv.spec.get("csi") or {}).get("driver") != self.driver:
             return None
         return pv

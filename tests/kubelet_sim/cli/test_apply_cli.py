@@ -233,8 +233,8 @@ def test_pod_whose_volume_cannot_attach_shows_the_attach_error_and_the_volume_wa
     assert result.returncode == 0, result.stdout + result.stderr
     assert statuses(result.stdout, "PODS") == {"default/reader": "Pending"}
     found = reasons(result.stdout, "PODS", "default/reader")
-    assert 'FailedMount (kubelet): Unable to attach or mount volumes: volume "gone-pv" is ' \
-        "not attached to node-1 yet" in found
+    assert "FailedMount (kubelet): Unable to attach or mount volumes: Volume not attached " \
+        'according to node status for volume "gone-pv"' in found
     attach = [r for r in found if r.startswith("FailedAttachVolume (attachdetach-controller): ")]
     assert len(attach) == 1
     assert 'AttachVolume.Attach failed for volume "gone-pv" : ' in attach[0]

@@ -60,7 +60,8 @@ async def test_the_cluster_retries_a_failing_stage_and_a_hung_publish_until_the_
     assert stages[0].request == stages[2].request
     failed = [e.message for e in cluster.events.for_object("Pod", "app", "default")
               if e.reason == "FailedMount"]
-    assert any("not attached to node-1 yet" in m for m in failed)  # while publish hung
+    # while publish hung, the node status did not list the volume
+    assert any("Volume not attached according to node status" in m for m in failed)
     assert any("UNAVAILABLE" in m and "injected by the test" in m for m in failed)
 
     # Each of our driver processes also answers on its fault control socket.

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import grpc
 import pytest
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.controllers import Controller, ControllerManager, NotSettled
+from kubelet_sim.controllers.base import FULL_PASS_SECONDS
 from tests.kubelet_sim.controller_cluster import Cluster
 
 GUARD_SECONDS = 10.0  # only a guard against hangs, never asserted on
@@ -98,3 +100,126 @@ async def test_run_loops_react_to_watch_events_and_retry_after_backoff(
 
     assert cluster.driver.calls.count("CreateVolume") == 2
     assert cluster.get("Pod", "app").spec.get("nodeName")
+
+
+class Counting(Controller):
+    """Counts which claims each pass looked at; keys are the claims' names."""
+
+    name = "counting"
+    kinds = ("PersistentVolumeClaim", "StorageClass")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.full_passes = 0
+        self.seen: list[str] = []
+
+    async def reconcile(self) -> bool:
+        self.full_passes += 1
+        self.seen += [pvc.name for pvc in self.cache.list("PersistentVolumeClaim")]
+        return False
+
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        return [obj.name] if obj.kind == "PersistentVolumeClaim" else None
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        self.seen += sorted(keys)
+        return False
+
+
+async def test_a_work_queue_pass_looks_only_at_the_objects_that_changed(
+    cluster: Cluster,
+) -> None:
+    for i in range(50):
+        cluster.claim(f"c{i}")
+    controller = Counting(cluster.api, clock=cluster.clock)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await until(lambda: controller.full_passes == 1)  # the first pass sees everything
+        assert len(controller.seen) == 50
+        controller.seen.clear()
+
+        for _ in range(3):  # three changes of one claim: its key is queued once or more
+            cluster.api.patch("PersistentVolumeClaim", "c7", {"metadata": {"labels": {
+                "touched": str(len(controller.seen))}}}, "default")
+        await until(lambda: "c7" in controller.seen)
+        await asyncio.sleep(0.05)
+        assert set(controller.seen) == {"c7"}
+        assert controller.full_passes == 1
+
+        cluster.storage_class("other")  # no key for a class: a pass over everything
+        await until(lambda: controller.full_passes == 2)
+        assert len(controller.seen) >= 50
+    finally:
+        stop.set()
+        await task
+
+
+async def test_targeted_passes_are_followed_by_a_full_pass_within_the_bound(
+    cluster: Cluster,
+) -> None:
+    """A dependency a mapping misses is looked at by the full pass that follows targeted
+    passes within FULL_PASS_SECONDS (on the controller's clock)."""
+    cluster.claim("a")
+    controller = Counting(cluster.api, clock=cluster.clock)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await until(lambda: controller.full_passes == 1)
+        cluster.claim("b")
+        await until(lambda: "b" in controller.seen)
+        assert controller.full_passes == 1
+
+        start = cluster.clock.monotonic()
+
+        def full_pass_came() -> bool:
+            if controller.full_passes == 2:
+                return True
+            cluster.clock.advance(0.05)
+            return False
+
+        await until(full_pass_came)
+        assert cluster.clock.monotonic() - start <= FULL_PASS_SECONDS + 0.05
+    finally:
+        stop.set()
+        await task
+
+
+async def test_storage_controllers_look_only_at_what_a_change_concerns(
+    cluster: Cluster,
+) -> None:
+    """With 30 claims bound, a new claim's provisioning and binding costs the binder and
+    the protection controller a few steps each, not a pass over all 61 objects."""
+    cluster.storage_class()
+    for i in range(30):
+        cluster.claim(f"c{i}")
+    await cluster.settle()
+    steps: Counter[str] = Counter()
+    for name in ("persistentvolume-binder", "storage-protection", "external-provisioner"):
+        controller = cluster.manager.get(name)
+
+        async def counted(key: str, action: Callable[..., Awaitable[bool]], *args: object,
+                          _step: Callable[..., Awaitable[bool]] = controller.step,
+                          _name: str = name) -> bool:
+            steps[_name] += 1
+            return await _step(key, action, *args)
+
+        controller.step = counted  # type: ignore[method-assign]
+    cluster.manager.start()
+    try:
+        # the first passes look at everything (30 claims and 30 volumes each)
+        await until(lambda: steps["persistentvolume-binder"] >= 60
+                    and steps["storage-protection"] >= 60)
+        await asyncio.sleep(0.05)
+        steps.clear()
+
+        cluster.claim("new")
+        await until(lambda: claim_phase(cluster, "new") == "Bound")
+        await asyncio.sleep(0.05)
+    finally:
+        await cluster.manager.stop()
+
+    assert cluster.driver.calls.count("CreateVolume") == 31
+    assert 0 < steps["persistentvolume-binder"] < 20, steps
+    assert 0 < steps["storage-protection"] < 20, steps
+    assert 0 < steps["external-provisioner"] < 20, steps

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubelet_sim.api import builders
+from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.csi.naming import attachment_name
@@ -28,7 +29,8 @@ def bound_claim(api: APIServer, *, csi: JSON | None = None, attached: bool = Tru
                 nfs: JSON | None = None, **pv_spec: Any) -> Resource:
     """A Bound claim ``data`` in team-a, its PV ``pvc-0a1b`` (a CSI one with ``csi`` merged
     into spec.csi, or an NFS one) with ``pv_spec`` merged into its spec, and, when
-    ``attached``, its attachment."""
+    ``attached``, its attachment, listed in the node's ``status.volumesAttached`` as the
+    attach/detach controller reports it."""
     pv = builders.csi_persistent_volume(
         "pvc-0a1b", driver=DRIVER, volume_handle="vol-77", storage="1Gi", fs_type="xfs",
         access_modes=["ReadWriteOncePod"], volume_attributes={"pool": "default"})
@@ -48,7 +50,22 @@ def bound_claim(api: APIServer, *, csi: JSON | None = None, attached: bool = Tru
             attachment_name("vol-77", DRIVER, NODE), DRIVER, NODE, pv.name))
         va.status.update(attached=True, attachmentMetadata={"devicePath": "/dev/x"})
         api.update_status(va)
+        report_attached(api)
     return pv
+
+
+def report_attached(api: APIServer) -> None:
+    node = get_node(api)
+    node.status["volumesAttached"] = [{"name": f"kubernetes.io/csi/{DRIVER}^vol-77",
+                                       "devicePath": ""}]
+    api.update_status(node)
+
+
+def get_node(api: APIServer) -> Resource:
+    try:
+        return api.get("Node", NODE)
+    except NotFound:
+        return api.create(builders.node(NODE))
 
 
 def claim_pod(read_only: bool = False, mounted_read_only: bool = False) -> Resource:
@@ -95,6 +112,7 @@ def test_the_publish_context_is_the_attachment_metadata_only_when_attach_is_requ
     api: APIServer,
 ) -> None:
     bound_claim(api, attached=False)
+    report_attached(api)
     assert resolve(api, claim_pod(), NODE).waiting == [
         f'volume "pvc-0a1b" waits for VolumeAttachment '
         f'{attachment_name("vol-77", DRIVER, NODE)}']
@@ -103,6 +121,26 @@ def test_the_publish_context_is_the_attachment_metadata_only_when_attach_is_requ
 
     [volume] = resolve(api, claim_pod(), NODE).volumes
     assert dict(volume.publish_context) == {}
+
+
+def test_an_attached_volume_is_mounted_only_once_the_node_status_lists_it(
+    api: APIServer,
+) -> None:
+    """VerifyControllerAttachedVolume: the attachment alone is not enough, the attach/detach
+    controller must have reported it in ``status.volumesAttached`` (nor is that alone
+    enough: the attachment must say attached)."""
+    bound_claim(api, attached=False)
+    get_node(api)
+    va = api.create(builders.volume_attachment(
+        attachment_name("vol-77", DRIVER, NODE), DRIVER, NODE, "pvc-0a1b"))
+    va.status.update(attached=True)
+    api.update_status(va)
+
+    assert resolve(api, claim_pod(), NODE).waiting == [
+        'Volume not attached according to node status for volume "pvc-0a1b"']
+
+    report_attached(api)
+    assert [v.spec_name for v in resolve(api, claim_pod(), NODE).volumes] == ["pvc-0a1b"]
 
 
 def test_read_only_is_the_pods_claim_read_only_not_the_pv_csi_source_nor_the_mount(

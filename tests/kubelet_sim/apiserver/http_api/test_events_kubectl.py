@@ -68,7 +68,8 @@ def test_describe_lists_a_pods_events_in_order_and_watch_sees_them_arrive() -> N
             # the kubelet (woken by the pod's binding) may look before the attach lands;
             # ours says so at once, where a real kubelet waits up to 2 min before it does
             rows = [r for r in rows if not (r[1] == "FailedMount" and (
-                "not attached to node-1 yet" in r[4] or "waits for VolumeAttachment" in r[4]))]
+                "not attached according to node status" in r[4]
+                or "not attached to node-1 yet" in r[4] or "waits for VolumeAttachment" in r[4]))]
             assert [(r[0], r[1]) for r in rows] == [
                 ("Normal", "Scheduled"), ("Normal", "SuccessfulAttachVolume"),
                 ("Normal", "Pulled"), ("Normal", "Created"), ("Normal", "Started")]
