@@ -286,7 +286,8 @@ def compare(rows: dict[str, list[Row]], peers: list[str]) -> None:
             if row.case in floor:
                 bare = floor[row.case].pairs
                 line += (f" (floor {bare / peer_row.pairs:.2f} x: "
-                         + ("1.0x is within grpcio's reach)" if bare >= peer_row.pairs else
+                         + (f"1.0x leaves a driver's own work {bare / peer_row.pairs - 1:.0%}"
+                            " of the floor's time per pair)" if bare >= peer_row.pairs else
                             "grpcio alone, doing nothing per call, is below it)"))
         print(line)
 
