@@ -15,7 +15,15 @@ every commit also waits for fdatasync.
 ``--peer`` runs the same phases against another driver, e.g. the reference
 csi-driver-host-path built elsewhere:
 ``--peer 'hostpath=/path/hostpathplugin -endpoint {endpoint} -nodeid bench-node
--statedir {state}'``.
+-statedir {state}'``.  The empty-store rows are also measured against a floor: a bare
+grpc.aio server with the same stubs that only builds the responses
+(``bench/grpc_floor.py``); what it reaches is the most any Python driver on grpcio
+could, and the comparison says whether that floor is above a peer at all.
+
+Every server is started at once and each round visits them in turn, so load from
+elsewhere on the machine hurts every side of a ratio alike.  Beside the rates, each
+server's CPU per operation (user+system of its process, from /proc): unlike the
+rates, that hardly moves with other load.
 """
 
 from __future__ import annotations
@@ -177,62 +185,111 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
-def run(seconds: float, store_sizes: tuple[int, ...], rounds: int, extra: list[str],
-        template: str = OUR_DRIVER) -> tuple[list[tuple[str, float, float]], list[str]]:
-    """Median over ``rounds`` of interleaved Probe and pair measurements, per store size,
-    so a noisy neighbour hurts both sides of each ratio alike; and the driver's
-    resident memory after each phase."""
-    driver = start_driver(extra, template)
-    rows: list[tuple[str, float, float]] = []
-    memory = [f"{memory_kib(driver.proc.pid)[0] / 1024:.0f} MiB at start"]
-    try:
-        for existing in store_sizes:
-            if existing:
-                preload(driver.endpoint, existing)
-                os.sync()  # the preload's writeback must not bill the measurement
-                time.sleep(1.0)
-            for clients in (1, 8):
-                probes, pairs = [], []
-                for _ in range(rounds):
-                    probes.append(rate("probe", driver.endpoint, clients, seconds))
-                    pairs.append(rate("pair", driver.endpoint, clients, seconds))
-                rows.append((f"{clients} client{'s' if clients > 1 else ''}, "
-                             f"{existing} volumes", _median(pairs), _median(probes)))
-            rss, peak = memory_kib(driver.proc.pid)
-            memory.append(f"{rss / 1024:.0f} MiB after the {existing}-volume runs "
-                          f"(peak so far {peak / 1024:.0f} MiB)")
-    finally:
-        driver.stop()
-    return rows, memory
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
-def print_table(rows: list[tuple[str, float, float]], judged: bool = True) -> bool:
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds of a process, all its threads (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+@dataclass
+class Row:
+    """Medians of one case: pairs/s and Probes/s, and the server's CPU per operation
+    (µs; its own process only, so other load on the machine does not count)."""
+
+    case: str
+    pairs: float
+    probes: float
+    pair_cpu_us: float
+    probe_cpu_us: float
+
+
+def _measured(kind: str, driver: Driver, clients: int, seconds: float) -> tuple[float, float]:
+    """(operations/s, server CPU µs per operation)."""
+    cpu0 = cpu_seconds(driver.proc.pid)
+    ops = rate(kind, driver.endpoint, clients, seconds)
+    cpu = cpu_seconds(driver.proc.pid) - cpu0
+    return ops, cpu * 1e6 / (ops * seconds) if ops else 0.0
+
+
+def measure(drivers: dict[str, Driver], existing: int, rounds: int, seconds: float
+            ) -> dict[str, list[Row]]:
+    """Per driver, medians over ``rounds`` of Probe and pair measurements with 1 and 8
+    clients.  Every round visits each driver in turn (Probe, then pairs), so a noisy
+    neighbour hurts every side of each ratio alike."""
+    rows: dict[str, list[Row]] = {name: [] for name in drivers}
+    for clients in (1, 8):
+        samples: dict[str, list[tuple[float, float, float, float]]] = {n: [] for n in drivers}
+        for _ in range(rounds):
+            for name, driver in drivers.items():
+                probes, probe_cpu = _measured("probe", driver, clients, seconds)
+                pairs, pair_cpu = _measured("pair", driver, clients, seconds)
+                samples[name].append((pairs, probes, pair_cpu, probe_cpu))
+        for name, values in samples.items():
+            rows[name].append(Row(
+                f"{clients} client{'s' if clients > 1 else ''}, {existing} volumes",
+                *(_median([v[i] for v in values]) for i in range(4))))
+    return rows
+
+
+def print_table(rows: list[Row], judged: bool = True) -> bool:
     print(f"{'case':<26} {'pairs/s':>9} {'probe/s':>9} {'pairs/probe':>12}  "
-          f"{'target' if judged else ''}"
-          "   (medians; CreateVolume+DeleteVolume pairs vs bare Probe round trips)")
+          f"{'µs/pair':>8} {'µs/probe':>8}  {'target' if judged else ''}"
+          "   (medians; CreateVolume+DeleteVolume pairs vs bare Probe round trips; "
+          "µs: the server's CPU per operation)")
     ok = True
-    for case, pairs, probes in rows:
-        ratio = pairs / probes if probes else 0.0
+    for row in rows:
+        ratio = row.pairs / row.probes if row.probes else 0.0
         hit = ratio >= TARGET_RATIO
         ok &= hit
         verdict = (f"{'≥' if hit else '<'}{TARGET_RATIO:.2f} {'ok' if hit else 'MISSED'}"
                    if judged else "")
-        print(f"{case:<26} {pairs:9.0f} {probes:9.0f} {ratio:12.2f}  {verdict}")
+        print(f"{row.case:<26} {row.pairs:9.0f} {row.probes:9.0f} {ratio:12.2f}  "
+              f"{row.pair_cpu_us:8.0f} {row.probe_cpu_us:8.0f}  {verdict}")
     # The store-size check compares each phase's pairs/probe ratio, so load from
     # elsewhere on the machine (which moves both rates) does not read as a drop.
-    by_clients: dict[str, list[tuple[float, float]]] = {}
-    largest = rows[-1][0].split(", ")[-1] if rows else ""
-    for case, pairs, probes in rows:
-        by_clients.setdefault(case.split(",")[0], []).append((pairs, probes))
+    by_clients: dict[str, list[Row]] = {}
+    largest = rows[-1].case.split(", ")[-1] if rows else ""
+    for row in rows:
+        by_clients.setdefault(row.case.split(",")[0], []).append(row)
     for clients, values in by_clients.items():
-        if len(values) == 2 and values[0][0] and values[0][1] and values[1][1]:
-            raw = values[1][0] / values[0][0]
-            normalized = (values[1][0] / values[1][1]) / (values[0][0] / values[0][1])
+        if len(values) == 2 and values[0].pairs and values[0].probes and values[1].probes:
+            raw = values[1].pairs / values[0].pairs
+            normalized = ((values[1].pairs / values[1].probes)
+                          / (values[0].pairs / values[0].probes))
             flat = normalized >= 0.9
             ok &= flat
             print(f"{clients}: with {largest}, pairs/s x{raw:.2f} raw, "
                   f"x{normalized:.2f} relative to Probe ({'no drop' if flat else 'DROP'})")
     return ok
+
+
+FLOOR = f"{shlex.quote(PYTHON)} -m bench.grpc_floor --endpoint {{endpoint}}"
+OURS = "csi-mini"
+HOST = "csi-mini --durability host"
+FLOOR_NAME = "grpcio floor"
+
+
+def compare(rows: dict[str, list[Row]], peers: list[str]) -> None:
+    """Ours, the floor and each peer side by side, per case they share."""
+    floor = {row.case: row for row in rows.get(FLOOR_NAME, [])}
+    for index, row in enumerate(rows[OURS]):
+        line = f"{row.case:<26} {OURS} {row.pairs:.0f} pairs/s"
+        if row.case in floor:
+            line += f", {FLOOR_NAME} {floor[row.case].pairs:.0f}"
+        for peer in peers:
+            peer_row = rows[peer][index]
+            line += f"; = {row.pairs / peer_row.pairs:.2f} x {peer}'s {peer_row.pairs:.0f}"
+            if row.case in floor:
+                bare = floor[row.case].pairs
+                line += (f" (floor {bare / peer_row.pairs:.2f} x: "
+                         + (f"1.0x leaves a driver's own work {bare / peer_row.pairs - 1:.0%}"
+                            " of the floor's time per pair)" if bare >= peer_row.pairs else
+                            "grpcio alone, doing nothing per call, is below it)"))
+        print(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="median of this many runs")
     parser.add_argument("--no-host", dest="host", action="store_false",
                         help="skip the --durability host table")
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="skip the bare grpcio server (bench/grpc_floor.py)")
     parser.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
                         help="also measure another CSI driver started by COMMAND, where "
                         "{endpoint} is the unix:// URL to serve and {state} an empty dir "
@@ -249,26 +308,59 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("driver_args", nargs="*", help="extra driver flags after --")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
-    rows, memory = run(args.seconds, (0, args.preload), args.rounds, args.driver_args)
-    ok = print_table(rows)
-    print("driver resident memory: " + "; ".join(memory))
-    if args.host:
+    peers = dict(peer.partition("=")[::2] for peer in args.peer)
+    drivers: dict[str, Driver] = {}
+    rows: dict[str, list[Row]] = {}
+    memory: dict[str, list[str]] = {}
+    try:
+        # Every server runs from the start, idle while another is measured.
+        drivers[OURS] = start_driver(args.driver_args)
+        if args.host:
+            drivers[HOST] = start_driver([*args.driver_args, "--durability", "host"])
+        if args.floor:
+            drivers[FLOOR_NAME] = start_driver([], FLOOR)
+        for name, template in peers.items():
+            drivers[name] = start_driver([], template)
+        for name, driver in drivers.items():
+            memory[name] = [f"{memory_kib(driver.proc.pid)[0] / 1024:.0f} MiB at start"]
+        sizes = (0, args.preload) if args.preload else (0,)
+        for existing in sizes:
+            if existing:  # only the stores: the floor keeps nothing, host is for information
+                for name in (HOST, FLOOR_NAME):
+                    if name in drivers:
+                        drivers.pop(name).stop()
+                for driver in drivers.values():
+                    preload(driver.endpoint, existing)
+                os.sync()  # the preload's writeback must not bill the measurement
+                time.sleep(1.0)
+            for name, phase in measure(drivers, existing, args.rounds, args.seconds).items():
+                rows.setdefault(name, []).extend(phase)
+                rss, peak = memory_kib(drivers[name].proc.pid)
+                memory[name].append(f"{rss / 1024:.0f} MiB after the {existing}-volume runs "
+                                    f"(peak so far {peak / 1024:.0f} MiB)")
+    finally:
+        for driver in drivers.values():
+            driver.stop()
+    ok = print_table(rows[OURS])
+    print("driver resident memory: " + "; ".join(memory[OURS]))
+    if HOST in rows:
         print("\nfor information, --durability host (every commit also waits for fdatasync):")
-        host_rows, _ = run(args.seconds, (0,), args.rounds,
-                           [*args.driver_args, "--durability", "host"])
-        print_table(host_rows, judged=False)
-    for peer in args.peer:
-        name, _, template = peer.partition("=")
+        print_table(rows[HOST], judged=False)
+    if FLOOR_NAME in rows:
+        print(f"\nfloor, {FLOOR_NAME}: a bare grpc.aio server with the same stubs, no "
+              "interceptor, no state (bench/grpc_floor.py)")
+        print_table(rows[FLOOR_NAME], judged=False)
+    for name, template in peers.items():
         print(f"\nfor comparison, peer {name}: {template}")
-        peer_rows, peer_memory = run(args.seconds, (0, args.preload), args.rounds, [], template)
-        print_table(peer_rows, judged=False)
-        print(f"{name} resident memory: " + "; ".join(peer_memory))
-        for (case, pairs, _), (_, peer_pairs, _) in zip(rows, peer_rows, strict=True):
-            print(f"{case:<26} csi-mini pairs/s = {pairs / peer_pairs:.2f} x {name}'s")
+        print_table(rows[name], judged=False)
+        print(f"{name} resident memory: " + "; ".join(memory[name]))
+    if peers or FLOOR_NAME in rows:
+        print()
+        compare(rows, list(peers))
     print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
-          f"({os.cpu_count()} CPUs; other work on the machine moves both rates)")
+          f"({os.cpu_count()} CPUs; other work on the machine moves the rates, not the "
+          "CPU per operation)")
     return 0 if ok else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
