@@ -192,6 +192,31 @@ def split_step_key(key: str) -> tuple[str, str, str]:
     return prefix, "", rest
 
 
+def claim_ref_keys(pv: Resource) -> list[str]:
+    """The step key of the claim a volume's claimRef names (none without one)."""
+    ref = pv.spec.get("claimRef") or {}
+    return [claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))] \
+        if ref.get("name") else []
+
+
+def claims_and_volumes(cache: SharedCache, keys: Iterable[str]
+                       ) -> tuple[list[Resource], list[Resource]]:
+    """The cached claims and volumes ``pvc/…`` and ``pv/…`` keys name (gone ones left
+    out), each list in key order."""
+    claims: list[Resource] = []
+    volumes: list[Resource] = []
+    for prefix, namespace, name in map(split_step_key, sorted(keys)):
+        if prefix == "pvc":
+            claim = cache.get("PersistentVolumeClaim", name, namespace)
+            if claim is not None:
+                claims.append(claim)
+        elif prefix == "pv":
+            volume = cache.get("PersistentVolume", name)
+            if volume is not None:
+                volumes.append(volume)
+    return claims, volumes
+
+
 # How long a targeted pass's missed dependency can wait for the next full pass.
 FULL_PASS_SECONDS = 1.0
 

@@ -26,8 +26,9 @@ from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.client.indexes import PV_CLAIM, claim_key
 from kubelet_sim.controllers.base import (
     Controller,
+    claim_ref_keys,
     claim_step_key,
-    split_step_key,
+    claims_and_volumes,
     volume_step_key,
 )
 from kubelet_sim.controllers.common import (
@@ -70,14 +71,8 @@ class VolumeBinder(Controller):
     kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 
     async def reconcile(self) -> bool:
-        changed = False
-        for pv in self.cache.list("PersistentVolume"):
-            changed = await self.step(volume_step_key(pv.name), self._sync_volume, pv) \
-                or changed
-        for pvc in self.cache.list("PersistentVolumeClaim"):
-            key = claim_step_key(pvc.namespace, pvc.name)
-            changed = await self.step(key, self._sync_claim, pvc) or changed
-        return changed
+        return await self._sync(self.cache.list("PersistentVolumeClaim"),
+                                self.cache.list("PersistentVolume"))
 
     def keys_for(self, obj: Resource) -> list[str] | None:
         """A claim: it, the volume it names and those whose claimRef names it. A volume:
@@ -91,25 +86,21 @@ class VolumeBinder(Controller):
                 "PersistentVolume", PV_CLAIM, claim_key(obj.namespace, obj.name))]
             return keys
         if obj.kind == "PersistentVolume":
-            ref = obj.spec.get("claimRef") or {}
-            if not ref.get("name"):
-                return None
-            return [volume_step_key(obj.name),
-                    claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))]
+            claim = claim_ref_keys(obj)
+            return [volume_step_key(obj.name), *claim] if claim else None
         return None
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
+        return await self._sync(*claims_and_volumes(self.cache, keys))
+
+    async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
         changed = False
-        for key in sorted(keys, key=lambda k: not k.startswith("pv/")):  # volumes first
-            prefix, namespace, name = split_step_key(key)
-            if prefix == "pv":
-                pv = self.cache.get("PersistentVolume", name)
-                if pv is not None:
-                    changed = await self.step(key, self._sync_volume, pv) or changed
-            else:
-                pvc = self.cache.get("PersistentVolumeClaim", name, namespace)
-                if pvc is not None:
-                    changed = await self.step(key, self._sync_claim, pvc) or changed
+        for pv in volumes:  # volumes first, then claims
+            changed = await self.step(volume_step_key(pv.name), self._sync_volume, pv) \
+                or changed
+        for pvc in claims:
+            key = claim_step_key(pvc.namespace, pvc.name)
+            changed = await self.step(key, self._sync_claim, pvc) or changed
         return changed
 
     # -- volumes ----------------------------------------------------------------------------

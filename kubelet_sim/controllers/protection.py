@@ -18,7 +18,7 @@ from kubelet_sim.controllers.attach_detach import pod_terminated
 from kubelet_sim.controllers.base import (
     Controller,
     claim_step_key,
-    split_step_key,
+    claims_and_volumes,
     volume_step_key,
 )
 from kubelet_sim.controllers.common import add_finalizer, drop_finalizer, write_object
@@ -38,13 +38,8 @@ class StorageProtection(Controller):
     kinds = ("PersistentVolumeClaim", "PersistentVolume", "Pod")
 
     async def reconcile(self) -> bool:
-        changed = False
-        for pvc in self.cache.list("PersistentVolumeClaim"):
-            changed = await self.step(claim_step_key(pvc.namespace, pvc.name), self._claim,
-                                      pvc) or changed
-        for pv in self.cache.list("PersistentVolume"):
-            changed = await self.step(volume_step_key(pv.name), self._volume, pv) or changed
-        return changed
+        return await self._sync(self.cache.list("PersistentVolumeClaim"),
+                                self.cache.list("PersistentVolume"))
 
     def keys_for(self, obj: Resource) -> list[str]:
         if obj.kind == "PersistentVolumeClaim":
@@ -54,17 +49,15 @@ class StorageProtection(Controller):
         return [f"pvc/{key}" for key in pod_claim_keys(obj)]  # a pod: the claims it uses
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
+        return await self._sync(*claims_and_volumes(self.cache, keys))
+
+    async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
         changed = False
-        for key in sorted(keys, key=lambda k: k.startswith("pv/")):  # claims first
-            prefix, namespace, name = split_step_key(key)
-            if prefix == "pvc":
-                pvc = self.cache.get("PersistentVolumeClaim", name, namespace)
-                if pvc is not None:
-                    changed = await self.step(key, self._claim, pvc) or changed
-            else:
-                pv = self.cache.get("PersistentVolume", name)
-                if pv is not None:
-                    changed = await self.step(key, self._volume, pv) or changed
+        for pvc in claims:
+            changed = await self.step(claim_step_key(pvc.namespace, pvc.name), self._claim,
+                                      pvc) or changed
+        for pv in volumes:
+            changed = await self.step(volume_step_key(pv.name), self._volume, pv) or changed
         return changed
 
     async def _claim(self, pvc: Resource) -> bool:

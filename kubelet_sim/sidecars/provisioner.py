@@ -28,7 +28,12 @@ from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.indexes import PV_CLAIM, VA_PV, claim_key
-from kubelet_sim.controllers.base import claim_step_key, split_step_key, volume_step_key
+from kubelet_sim.controllers.base import (
+    claim_ref_keys,
+    claim_step_key,
+    claims_and_volumes,
+    volume_step_key,
+)
 from kubelet_sim.controllers.common import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_PROVISIONED_BY,
@@ -107,26 +112,14 @@ class ExternalProvisioner(CsiSidecar):
                     *(volume_step_key(pv.name) for pv in self.cache.by_index(
                         "PersistentVolume", PV_CLAIM, claim_key(obj.namespace, obj.name)))]
         if obj.kind == "PersistentVolume":
-            ref = obj.spec.get("claimRef") or {}
-            claim = [claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))] \
-                if ref.get("name") else []
-            return [volume_step_key(obj.name), *claim]
+            return [volume_step_key(obj.name), *claim_ref_keys(obj)]
         if obj.kind == "VolumeAttachment":
             source = (obj.spec.get("source") or {}).get("persistentVolumeName")
             return [volume_step_key(str(source))] if source else []
         return None
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
-        claims: list[Resource] = []
-        volumes: list[Resource] = []
-        for prefix, namespace, name in map(split_step_key, sorted(keys)):
-            if prefix == "pvc":
-                claim = self.cache.get("PersistentVolumeClaim", name, namespace)
-                claims += [claim] if claim is not None else []
-            else:
-                volume = self.cache.get("PersistentVolume", name)
-                volumes += [volume] if volume is not None else []
-        return await self._sync(claims, volumes)
+        return await self._sync(*claims_and_volumes(self.cache, keys))
 
     async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
         changed = False

@@ -33,7 +33,7 @@ from kubelet_sim.api.pvc_resize import (
     set_resize_condition,
 )
 from kubelet_sim.api.quantity import bytes_quantity
-from kubelet_sim.controllers.base import claim_step_key, split_step_key
+from kubelet_sim.controllers.base import claim_ref_keys, claim_step_key, claims_and_volumes
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
     CtrlRpc,
@@ -65,14 +65,10 @@ class ExternalResizer(CsiSidecar):
         """A claim, or the claim a volume's claimRef names."""
         if obj.kind == "PersistentVolumeClaim":
             return [claim_step_key(obj.namespace, obj.name)]
-        ref = obj.spec.get("claimRef") or {}
-        return [claim_step_key(str(ref.get("namespace", "")), str(ref["name"]))] \
-            if ref.get("name") else []
+        return claim_ref_keys(obj)
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
-        claims = (self.cache.get("PersistentVolumeClaim", name, namespace)
-                  for _, namespace, name in map(split_step_key, sorted(keys)))
-        return await self._sync([pvc for pvc in claims if pvc is not None])
+        return await self._sync(claims_and_volumes(self.cache, keys)[0])
 
     async def _sync(self, claims: list[Resource]) -> bool:
         changed = False
