@@ -223,3 +223,43 @@ async def test_storage_controllers_look_only_at_what_a_change_concerns(
     assert 0 < steps["persistentvolume-binder"] < 20, steps
     assert 0 < steps["storage-protection"] < 20, steps
     assert 0 < steps["external-provisioner"] < 20, steps
+
+
+async def test_a_claims_whole_life_runs_on_work_queue_passes_alone(cluster: Cluster) -> None:
+    """The fake clock never moves, so after each controller's first pass no catch-up full
+    pass can run: provisioning, binding, attach, detach, release and deletion all happen
+    because each change queued the keys it concerns (a pod's claims, a volume's claim
+    and attachments, an attachment's volume)."""
+    cluster.storage_class()
+    started = cluster.clock.monotonic()
+    cluster.manager.start()
+    try:
+        cluster.claim()
+        await until(lambda: claim_phase(cluster) == "Bound")
+        pv_name = str(cluster.get("PersistentVolumeClaim", "data").spec["volumeName"])
+
+        cluster.pod()
+        await until(lambda: any(va.status.get("attached") is True
+                                for va in cluster.api.list("VolumeAttachment").items))
+        node = str(cluster.get("Pod", "app").spec["nodeName"])
+        await until(lambda: bool(cluster.get("Node", node).status.get("volumesAttached")))
+
+        # deleted under a pod that uses it: the claim waits, Terminating
+        cluster.api.delete("PersistentVolumeClaim", "data", "default")
+        await asyncio.sleep(0.3)
+        assert cluster.get("PersistentVolumeClaim", "data").is_terminating
+        assert cluster.names("PersistentVolume") == [pv_name]
+
+        # the pod's change queues its claim: no container runs, so it has terminated
+        cluster.api.delete("Pod", "app", "default")
+        await until(lambda: not cluster.names("VolumeAttachment"))
+        await until(lambda: not cluster.names("PersistentVolume"))
+        assert "data" not in cluster.names("PersistentVolumeClaim")
+        assert not cluster.get("Node", node).status.get("volumesAttached")
+    finally:
+        await cluster.manager.stop()
+
+    assert cluster.clock.monotonic() == started  # so no full pass came from a timer
+    assert [c for c in cluster.calls() if not c.endswith("Capabilities")] == [
+        "Controller/CreateVolume", "Controller/ControllerPublishVolume",
+        "Controller/ControllerUnpublishVolume", "Controller/DeleteVolume"]
