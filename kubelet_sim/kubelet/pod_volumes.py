@@ -6,9 +6,10 @@ SetUpAt), done once per pod volume:
 
 - a ``persistentVolumeClaim`` volume needs its claim Bound and its PV (a CSI PV) present.
   When the driver requires attach (its CSIDriver object says so, or there is none, as in
-  Kubernetes) the VolumeAttachment must report ``attached``; its ``attachmentMetadata`` is
-  the publish context. Handle, fsType and volumeAttributes come from ``spec.csi``; access
-  mode, ``mountOptions`` and volume mode from the PV spec.
+  Kubernetes) the node's ``status.volumesAttached`` must list it (the attach/detach
+  controller's report) and the VolumeAttachment must say ``attached``; its
+  ``attachmentMetadata`` is the publish context. Handle, fsType and volumeAttributes come
+  from ``spec.csi``; access mode, ``mountOptions`` and volume mode from the PV spec.
 - an inline ``csi`` volume is ephemeral: no claim, no attach.
 - NodePublish ``readonly`` is the pod's word only, as ``getReadOnlyFromSpec`` reads it:
   ``persistentVolumeClaim.readOnly`` for a claim, ``csi.readOnly`` for an inline volume.
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 
@@ -169,10 +171,9 @@ def _check_reported_attached(api: APIServer, pv_name: str, unique: str,
                              node_name: str) -> None:
     """The kubelet's VerifyControllerAttachedVolume: an attachable volume is mounted only
     once the attach/detach controller lists it in the node's ``status.volumesAttached``."""
-    try:
-        node = api.get("Node", node_name)
-    except NotFound:
-        raise NotReady(f'node "{node_name}" not found') from None
+    node = shared_cache(api).get("Node", node_name)  # no copy of a long volume list
+    if node is None:
+        raise NotReady(f'node "{node_name}" not found')
     if not any(e.get("name") == unique for e in node.status.get("volumesAttached") or []):
         raise NotReady(f'Volume not attached according to node status for volume "{pv_name}"')
 
