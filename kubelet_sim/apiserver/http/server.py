@@ -164,9 +164,11 @@ class ApiServerHandle:
 
 def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
                      kubeconfig: Path | None = None,
-                     on_request: RequestObserver | None = None) -> ApiServerHandle:
-    """Serve ``api`` over HTTPS on ``host:port`` (0: any free port) from a thread of its
-    own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600)."""
+                     on_request: RequestObserver | None = None,
+                     listener: socket.socket | None = None) -> ApiServerHandle:
+    """Serve ``api`` over HTTPS on ``host:port`` (0: any free port), or on ``listener``
+    (a socket the caller bound already), from a thread of its own; writes the kubeconfig
+    (default ``state_dir/kubeconfig``, mode 0600)."""
     if host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the API server listens on 127.0.0.1 only, not {host!r}")
     creds = load_or_create(state_dir)
@@ -182,10 +184,10 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
                                access_log=None,
                                handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        listener = socket.create_server((host, port))  # bound here: port 0 picks one
-        site = web.SockSite(runner, listener, ssl_context=tls)
+        bound = listener or socket.create_server((host, port))  # port 0 picks one
+        site = web.SockSite(runner, bound, ssl_context=tls)
         await site.start()
-        started["port"] = listener.getsockname()[1]
+        started["port"] = bound.getsockname()[1]
         started["runner"] = runner
 
     def run() -> None:
