@@ -46,7 +46,7 @@ from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
-from kubelet_sim.kubelet.paths import KubeletPaths
+from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_waiting
@@ -401,6 +401,10 @@ class Kubelet:
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)
         self._forget_sandbox_failures(uid)
+        try:  # its volumes are unmounted: nothing of the pod stays on the node
+            await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)
+        except OSError as err:
+            log.warning("removing the directory of pod %s failed: %s", pod.name, err)
         await self.sync_node_status()
         with contextlib.suppress(NotFound):
             self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
