@@ -105,13 +105,30 @@ def make_app(api: APIServer, token: str, address: str,
         return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
 
     async def openapi_index(request: web.Request) -> web.Response:
-        return web.json_response(openapi.index())
+        return web.json_response(openapi.v3_index())
 
-    async def openapi_document(request: web.Request) -> web.Response:
-        tail = request.match_info["tail"]
-        gv = tail.removeprefix("apis/") if tail.startswith("apis/") else tail.removeprefix("api/")
-        body = openapi.document(gv)
-        return web.json_response(body) if body is not None else not_found()
+    def openapi_served(request: web.Request, built: openapi.Built | None,
+                       url: str) -> web.StreamResponse:
+        if built is None:
+            return not_found()
+        if not openapi.accepts_json(request.headers.get("Accept", "")):
+            return web.Response(status=406, headers={"Vary": "Accept"})
+        headers = {"ETag": built.etag, "Vary": "Accept", "Content-Type": "application/json"}
+        given = request.query.get("hash")
+        if given is not None and given != built.hash:
+            raise web.HTTPMovedPermanently(f"{url}?hash={built.hash}")
+        if given is not None:
+            headers.update(openapi.immutable_headers())
+        if request.headers.get("If-None-Match") == built.etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=built.body, headers=headers)
+
+    async def openapi_document(request: web.Request) -> web.StreamResponse:
+        key = request.match_info["tail"]
+        return openapi_served(request, openapi.v3_document(key), f"/openapi/v3/{key}")
+
+    async def openapi_v2(request: web.Request) -> web.StreamResponse:
+        return openapi_served(request, openapi.v2_document(), "/openapi/v2")
 
     async def fallback(request: web.Request) -> web.Response:
         return not_found()
@@ -130,6 +147,7 @@ def make_app(api: APIServer, token: str, address: str,
     app.router.add_route("*", "/apis/{group}/{version}{tail:(/.*)?}", grouped)
     app.router.add_get("/openapi/v3", openapi_index)
     app.router.add_get("/openapi/v3/{tail:.+}", openapi_document)
+    app.router.add_get("/openapi/v2", openapi_v2)
     app.router.add_route("GET", debug_faults.PATH, faults)
     app.router.add_route("POST", debug_faults.PATH, faults)
     app.router.add_route("*", "/{tail:.*}", fallback)
