@@ -3,7 +3,8 @@
 - ``/openapi/v3``: the index, one ``serverRelativeURL`` per group/version with the hash
   of its document (``?hash=``); ``/openapi/v3/api/v1``, ``/openapi/v3/apis/<group>/<v>``:
   OpenAPI 3.0 documents, each with that group/version's paths and every schema they reach.
-- ``/openapi/v2``: one Swagger 2.0 document with every path and definition.
+- ``/openapi/v2``: one Swagger 2.0 document with every path and definition, in JSON or
+  (as client-go asks for it) in protobuf (:mod:`.openapi_v2_protobuf`).
 
 Built-in kinds take their schemas from the type table
 (:mod:`kubelet_sim.apiserver.http.openapi_definitions`); the kinds that are custom
@@ -31,13 +32,12 @@ from typing import Any
 from kubelet_sim.api import kube_types
 from kubelet_sim.api.schema import Arr, Leaf, Map, Node, Obj, kind_schema
 from kubelet_sim.apiserver.http import openapi_definitions as defs
+from kubelet_sim.apiserver.http import openapi_v2_protobuf as v2_protobuf
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 JSON, YAML, PROTOBUF = "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"
 PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
                "application/merge-patch+json", "application/strategic-merge-patch+json")
-# kube-apiserver's v2 in protobuf (gnostic's OpenAPIv2 Document); only JSON is served here
-V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 _QUERY: dict[str, tuple[str, str]] = {  # name -> (type, description of our own)
     "pretty": ("string", "Pretty-print the answer."),
@@ -351,8 +351,11 @@ def _v3(resources: tuple[ApiResource, ...]) -> Built:
 
 
 @cache
-def _v2(resources: tuple[ApiResource, ...]) -> Built:
-    return _built(build_v2(list(resources)))
+def _v2(resources: tuple[ApiResource, ...]) -> tuple[Built, Built]:
+    """The v2 document in JSON and in protobuf."""
+    doc = build_v2(list(resources))
+    encoded = v2_protobuf.document(doc)
+    return _built(doc), Built(encoded, hashlib.sha512(encoded).hexdigest().upper())
 
 
 def _served(resources: list[ApiResource]) -> tuple[ApiResource, ...]:
@@ -379,9 +382,10 @@ def v3_index() -> dict[str, Any]:
                       for gv, resources in group_versions().items()}}
 
 
-def v2_document() -> Built:
+def v2_document(protobuf: bool = False) -> Built:
+    """``/openapi/v2``: JSON, or gnostic's protobuf Document."""
     everything = [r for resources in group_versions().values() for r in resources]
-    return _v2(_served(everything))
+    return _v2(_served(everything))[1 if protobuf else 0]
 
 
 def immutable_headers(now: float | None = None) -> dict[str, str]:
@@ -392,12 +396,15 @@ def immutable_headers(now: float | None = None) -> dict[str, str]:
             "Expires": email.utils.formatdate(when, usegmt=True)}
 
 
-def accepts_json(accept: str) -> bool:
-    """Whether an Accept header lets the JSON document answer (an absent one does)."""
+def negotiate(accept: str, protobuf: str | None = None) -> str | None:
+    """The media type to answer an Accept header with: JSON (also for no header), the
+    ``protobuf`` one where it is offered and asked for first, None when neither fits."""
     if not accept.strip():
-        return True
+        return JSON
     for clause in accept.split(","):
         media = clause.split(";")[0].strip().lower()
         if media in ("*/*", "application/*", JSON):
-            return True
-    return False
+            return JSON
+        if protobuf is not None and media == protobuf:
+            return protobuf
+    return None

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
+from kubelet_sim.apiserver.http import (
+    debug_faults,
+    discovery,
+    discovery_v2,
+    openapi,
+    openapi_v2_protobuf,
+)
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.rest import Rest
@@ -107,13 +113,11 @@ def make_app(api: APIServer, token: str, address: str,
     async def openapi_index(request: web.Request) -> web.Response:
         return web.json_response(openapi.v3_index())
 
-    def openapi_served(request: web.Request, built: openapi.Built | None,
-                       url: str) -> web.StreamResponse:
+    def openapi_served(request: web.Request, built: openapi.Built | None, url: str,
+                       media: str) -> web.StreamResponse:
         if built is None:
             return not_found()
-        if not openapi.accepts_json(request.headers.get("Accept", "")):
-            return web.Response(status=406, headers={"Vary": "Accept"})
-        headers = {"ETag": built.etag, "Vary": "Accept", "Content-Type": "application/json"}
+        headers = {"ETag": built.etag, "Vary": "Accept", "Content-Type": media}
         given = request.query.get("hash")
         if given is not None and given != built.hash:
             raise web.HTTPMovedPermanently(f"{url}?hash={built.hash}")
@@ -123,12 +127,24 @@ def make_app(api: APIServer, token: str, address: str,
             return web.Response(status=304, headers=headers)
         return web.Response(body=built.body, headers=headers)
 
+    def not_acceptable() -> web.Response:
+        return web.Response(status=406, headers={"Vary": "Accept"})
+
     async def openapi_document(request: web.Request) -> web.StreamResponse:
         key = request.match_info["tail"]
-        return openapi_served(request, openapi.v3_document(key), f"/openapi/v3/{key}")
+        media = openapi.negotiate(request.headers.get("Accept", ""))
+        if media is None:
+            return not_acceptable()
+        return openapi_served(request, openapi.v3_document(key), f"/openapi/v3/{key}", media)
 
     async def openapi_v2(request: web.Request) -> web.StreamResponse:
-        return openapi_served(request, openapi.v2_document(), "/openapi/v2")
+        media = openapi.negotiate(request.headers.get("Accept", ""), openapi_v2_protobuf.MEDIA_TYPE)
+        if media is None:
+            return not_acceptable()
+        if media == openapi.JSON:
+            return openapi_served(request, openapi.v2_document(), "/openapi/v2", media)
+        return openapi_served(request, openapi.v2_document(protobuf=True), "/openapi/v2",
+                              openapi_v2_protobuf.CONTENT_TYPE)
 
     async def fallback(request: web.Request) -> web.Response:
         return not_found()

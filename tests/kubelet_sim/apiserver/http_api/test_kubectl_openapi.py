@@ -99,9 +99,23 @@ def test_openapi_v2_answers_a_swagger_document_with_the_definitions(served: Serv
     assert pod["x-kubernetes-group-version-kind"] == [
         {"group": "", "kind": "Pod", "version": "v1"}]
     assert "/api/v1/namespaces/{namespace}/pods/{name}" in doc["paths"]
-    status, _, _ = get(served, "/openapi/v2", {
+
+
+def test_openapi_v2_in_protobuf_is_what_kubectl_s_v2_explain_reads(served: Served) -> None:
+    # client-go asks for gnostic's protobuf Document only, with no fallback to JSON
+    out = served.kubectl("explain", "pod.spec.tolerations",
+                         "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: tolerations <[]Object>" in out and "tolerationSeconds\t<integer>" in out
+    out = served.kubectl("explain", "pvc.spec.resources.requests",
+                         "--output=plaintext-openapiv2").stdout
+    assert "FIELD:    requests <map[string]string>" in out  # v2's Quantity is a string
+    status, headers, body = get(served, "/openapi/v2", {
         "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
-    assert status == 406  # only the JSON form is served
+    assert status == 200 and body.startswith(b"\n\x032.0")  # swagger = "2.0"
+    assert headers["Content-Type"] == \
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    status, _, _ = get(served, "/openapi/v2", {"Accept": "text/html"})
+    assert status == 406
 
 
 def test_a_v3_document_asked_for_by_its_hash_is_immutable(served: Served) -> None:
