@@ -382,6 +382,11 @@ def v3_index() -> dict[str, Any]:
                       for gv, resources in group_versions().items()}}
 
 
+def built_index() -> Built:
+    """The index serialized, with its ETag (it changes as the documents do)."""
+    return _built(v3_index())
+
+
 def v2_document(protobuf: bool = False) -> Built:
     """``/openapi/v2``: JSON, or gnostic's protobuf Document."""
     everything = [r for resources in group_versions().values() for r in resources]

@@ -210,7 +210,7 @@ def definitions(roots: list[str], v3: bool,
         if gvks:
             schema["x-kubernetes-group-version-kind"] = gvks
             kind = gvks[0]["kind"]
-            if key.endswith(f".{kind}") and not kind.endswith("List"):
+            if key.startswith("k8s.io/api/") and not kind.endswith("List"):
                 schema["description"] = f"{kind}, as the cni-csi-mini simulated cluster serves it."
         out[definition_name(key)] = schema
     return dict(sorted(out.items()))

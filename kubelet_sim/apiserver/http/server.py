@@ -110,8 +110,12 @@ def make_app(api: APIServer, token: str, address: str,
             return not_found()
         return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
 
-    async def openapi_index(request: web.Request) -> web.Response:
-        return web.json_response(openapi.v3_index())
+    async def openapi_index(request: web.Request) -> web.StreamResponse:
+        index = openapi.built_index()
+        headers = {"ETag": index.etag, "Content-Type": openapi.JSON}
+        if request.headers.get("If-None-Match") == index.etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=index.body, headers=headers)
 
     def openapi_served(request: web.Request, built: openapi.Built | None, url: str,
                        media: str) -> web.StreamResponse:

@@ -134,3 +134,6 @@ def test_a_v3_document_asked_for_by_its_hash_is_immutable(served: Served) -> Non
     assert status == 304 and headers["Cache-Control"] is None
     status, _, _ = get(served, "/openapi/v3/apis/nothing.k8s.io/v1")
     assert status == 404
+    status, headers, _ = get(served, "/openapi/v3")
+    assert status == 200 and headers["ETag"]
+    assert get(served, "/openapi/v3", {"If-None-Match": headers["ETag"]})[0] == 304
