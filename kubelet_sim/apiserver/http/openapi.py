@@ -116,6 +116,8 @@ def _ref(name: str, v3: bool) -> str:
 def built_in_definitions(resources: list[ApiResource], v3: bool) -> dict[str, Any]:
     """Every definition the built-in kinds among ``resources`` reach, with the meta types
     their operations name."""
+    if not resources:
+        return {}
     kinds: dict[str, list[dict[str, str]]] = {}
     roots: list[str] = []
     for r in resources:
@@ -126,8 +128,6 @@ def built_in_definitions(resources: list[ApiResource], v3: bool) -> dict[str, An
         roots += [key, list_key]
         kinds.setdefault(key, []).append(_gvk(r))
         kinds.setdefault(list_key, []).append(_gvk(r, f"{r.kind}List"))
-    if not roots and not resources:
-        return {}
     meta_gvks = [{"group": g, "kind": "", "version": v} for g, v in sorted(
         {(r.group, r.version) for r in resources} | {("", "v1")})]
     for meta in (defs.DELETE_OPTIONS, defs.STATUS, defs.WATCH_EVENT):
