@@ -218,7 +218,8 @@ class Rest:
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             # a merge patch has the object's shape: its unknown fields are the result's
-            warnings = fields.settle(problems + fields.drop_unknown_fields(patch, kind), mode)
+            warnings = fields.settle(problems + fields.drop_unknown_fields(
+                patch, kind, r.group_version), mode)
             return _json(self.api.patch(kind, target.name, patch, target.namespace,
                                         target.subresource).to_dict(), warnings=warnings)
         if content_type not in ("application/merge-patch+json", "application/json-patch+json",
@@ -235,7 +236,8 @@ class Rest:
             else:
                 merged = merge_patch(doc, patch)
             merged = stored(r, merged)
-            warnings = fields.settle(problems + fields.drop_unknown_fields(merged, kind), mode)
+            warnings = fields.settle(problems + fields.drop_unknown_fields(
+                merged, kind, str(merged.get("apiVersion") or r.group_version)), mode)
             obj = Resource.from_dict(merged)
             if dry_run:
                 apply_defaults(obj)
@@ -286,7 +288,8 @@ class Rest:
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
         body = stored(r, body)
-        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(body, r.kind)
+        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(
+            body, r.kind, str(body["apiVersion"]))
         return Resource.from_dict(body), fields.settle(problems, mode)
 
 
