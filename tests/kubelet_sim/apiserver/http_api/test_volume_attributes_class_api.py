@@ -190,3 +190,16 @@ def test_a_claim_class_name_must_be_a_dns_subdomain(served: Served) -> None:
     code, status = rejected(core.create_namespaced_persistent_volume_claim, "default", body)
 
     assert (code, cause_field(status)) == (422, "spec.volumeAttributesClassName")
+
+
+def test_the_storage_group_lists_the_kind_the_sidecars_probe_for(served: Served) -> None:
+    # external-provisioner and external-resizer keep volume modification on only when
+    # storage.k8s.io/v1 lists the kind VolumeAttributesClass
+    code, resources = raw(served, "/apis/storage.k8s.io/v1",
+                          token=served.handle.credentials.token)
+
+    assert code == 200
+    [vac] = [r for r in resources["resources"] if r["kind"] == "VolumeAttributesClass"]
+    assert (vac["name"], vac["namespaced"], vac["shortNames"]) == \
+        ("volumeattributesclasses", False, ["vac"])
+    assert {"create", "get", "list", "watch", "patch", "update", "delete"} <= set(vac["verbs"])
