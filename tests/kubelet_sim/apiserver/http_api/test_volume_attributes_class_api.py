@@ -203,3 +203,20 @@ def test_the_storage_group_lists_the_kind_the_sidecars_probe_for(served: Served)
     assert (vac["name"], vac["namespaced"], vac["shortNames"]) == \
         ("volumeattributesclasses", False, ["vac"])
     assert {"create", "get", "list", "watch", "patch", "update", "delete"} <= set(vac["verbs"])
+
+
+def test_a_volume_class_may_change_but_not_be_removed(served: Served) -> None:
+    pv = builders.csi_persistent_volume("pv-1", driver="hostpath.csi.example.com",
+                                        volume_handle="vol-1", storage="1Gi")
+    pv.spec["volumeAttributesClassName"] = "gold"
+    served.api.create(pv)
+    core: Any = client.CoreV1Api(config.new_client_from_config(str(served.handle.kubeconfig)))
+
+    moved = core.patch_persistent_volume("pv-1", {"spec": {"volumeAttributesClassName": "x"}})
+    code, status = rejected(core.patch_persistent_volume, "pv-1",
+                            {"spec": {"volumeAttributesClassName": None}})
+
+    assert moved.spec.volume_attributes_class_name == "x"
+    assert (code, cause_field(status)) == (422, "spec.volumeAttributesClassName")
+    assert status["details"]["causes"][0]["message"] == \
+        "Forbidden: update from non-nil value to nil is forbidden"
