@@ -183,3 +183,42 @@ async def test_without_modify_volume_a_claim_with_a_class_is_not_provisioned(
     assert cluster.requests("CreateVolume") == []
     assert any("controller MODIFY_VOLUME capability is not reported" in e
                for e in cluster.events("PersistentVolumeClaim", "data"))
+
+
+async def test_a_claim_without_a_class_gets_its_first_one_by_modification(
+    cluster: Cluster,
+) -> None:
+    cluster.storage_class()
+    add_class(cluster, "silver", "6000")
+    cluster.claim()
+    await cluster.settle()
+    assert "currentVolumeAttributesClassName" not in \
+        cluster.get("PersistentVolumeClaim", "data").status
+
+    move_claim(cluster, "silver")
+    await cluster.settle()
+
+    (modify,) = cluster.requests("ControllerModifyVolume")
+    assert dict(modify.mutable_parameters) == {"iops": "6000"}
+    assert cluster.get("PersistentVolumeClaim", "data").status[
+        "currentVolumeAttributesClassName"] == "silver"
+
+
+async def test_removing_an_infeasible_class_cancels_the_modification(cluster: Cluster) -> None:
+    cluster.storage_class()
+    add_class(cluster, "silver", "6000")
+    cluster.claim()
+    await cluster.settle()
+    cluster.driver.fail_next("ControllerModifyVolume", grpc.StatusCode.INVALID_ARGUMENT)
+    move_claim(cluster, "silver")
+    await cluster.settle()
+
+    move_claim(cluster, None)  # allowed: no class is in effect yet
+    await cluster.retry_after_backoff()
+
+    pvc = cluster.get("PersistentVolumeClaim", "data")
+    assert condition(pvc, "ModifyingVolume") is None
+    assert pvc.status["modifyVolumeStatus"]["status"] == "Infeasible"  # the last result
+    assert "VolumeModifyCanceled: Cancelled modify." in \
+        cluster.events("PersistentVolumeClaim", "data")
+    assert len(cluster.requests("ControllerModifyVolume")) == 1
