@@ -222,3 +222,21 @@ async def test_removing_an_infeasible_class_cancels_the_modification(cluster: Cl
     assert "VolumeModifyCanceled: Cancelled modify." in \
         cluster.events("PersistentVolumeClaim", "data")
     assert len(cluster.requests("ControllerModifyVolume")) == 1
+
+
+async def test_a_class_in_use_stays_until_no_claim_or_volume_names_it(gold: Cluster) -> None:
+    assert gold.get("VolumeAttributesClass", "gold").metadata.finalizers == \
+        ["kubernetes.io/vac-protection"]
+
+    gold.api.delete("VolumeAttributesClass", "silver")
+    gold.api.delete("VolumeAttributesClass", "gold")
+    await gold.settle()
+
+    assert gold.names("VolumeAttributesClass") == ["gold"]
+    assert gold.get("VolumeAttributesClass", "gold").is_terminating
+
+    gold.api.delete("PersistentVolumeClaim", "data", "default")
+    await gold.settle()
+
+    assert gold.names("PersistentVolume") == []
+    assert gold.names("VolumeAttributesClass") == []
