@@ -20,7 +20,8 @@ from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 _GROUP_PACKAGES = {"": "io.k8s.api.core", "storage.k8s.io": "io.k8s.api.storage",
                    "networking.k8s.io": "io.k8s.api.networking",
                    "snapshot.storage.k8s.io": "io.k8s.external-snapshotter.snapshot",
-                   "coordination.k8s.io": "io.k8s.api.coordination"}
+                   "coordination.k8s.io": "io.k8s.api.coordination",
+                   "policy": "io.k8s.api.policy"}
 _QUERY = ("dryRun", "fieldManager", "fieldValidation", "pretty")
 
 
