@@ -279,12 +279,17 @@ class APIServer:
               resource_version: str | None = None,
               propagation_policy: str | None = None) -> None:
         """The ``pods/eviction`` subresource: delete the pod if its PodDisruptionBudget
-        allows (:mod:`kubelet_sim.apiserver.eviction`), else :class:`TooManyRequests`."""
+        allows (:mod:`kubelet_sim.apiserver.eviction`), else :class:`TooManyRequests`.
+        ``uid``/``resource_version`` are preconditions on the pod as the eviction finds it
+        (the DisruptionTarget condition written before the delete moves its version)."""
+        current = self._current("Pod", name, namespace)
+        stale = resource_version and resource_version != current.metadata.resource_version
+        if (uid and uid != current.metadata.uid) or stale:
+            raise Conflict(f"Precondition failed for Pod {name!r}: uid/resourceVersion")
 
         def delete(pod: Resource) -> Resource:
             return self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds,
-                               uid=uid, resource_version=resource_version,
-                               propagation_policy=propagation_policy)
+                               uid=uid, propagation_policy=propagation_policy)
 
         evict(self, namespace or "default", name, dry_run, delete)
 

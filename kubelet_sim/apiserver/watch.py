@@ -136,6 +136,9 @@ class Watch:
         # popleft are atomic, the order is the order of the appends
         self._buffer: deque[WatchEvent | None] = deque()  # None: the end marker
         self._ready = asyncio.Event()  # set by a wake-up; only touched on the loop's thread
+        # a cross-thread wake-up is scheduled and has not run yet: a burst of commits from
+        # another thread schedules one callback, not one per event
+        self._wake_pending = False
         self._stopped = False
         try:  # the loop that consumes; bound on the first next() when made outside one
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -157,8 +160,16 @@ class Watch:
         if same_thread:
             self._ready.set()
             return
+        if self._wake_pending:
+            return  # the scheduled wake-up runs after this append: the consumer sees it
+        self._wake_pending = True
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to wake
-            loop.call_soon_threadsafe(self._ready.set)
+            loop.call_soon_threadsafe(self._woken)
+
+    def _woken(self) -> None:
+        """On the consumer's loop: a wake-up from another thread arrives."""
+        self._wake_pending = False  # cleared first: a later append schedules its own
+        self._ready.set()
 
     def _offer(self, change: Change) -> None:
         if self._stopped:

@@ -389,3 +389,15 @@ def test_the_python_client_reads_a_bad_resource_version_as_an_api_exception(
     with pytest.raises(ApiException) as caught:
         core.list_namespaced_pod("default", resource_version="abc")
     assert caught.value.status == 400
+
+
+def test_an_eviction_with_a_stale_resource_version_precondition_is_409(served: Served) -> None:
+    created = served.api.create(pod("a", node="node-1"))
+    make_ready(served, "a")
+    stale = {"preconditions": {"resourceVersion": created.metadata.resource_version}}
+    code, answer = call_json(served, "POST", f"{PODS}/a/eviction", eviction("a", **stale))
+    assert (code, answer["reason"]) == (409, "Conflict")
+    current = served.api.get("Pod", "a", "default").metadata.resource_version
+    fresh = {"preconditions": {"resourceVersion": current}, "gracePeriodSeconds": 0}
+    code, _ = call_json(served, "POST", f"{PODS}/a/eviction", eviction("a", **fresh))
+    assert code == 201 and served.api.list("Pod").items == []
