@@ -3,8 +3,9 @@
 never a started watch stream.
 
 - ``resourceVersionMatch`` outside ``NotOlderThan``/``Exact`` (a watch: only
-  ``NotOlderThan``, and only with ``sendInitialEvents``), or without a resourceVersion:
-  422 Invalid on ``ListOptions.meta.k8s.io``, as the handlers' ValidateListOptions answers.
+  ``NotOlderThan``, and only with ``sendInitialEvents``), or without a resourceVersion, and
+  ``sendInitialEvents`` on a list: 422 Invalid on ``ListOptions.meta.k8s.io``, as the
+  handlers' ValidateListOptions answers.
 - A resourceVersion that is not a number: 400 BadRequest ``invalid resource version:
   resourceVersion: Invalid value: "abc": ...``, the etcd store's wording (kube-apiserver's
   watch cache lets the inner error through as a 500; a bad input is a 4xx here).
@@ -26,9 +27,8 @@ def _quoted(values: list[str]) -> str:
 
 
 def _invalid(causes: list[dict[str, str]]) -> web.HTTPException:
-    joined = "; ".join(f"{c['field']}: {c['message']}" for c in causes)
-    if len(causes) > 1:
-        joined = f"[{', '.join(c['field'] + ': ' + c['message'] for c in causes)}]"
+    errors = [f"{c['field']}: {c['message']}" for c in causes]
+    joined = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"  # Go's aggregate
     return fail(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {joined}',
                 {"group": "meta.k8s.io", "kind": "ListOptions", "name": "", "causes": causes})
 
@@ -67,6 +67,8 @@ def check(query: Any, watch: bool) -> None:
         if match == EXACT and version == "0":
             causes.append(_forbidden(field, 'resourceVersionMatch "exact" is forbidden for '
                                             'resourceVersion "0"'))
+    if not watch and initial is not None:
+        causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
         raise _invalid(causes)
     if version and not version.isdigit():

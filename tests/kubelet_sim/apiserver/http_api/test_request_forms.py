@@ -382,6 +382,10 @@ def test_an_unknown_resource_version_match_is_422(served: Served) -> None:
                                  '"NotOlderThan", ""')
     code, watch = call_json(served, "GET", f"{PODS}?watch=1&resourceVersionMatch=Exact")
     assert code == 422 and watch["details"]["kind"] == "ListOptions"
+    code, listed = call_json(served, "GET", f"{PODS}?sendInitialEvents=true")
+    assert code == 422 and listed["details"]["causes"] == [{
+        "reason": "FieldValueForbidden", "field": "sendInitialEvents",
+        "message": "Forbidden: sendInitialEvents is forbidden for list"}]
 
 
 def test_the_python_client_reads_a_bad_resource_version_as_an_api_exception(
