@@ -311,13 +311,15 @@ class APIServer:
         label_selector: str | LabelSelector | None = None,
         field_selector: str | None = None,
         resource_version: str | int | None = None,
+        buffer_limit: int | None = None,
     ) -> Watch:
         """Subscribe to changes. With ``resource_version`` the watch first replays exactly
         the retained events after it (:class:`Gone` if too old); without, it starts with a
-        synthetic ``ADDED`` for every current object, as Kubernetes does."""
+        synthetic ``ADDED`` for every current object, as Kubernetes does. With a
+        ``buffer_limit`` a watcher more than that many events behind is closed."""
         matches = query_predicate(kind, namespace, label_selector, field_selector)
         since = None if resource_version in (None, "", "0") else int(str(resource_version))
-        return self._store.watch(kind, matches, since)
+        return self._store.watch(kind, matches, since, buffer_limit)
 
     @locked
     def events_since(

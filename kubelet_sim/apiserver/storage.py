@@ -18,7 +18,15 @@ from collections.abc import Callable, Mapping
 
 from kubelet_sim.api.model import Resource, kind_info, parse_time
 from kubelet_sim.apiserver.persistence import ObjectDatabase
-from kubelet_sim.apiserver.watch import ADDED, DELETED, Change, EventHistory, Watch, WatchEvent
+from kubelet_sim.apiserver.watch import (
+    ADDED,
+    DELETED,
+    Change,
+    EventHistory,
+    Watch,
+    WatchEvent,
+    filter_change,
+)
 
 Predicate = Callable[[Resource], bool]
 Feed = Callable[[str, Resource], None]  # (event type, the stored object) per commit
@@ -139,18 +147,22 @@ class ObjectStore:
             on_change(ADDED, obj)
         self._feeds.setdefault(kind, []).append(on_change)
 
-    def watch(self, kind: str | None, matches: Predicate, since: int | None) -> Watch:
+    def watch(self, kind: str | None, matches: Predicate, since: int | None,
+              limit: int | None = None) -> Watch:
         """A live watch; it first replays the retained changes after ``since`` (Gone when
-        too old) or, with ``since=None``, a synthetic ADDED per current object."""
-        w = Watch(kind, matches, self._unsubscribe)
+        too old) or, with ``since=None``, a synthetic ADDED per current object. ``limit``
+        bounds the live events it may hold unread (:class:`Watch`)."""
+        w = Watch(kind, matches, self._unsubscribe, limit)
         if since is not None:
             for change in self._history.since(since):
-                w._offer(change)
+                event = filter_change(change, kind, matches)
+                if event is not None:
+                    w._replay(event)
         else:
             for k in [kind] if kind else self.kinds():
                 for obj in self.sorted(k):
                     if matches(obj):
-                        w._push(WatchEvent(ADDED, obj.copy()))
+                        w._replay(WatchEvent(ADDED, obj.copy()))
         self._watches.append(w)
         return w
 

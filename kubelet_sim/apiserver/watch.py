@@ -122,14 +122,25 @@ class Watch:
     commit appends its event to this watch's buffer right there, so the buffer is in
     commit order whatever thread the writer ran on. The consumer's event loop is only
     woken (directly from its own thread, through ``call_soon_threadsafe`` from another):
-    a wake-up may come late or twice, an event never out of order. The buffer has no
-    bound, so a watcher never misses an event.
+    a wake-up may come late or twice, an event never out of order.
+
+    With a ``limit`` (the HTTP watches: a client may stop reading), at most that many
+    live events wait in the buffer: one more and the watcher is closed, as
+    kube-apiserver's watch cache closes a watcher that cannot keep up; its buffered
+    events are dropped and its client watches again from the last resourceVersion it
+    saw (or relists after 410). The events replayed at the start (the current objects,
+    or the retained history) do not count against it. Without a limit (the in-process
+    watchers) nothing is ever dropped.
     """
 
     def __init__(
-        self, kind: str | None, matches: Predicate, on_stop: Callable[[Watch], None]
+        self, kind: str | None, matches: Predicate, on_stop: Callable[[Watch], None],
+        limit: int | None = None,
     ) -> None:
         self.kind = kind
+        self.limit = limit
+        self.overflowed = False  # closed because the consumer fell behind
+        self._replayed = 0  # events of the start-up replay still in the buffer
         self._matches = matches
         self._on_stop = on_stop
         # appended by the committing thread, popped by the consumer; deque's append and
@@ -175,11 +186,27 @@ class Watch:
         if self._stopped:
             return
         event = filter_change(change, self.kind, self._matches)
-        if event is not None:
-            self._put(event)
+        if event is None:
+            return
+        if self.limit is not None and len(self._buffer) - self._replayed >= self.limit:
+            self.overflowed = True
+            self._buffer.clear()  # what it did not read is not kept for it
+            self._replayed = 0
+            self.stop()
+            return
+        self._put(event)
+
+    def _replay(self, event: WatchEvent) -> None:
+        """An event of the start-up replay (not bounded by ``limit``)."""
+        self._replayed += 1
+        self._put(event)
 
     def _push(self, event: WatchEvent) -> None:
         self._put(event)
+
+    def _popped(self) -> None:
+        if self._replayed:
+            self._replayed -= 1
 
     def stop(self) -> None:
         """Unsubscribe; iteration ends after the events already queued."""
@@ -194,6 +221,7 @@ class Watch:
         while self._buffer and self._buffer[0] is not None:  # the end marker stays
             event = self._buffer.popleft()
             assert event is not None
+            self._popped()
             out.append(event)
         return out
 
@@ -207,6 +235,7 @@ class Watch:
             if self._buffer:
                 if self._buffer[0] is None:
                     return None  # the end marker stays: every later next() ends too
+                self._popped()
                 return self._buffer.popleft()
             await self._ready.wait()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.watch import ADDED, Change, Watch
@@ -116,3 +117,30 @@ def test_a_stopped_watch_ends_after_what_was_queued_and_drain_keeps_the_end() ->
             [e.resource_version for e in rest], ended
 
     assert asyncio.run(read()) == (1, [2], True)
+
+
+async def test_a_watcher_too_far_behind_is_closed_and_keeps_nothing_but_the_replay_is_free() -> None:
+    api = APIServer()
+    for i in range(5):
+        api.create(builders.namespace(f"ns-{i}"))
+    watch = api.watch("Namespace", buffer_limit=3)  # replays the 7 namespaces
+    assert not watch.overflowed
+    first = await watch.next()
+    assert first is not None and first.type == "ADDED"
+    for i in range(3):  # three live events wait unread: within the limit
+        api.create(builders.namespace(f"live-{i}"))
+    assert not watch.overflowed
+    api.create(builders.namespace("one-too-many"))
+    assert watch.overflowed
+    assert await watch.next() is None  # closed, its unread events dropped
+    assert watch not in api._store._watches
+
+
+async def test_a_watcher_that_keeps_reading_is_never_closed() -> None:
+    api = APIServer()
+    watch = api.watch("Namespace", buffer_limit=2, resource_version=api.resource_version)
+    for i in range(20):
+        api.create(builders.namespace(f"ns-{i}"))
+        event = await watch.next()
+        assert event is not None and event.object.name == f"ns-{i}"
+    assert not watch.overflowed
