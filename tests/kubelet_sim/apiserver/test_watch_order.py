@@ -119,7 +119,7 @@ def test_a_stopped_watch_ends_after_what_was_queued_and_drain_keeps_the_end() ->
     assert asyncio.run(read()) == (1, [2], True)
 
 
-async def test_a_watcher_too_far_behind_is_closed_and_keeps_nothing_but_the_replay_is_free() -> None:
+async def test_a_watcher_too_far_behind_is_closed_and_the_replay_does_not_count() -> None:
     api = APIServer()
     for i in range(5):
         api.create(builders.namespace(f"ns-{i}"))
