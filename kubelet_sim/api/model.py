@@ -37,6 +37,9 @@ class KindInfo:
     has_spec: bool = True
     # For kinds without spec: the top-level fields the kind defines (others are unknown).
     top_level: frozenset[str] = frozenset()
+    # A custom resource (served from a CustomResourceDefinition): any top-level field, its
+    # schema (kubelet_sim.apiserver.crd) decides which are kept.
+    custom: bool = False
 
 
 KINDS: dict[str, KindInfo] = {
@@ -63,6 +66,7 @@ KINDS: dict[str, KindInfo] = {
             top_level=frozenset({"driver", "parameters", "deletionPolicy"}),
         ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
+        KindInfo("CustomResourceDefinition", "apiextensions.k8s.io/v1", False, True, {}),
         KindInfo("Lease", "coordination.k8s.io/v1", True, False),
         KindInfo(
             "Event", "v1", True, False, has_spec=False,
@@ -93,12 +97,27 @@ _META_FIELDS = {
 }
 
 
+# The kinds CustomResourceDefinitions add while a cluster runs (kind -> its facts); kept by
+# kubelet_sim.apiserver.crd.registry through register_custom_kind / forget_custom_kind.
+# Keyed by kind name as the store is: one process serving two clusters shares it.
+_CUSTOM_KINDS: dict[str, KindInfo] = {}
+
+
+def register_custom_kind(info: KindInfo) -> None:
+    """Make a CustomResourceDefinition's kind known to the object model."""
+    _CUSTOM_KINDS[info.kind] = info
+
+
+def forget_custom_kind(kind: str) -> None:
+    _CUSTOM_KINDS.pop(kind, None)
+
+
 def kind_info(kind: str) -> KindInfo:
     """The :class:`KindInfo` for ``kind``; unknown kinds are :class:`Invalid`."""
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise Invalid("kind", f"unsupported kind {kind!r}; known: {sorted(KINDS)}") from None
+    found = KINDS.get(kind) or _CUSTOM_KINDS.get(kind)
+    if found is None:
+        raise Invalid("kind", f"unsupported kind {kind!r}; known: {sorted(KINDS)}")
+    return found
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))
@@ -267,14 +286,23 @@ class Resource:
             for k, v in raw.items()
             if k not in ("apiVersion", "kind", "metadata", "spec", "status")
         }
-        unknown = sorted(body) if info.has_spec else sorted(set(body) - info.top_level)
+        if info.custom:
+            unknown = []
+        elif info.has_spec:
+            unknown = sorted(body)
+        else:
+            unknown = sorted(set(body) - info.top_level)
         if unknown:
             raise Invalid(unknown[0], "unknown field")
         spec, status = raw.get("spec") or {}, raw.get("status") or {}
-        if not isinstance(spec, dict):
-            raise Invalid("spec", "must be an object")
         if not isinstance(status, dict):
             raise Invalid("status", "must be an object")
+        if info.custom:  # a custom resource keeps every top-level field as sent
+            body = {k: copy.deepcopy(v) for k, v in raw.items()
+                    if k not in ("apiVersion", "kind", "metadata", "status")}
+            return cls(kind, metadata, {}, copy.deepcopy(status), body, api_version)
+        if not isinstance(spec, dict):
+            raise Invalid("spec", "must be an object")
         if not info.has_spec and "spec" in raw:
             raise Invalid("spec", f"unknown field: {kind} has no spec")
         return cls(kind, metadata, copy.deepcopy(spec), copy.deepcopy(status), body, api_version)

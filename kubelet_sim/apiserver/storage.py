@@ -80,7 +80,7 @@ class ObjectStore:
         return [
             (kind, name)
             for kind, objects in sorted(self._objects.items())
-            if kind_info(kind).namespaced
+            if objects and kind_info(kind).namespaced
             for ns, name in sorted(objects)
             if ns == namespace
         ]
