@@ -79,7 +79,7 @@ class FieldError:
     """One field's problem as kube-apiserver's ``field.Error`` words it: a cause reason
     (FieldValueInvalid, FieldValueRequired, ...), the field path and the text after it."""
 
-    __slots__ = ("reason", "field", "detail")
+    __slots__ = ("detail", "field", "reason")
 
     def __init__(self, reason: str, field: str, detail: str) -> None:
         self.reason, self.field, self.detail = reason, field, detail

@@ -103,6 +103,9 @@ _META_FIELDS = {
 _CUSTOM_KINDS: dict[str, KindInfo] = {}
 
 
+_GONE = KindInfo("", "", False, False, has_spec=False, custom=True)
+
+
 def register_custom_kind(info: KindInfo) -> None:
     """Make a CustomResourceDefinition's kind known to the object model."""
     _CUSTOM_KINDS[info.kind] = info
@@ -256,11 +259,13 @@ class Resource:
 
     # -- wire form -----------------------------------------------------------------------
     def to_dict(self) -> JSON:
-        info = kind_info(self.kind)
+        # an object of a custom kind whose definition just went (a watch still delivering
+        # its DELETED events) keeps the custom shape: every field but status in body
+        has_spec = (KINDS.get(self.kind) or _CUSTOM_KINDS.get(self.kind) or _GONE).has_spec
         out: JSON = {"apiVersion": self.api_version, "kind": self.kind}
         out["metadata"] = self.metadata.to_dict()
         out.update(copy.deepcopy(self.body))
-        if info.has_spec:
+        if has_spec:
             out["spec"] = copy.deepcopy(self.spec)
         if self.status:
             out["status"] = copy.deepcopy(self.status)

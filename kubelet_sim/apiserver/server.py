@@ -43,8 +43,6 @@ from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidde
 from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
-from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
-from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
     admit_new,
@@ -52,6 +50,8 @@ from kubelet_sim.apiserver.admission import (
     deletion_grace_period,
     generated_name,
 )
+from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
+from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.persistence import ObjectDatabase

@@ -68,17 +68,6 @@ class CustomKind:
         return next((v for v in self.versions if v.name == name), None)
 
 
-def version_priority(version: str) -> tuple[int, int, int]:
-    """Kubernetes' version order (v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other), as a
-    sort key (smallest first)."""
-    found = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
-    if not found:
-        return (3, 0, 0)
-    major, stage, minor = int(found[1]), found[2], int(found[3] or 0)
-    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
-    return (rank, -major, -minor)
-
-
 def set_defaults(crd: Resource) -> None:
     """apiextensions' defaults: singular and listKind from the kind, conversion None."""
     names = crd.spec.setdefault("names", {})
@@ -115,7 +104,7 @@ def definition_errors(crd: Resource) -> list[FieldError]:
                                  "Required value" + (f": {text}" if text else "")))
 
     group = spec.get("group")
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    names: dict[str, Any] = spec["names"] if isinstance(spec.get("names"), dict) else {}
     plural = names.get("plural")
     if not group:
         required("spec.group")
@@ -240,7 +229,6 @@ def custom_kind(crd: Resource) -> CustomKind:
             status="status" in subresources, scale=subresources.get("scale"),
             deprecated=bool(v.get("deprecated")),
             deprecation_warning=v.get("deprecationWarning")))
-    versions.sort(key=lambda v: version_priority(v.name))
     return CustomKind(
         name=crd.name, group=spec["group"], kind=names["kind"],
         list_kind=names.get("listKind") or f"{names['kind']}List", plural=names["plural"],

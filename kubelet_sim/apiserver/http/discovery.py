@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, subresources
+from kubelet_sim.apiserver.http.resources import (
+    ApiResource,
+    Subresource,
+    group_versions,
+    subresources,
+)
+
+GroupVersions = dict[str, list[ApiResource]]
 
 VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-cni-csi-mini",
            "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
@@ -21,15 +28,17 @@ def api_versions(server_address: str) -> dict[str, Any]:
                                             "serverAddress": server_address}]}
 
 
-def api_group_list() -> dict[str, Any]:
-    groups = []
-    for gv in group_versions():
+def api_group_list(served: GroupVersions | None = None) -> dict[str, Any]:
+    """Every named group with its versions, the preferred (highest priority) first."""
+    groups: dict[str, list[dict[str, str]]] = {}
+    for gv in served if served is not None else group_versions():
         if "/" not in gv:
             continue
         group, version = gv.split("/")
-        entry = {"groupVersion": gv, "version": version}
-        groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        groups.setdefault(group, []).append({"groupVersion": gv, "version": version})
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [{"name": group, "versions": versions, "preferredVersion": versions[0]}
+                       for group, versions in groups.items()]}
 
 
 def _entries(r: ApiResource) -> list[dict[str, Any]]:
@@ -39,13 +48,20 @@ def _entries(r: ApiResource) -> list[dict[str, Any]]:
         main["shortNames"] = list(r.short_names)
     if r.categories:
         main["categories"] = list(r.categories)
-    return [main] + [{"name": f"{r.plural}/{s.name}", "singularName": "",
-                      "namespaced": r.namespaced, "kind": s.kind, "verbs": list(s.verbs)}
-                     for s in subresources(r)]
+    return [main] + [_subresource(r, s) for s in subresources(r)]
 
 
-def api_resource_list(group_version: str) -> dict[str, Any] | None:
-    resources = group_versions().get(group_version)
+def _subresource(r: ApiResource, s: Subresource) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": f"{r.plural}/{s.name}", "singularName": "",
+                             "namespaced": r.namespaced}
+    if s.group_version:
+        entry["group"], entry["version"] = s.group_version.split("/")
+    return {**entry, "kind": s.kind, "verbs": list(s.verbs)}
+
+
+def api_resource_list(group_version: str,
+                      served: GroupVersions | None = None) -> dict[str, Any] | None:
+    resources = (served if served is not None else group_versions()).get(group_version)
     if resources is None:
         return None
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,

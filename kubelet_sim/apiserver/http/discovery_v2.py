@@ -44,24 +44,32 @@ def _resource(r: ApiResource) -> dict[str, Any]:
     if r.categories:
         entry["categories"] = list(r.categories)
     subs = [{"subresource": s.name,
-             "responseKind": {"group": r.group, "version": r.version, "kind": s.kind},
+             "responseKind": _kind_of(r, s.group_version, s.kind),
              "verbs": list(s.verbs)} for s in subresources(r)]
     if subs:
         entry["subresources"] = subs
     return entry
 
 
-def group_discovery_list(core: bool) -> dict[str, Any]:
-    """The list for ``/api`` (``core``) or for ``/apis``."""
-    items = []
-    for gv, resources in group_versions().items():
+def _kind_of(r: ApiResource, group_version: str, kind: str) -> dict[str, str]:
+    if not group_version:
+        return {"group": r.group, "version": r.version, "kind": kind}
+    group, _, version = group_version.rpartition("/")
+    return {"group": group, "version": version, "kind": kind}
+
+
+def group_discovery_list(core: bool,
+                         served: dict[str, list[ApiResource]] | None = None) -> dict[str, Any]:
+    """The list for ``/api`` (``core``) or for ``/apis``; a group's versions in priority
+    order (the first is the preferred one)."""
+    items: dict[str, dict[str, Any]] = {}
+    for gv, resources in (served if served is not None else group_versions()).items():
         group, _, version = gv.rpartition("/")
         if (group == "") != core:
             continue
-        items.append({
-            "metadata": {"name": group} if group else {},
-            "versions": [{"version": version, "freshness": "Current",
-                          "resources": [_resource(r) for r in resources]}],
-        })
+        item = items.setdefault(group, {"metadata": {"name": group} if group else {},
+                                        "versions": []})
+        item["versions"].append({"version": version, "freshness": "Current",
+                                 "resources": [_resource(r) for r in resources]})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {}, "items": items}
+            "metadata": {}, "items": list(items.values())}

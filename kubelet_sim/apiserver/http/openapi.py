@@ -15,6 +15,8 @@ import json
 from typing import Any
 
 from kubelet_sim.api.schema import Arr, Leaf, Map, Node, Obj, kind_schema
+from kubelet_sim.apiserver.crd.openapi import custom_schema, custom_schema_name
+from kubelet_sim.apiserver.http.custom import custom_parts
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 _GROUP_PACKAGES = {"": "io.k8s.api.core", "storage.k8s.io": "io.k8s.api.storage",
@@ -25,6 +27,9 @@ _QUERY = ("dryRun", "fieldManager", "fieldValidation", "pretty")
 
 
 def schema_name(r: ApiResource) -> str:
+    custom = custom_parts(r)
+    if custom is not None:
+        return custom_schema_name(*custom)
     return f"{_GROUP_PACKAGES.get(r.group, r.group)}.{r.version}.{r.kind}"
 
 
@@ -63,6 +68,10 @@ def _paths(r: ApiResource) -> dict[str, Any]:
                              "patch": _operation(r, "patch", "patch"),
                              "delete": _operation(r, "delete", "delete")},
     }
+    if r.has_scale:
+        paths[f"{base}/{{name}}/scale"] = {"get": _operation(r, "read", "get"),
+                                          "put": _operation(r, "replace", "put"),
+                                          "patch": _operation(r, "patch", "patch")}
     if r.has_status:
         paths[f"{base}/{{name}}/status"] = {"get": _operation(r, "read", "get"),
                                            "put": _operation(r, "replace", "put"),
@@ -93,6 +102,9 @@ def _openapi(node: Node) -> dict[str, Any]:
 
 
 def _schema(r: ApiResource) -> dict[str, Any]:
+    custom = custom_parts(r)
+    if custom is not None:  # a CustomResourceDefinition's own schema
+        return custom_schema(*custom)
     described = kind_schema(r.kind)
     fields = _openapi(described)["properties"] if described else {}
     descriptions = {**_DESCRIPTIONS, "spec": f"The desired state of the {r.kind}.",
@@ -105,8 +117,9 @@ def _schema(r: ApiResource) -> dict[str, Any]:
             "x-kubernetes-group-version-kind": [_gvk(r)]}
 
 
-def document(group_version: str) -> dict[str, Any] | None:
-    resources = group_versions().get(group_version)
+def document(group_version: str,
+             served: dict[str, list[ApiResource]] | None = None) -> dict[str, Any] | None:
+    resources = (served if served is not None else group_versions()).get(group_version)
     if resources is None:
         return None
     resources = [r for r in resources if "patch" in r.verbs]  # read-only ones: no schema
@@ -118,10 +131,12 @@ def document(group_version: str) -> dict[str, Any] | None:
             "components": {"schemas": {schema_name(r): _schema(r) for r in resources}}}
 
 
-def index() -> dict[str, Any]:
+def index(served: dict[str, list[ApiResource]] | None = None) -> dict[str, Any]:
     paths = {}
-    for gv in group_versions():
+    served = served if served is not None else group_versions()
+    for gv in served:
         key = f"apis/{gv}" if "/" in gv else f"api/{gv}"
-        digest = hashlib.sha256(json.dumps(document(gv), sort_keys=True).encode()).hexdigest()
+        digest = hashlib.sha256(json.dumps(document(gv, served),
+                                           sort_keys=True).encode()).hexdigest()
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest[:32].upper()}"}
     return {"paths": paths}

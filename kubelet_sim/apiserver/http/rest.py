@@ -27,7 +27,16 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http import pod_connect
-from kubelet_sim.apiserver.http.events import GROUP, shown, stored
+from kubelet_sim.apiserver.http.custom import (
+    custom_parts,
+    refuse_other_media,
+    serve_scale,
+    shown,
+    stored,
+    unknown_fields,
+)
+from kubelet_sim.apiserver.http.custom import table as custom_table
+from kubelet_sim.apiserver.http.events import GROUP
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
 from kubelet_sim.apiserver.http.resources import ApiResource
@@ -71,6 +80,11 @@ class Rest:
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
+            if custom_parts(target.resource) is not None:
+                refuse_other_media(request)  # custom resources are JSON only
+                if target.subresource == "scale":
+                    return _json(await serve_scale(self.api, request, target.resource,
+                                                   target.name, target.namespace))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
             if not target.name:
@@ -100,8 +114,8 @@ class Rest:
     def get(self, request: web.Request, target: Target) -> web.Response:
         obj = self.api.get(target.resource.kind, target.name, target.namespace)
         if wants_table(request):
-            return _json(table(target.resource.kind, [obj], obj.metadata.resource_version or "",
-                               request.query.get("includeObject", "Metadata")))
+            return _json(_table(target.resource, [obj], obj.metadata.resource_version or "",
+                                request.query.get("includeObject", "Metadata")))
         return _json(shown(target.resource, obj.to_dict()))
 
     def list(self, request: web.Request, target: Target) -> web.Response:
@@ -111,8 +125,8 @@ class Rest:
                               field_selector=request.query.get("fieldSelector") or None)
         items, token = _page(found.items, found.resource_version, request)
         if wants_table(request):
-            return _json(table(r.kind, items, found.resource_version,
-                               request.query.get("includeObject", "Metadata"), token))
+            return _json(_table(r, items, found.resource_version,
+                                request.query.get("includeObject", "Metadata"), token))
         meta: dict[str, Any] = {"resourceVersion": found.resource_version}
         if token:
             meta["continue"] = token
@@ -176,8 +190,8 @@ class Rest:
     def _shown(self, request: web.Request, r: ApiResource, obj: Resource) -> dict[str, Any]:
         """A watched object as the client asked for it: itself, or a one-row Table."""
         if wants_table(request):
-            return table(r.kind, [obj], obj.metadata.resource_version or "",
-                         request.query.get("includeObject", "Metadata"))
+            return _table(r, [obj], obj.metadata.resource_version or "",
+                          request.query.get("includeObject", "Metadata"))
         return shown(r, obj.to_dict())
 
     # -- writes ---------------------------------------------------------------------------
@@ -186,6 +200,7 @@ class Rest:
         obj, warnings = self._object(target, body, mode)
         if dry_run:
             apply_defaults(obj)
+            obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
             return _json(shown(target.resource, obj.to_dict()), 201, warnings)
         return _json(shown(target.resource, self.api.create(obj).to_dict()), 201, warnings)
@@ -198,6 +213,7 @@ class Rest:
         if dry_run:
             self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
+            obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
             return _json(shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
@@ -214,7 +230,8 @@ class Rest:
         dry_run, mode = _dry_run(request), fields.directive(request)
         problems = fields.duplicate_fields(patch)
         r = target.resource
-        if content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP:
+        if (content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP
+                and custom_parts(r) is None):
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             # a merge patch has the object's shape: its unknown fields are the result's
@@ -235,10 +252,11 @@ class Rest:
             else:
                 merged = merge_patch(doc, patch)
             merged = stored(r, merged)
-            warnings = fields.settle(problems + fields.drop_unknown_fields(merged, kind), mode)
+            warnings = fields.settle(problems + unknown_fields(r, merged), mode)
             obj = Resource.from_dict(merged)
             if dry_run:
                 apply_defaults(obj)
+                obj = self.api.custom.prepare(obj, self.api.clock.now())
                 validate(obj)
                 return _json(shown(r, obj.to_dict()), warnings=warnings)
             obj.metadata.resource_version = current.metadata.resource_version
@@ -286,8 +304,16 @@ class Rest:
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
         body = stored(r, body)
-        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(body, r.kind)
+        problems = fields.duplicate_fields(body) + unknown_fields(r, body)
         return Resource.from_dict(body), fields.settle(problems, mode)
+
+
+def _table(r: ApiResource, items: list[Resource], resource_version: str, include: str,
+           continue_token: str = "") -> dict[str, Any]:
+    """The Table of ``items``: a definition's printer columns, or the built-in ones."""
+    if custom_parts(r) is not None:
+        return custom_table(r, items, resource_version, include, continue_token)
+    return table(r.kind, items, resource_version, include, continue_token)
 
 
 def _page(items: list[Resource], resource_version: str,

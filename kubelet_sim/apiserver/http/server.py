@@ -14,9 +14,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
+from kubelet_sim.apiserver.http import custom, debug_faults, discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.paths import Target, parse
+from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.server import APIServer
@@ -42,7 +43,7 @@ def make_app(api: APIServer, token: str, address: str,
              on_request: RequestObserver | None = None) -> web.Application:
     rest = Rest(api)
 
-    async def served(request: web.Request, target: Target) -> web.StreamResponse:
+    async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response = await rest.handle(request, target)
         if on_request is not None:
             on_request(request_verb(request, target), target.resource.plural,
@@ -62,24 +63,32 @@ def make_app(api: APIServer, token: str, address: str,
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    def served() -> dict[str, list[ApiResource]]:
+        return custom.served_group_versions(api.custom)
+
+    def resolve(group: str, version: str, plural: str) -> ApiResource | None:
+        return custom.resolve(api.custom, group, version, plural)
+
     def aggregated(request: web.Request, core: bool) -> web.Response | None:
         if not discovery_v2.wants_aggregated(request.headers.get("Accept", "")):
             return None
-        return web.Response(body=json.dumps(discovery_v2.group_discovery_list(core)).encode(),
+        body = discovery_v2.group_discovery_list(core, served())
+        return web.Response(body=json.dumps(body).encode(),
                             headers={"Content-Type": discovery_v2.AGGREGATED})
 
     async def api_versions(request: web.Request) -> web.Response:
         return aggregated(request, True) or web.json_response(discovery.api_versions(address))
 
     async def groups(request: web.Request) -> web.Response:
-        return aggregated(request, False) or web.json_response(discovery.api_group_list())
+        return aggregated(request, False) or web.json_response(
+            discovery.api_group_list(served()))
 
     def not_found() -> web.Response:
         return status_response(status_body(
             404, "NotFound", "the server could not find the requested resource"))
 
     async def resources(request: web.Request, group_version: str) -> web.Response:
-        body = discovery.api_resource_list(group_version)
+        body = discovery.api_resource_list(group_version, served())
         return web.json_response(body) if body is not None else not_found()
 
     async def core(request: web.Request) -> web.StreamResponse:
@@ -87,30 +96,31 @@ def make_app(api: APIServer, token: str, address: str,
         if not segments:
             return await resources(request, "v1")
         target = parse("", "v1", segments)
-        return not_found() if target is None else await served(request, target)
+        return not_found() if target is None else await serve(request, target)
 
     async def grouped(request: web.Request) -> web.StreamResponse:
         group, version = request.match_info["group"], request.match_info["version"]
         segments = [s for s in request.match_info["tail"].split("/") if s]
         if not segments:
             return await resources(request, f"{group}/{version}")
-        target = parse(group, version, segments)
-        return not_found() if target is None else await served(request, target)
+        target = parse(group, version, segments, resolve)
+        return not_found() if target is None else await serve(request, target)
 
     async def group_versions(request: web.Request) -> web.Response:
         group = request.match_info["group"]
-        listed = [g for g in discovery.api_group_list()["groups"] if g["name"] == group]
+        listed = [g for g in discovery.api_group_list(served())["groups"]
+                  if g["name"] == group]
         if not listed:
             return not_found()
         return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
 
     async def openapi_index(request: web.Request) -> web.Response:
-        return web.json_response(openapi.index())
+        return web.json_response(openapi.index(served()))
 
     async def openapi_document(request: web.Request) -> web.Response:
         tail = request.match_info["tail"]
         gv = tail.removeprefix("apis/") if tail.startswith("apis/") else tail.removeprefix("api/")
-        body = openapi.document(gv)
+        body = openapi.document(gv, served())
         return web.json_response(body) if body is not None else not_found()
 
     async def fallback(request: web.Request) -> web.Response:
