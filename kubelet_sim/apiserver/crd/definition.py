@@ -77,11 +77,6 @@ def set_defaults(crd: Resource) -> None:
     conversion = crd.spec.setdefault("conversion", {})
     if isinstance(conversion, dict):
         conversion.setdefault("strategy", "None")
-    for version in crd.spec.get("versions") or []:
-        if isinstance(version, dict):
-            for column in version.get("additionalPrinterColumns") or []:
-                if isinstance(column, dict):
-                    column.setdefault("priority", 0)
 
 
 def validate_definition(crd: Resource) -> None:
