@@ -71,6 +71,14 @@ def resolve(custom: CustomResources, group: str, version: str,
     return lookup(group, version, plural)
 
 
+def deprecation_warning(r: ApiResource) -> str | None:
+    """The Warning every request of a deprecated version is answered with."""
+    parts = custom_parts(r)
+    if parts is None or not parts[1].deprecated:
+        return None
+    return parts[1].deprecation_warning or f"{r.group_version} {r.kind} is deprecated"
+
+
 # -- versions --------------------------------------------------------------------------------
 
 def shown(r: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from kubelet_sim.apiserver.http import custom, debug_faults, discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
+from kubelet_sim.apiserver.http.field_validation import warning_headers
 from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
@@ -45,6 +46,9 @@ def make_app(api: APIServer, token: str, address: str,
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response = await rest.handle(request, target)
+        warning = custom.deprecation_warning(target.resource)
+        if warning and not response.prepared:
+            response.headers.extend(warning_headers([warning]))
         if on_request is not None:
             on_request(request_verb(request, target), target.resource.plural,
                        target.subresource, response.status)

@@ -159,9 +159,13 @@ def test_kubectl_scale_writes_the_spec_replicas_path(widgets: Served) -> None:
 
 def test_every_served_version_serves_the_stored_objects(widgets: Served) -> None:
     widgets.kubectl("apply", "-f", "-", stdin=widget("w1"))
-    old = widgets.kubectl_json("get", "widgets.v1beta1.stable.example.com", "w1")
+    done = widgets.kubectl("get", "widgets.v1beta1.stable.example.com", "w1", "-o", "json")
+    old = json.loads(done.stdout)
     assert old["apiVersion"] == "stable.example.com/v1beta1"
     assert old["spec"]["color"] == "red"
+    # a deprecated version answers with its warning, which kubectl prints
+    assert "Warning: stable.example.com/v1beta1 Widget is old; use stable.example.com/v1" \
+        in done.stderr
 
 
 def test_label_and_field_selectors_filter_custom_resources(widgets: Served) -> None:
@@ -272,3 +276,42 @@ def test_the_simulators_snapshot_roles_work_under_the_snapshot_crds(tmp_path: Pa
         up.kubectl("delete", "volumesnapshot", "snap")
         wait_for(lambda: not up.kubectl("get", "volumesnapshotcontents", "-o", "name").strip(),
                  what="the snapshot's content deleted")
+
+
+def test_aggregated_discovery_lists_the_kind_with_its_subresources(widgets: Served) -> None:
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    _, groups, _ = call(widgets, "GET", "/apis", headers={"Accept": aggregated})
+    group = next(g for g in groups["items"] if g["metadata"]["name"] == "stable.example.com")
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    (resource,) = group["versions"][0]["resources"]
+    assert (resource["resource"], resource["scope"], resource["shortNames"],
+            resource["categories"]) == ("widgets", "Namespaced", ["wd"], ["examples"])
+    assert {s["subresource"]: s["responseKind"]["kind"] for s in resource["subresources"]} == {
+        "status": "Widget", "scale": "Scale"}
+
+
+def test_defaults_added_to_the_schema_later_show_on_read(widgets: Served) -> None:
+    widgets.kubectl("apply", "-f", "-", stdin=widget("w1"))
+    text = CRD_FILE.read_text().replace(
+        "              extra:\n",
+        "              shape:\n                type: string\n                default: round\n"
+        "              extra:\n")
+    widgets.kubectl("apply", "-f", "-", stdin=text)
+    assert widgets.kubectl_json("get", "widget", "w1")["spec"]["shape"] == "round"
+
+
+def test_json_patch_and_watch_of_custom_resources(widgets: Served) -> None:
+    widgets.kubectl("apply", "-f", "-", stdin=widget("w1"))
+    widgets.kubectl("patch", "widget", "w1", "--type=json", "-p",
+                    '[{"op": "replace", "path": "/spec/color", "value": "green"}]')
+    version = widgets.kubectl_json("get", "widget", "w1")["metadata"]["resourceVersion"]
+    widgets.kubectl("label", "widget", "w1", "tier=back", "--overwrite")
+    context = ssl.create_default_context(cafile=str(widgets.handle.credentials.ca_cert))
+    request = urllib.request.Request(
+        f"{widgets.handle.url}{WIDGETS}?watch=1&resourceVersion={version}&timeoutSeconds=1",
+        headers={"Authorization": f"Bearer {widgets.handle.credentials.token}"})
+    with urllib.request.urlopen(request, context=context) as answer:
+        events = [json.loads(line) for line in answer.read().splitlines()]
+    assert [(e["type"], e["object"]["metadata"]["labels"]["tier"]) for e in events] == [
+        ("MODIFIED", "back")]
+    assert events[0]["object"]["spec"]["color"] == "green"
