@@ -3,8 +3,8 @@ served version of its kind), how an object is shown in the version asked for (a
 conversion strategy of None changes only ``apiVersion``; the version's defaults are
 applied on read as apiextensions does), the fields its schema prunes, the Table of its
 ``additionalPrinterColumns``, the ``scale`` subresource (autoscaling/v1 Scale) and the
-media types: custom resources are JSON only (a protobuf body is 415, an Accept allowing
-only protobuf 406)."""
+media types: custom resources are JSON only (a protobuf body or a strategic merge patch is
+415, an Accept allowing only protobuf 406)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ from kubelet_sim.apiserver.server import APIServer
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _ACCEPTED = ("application/json", "application/yaml")
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+               "application/apply-patch+yaml")
 _NAME_DESCRIPTION = ("Name must be unique within a namespace. Is required when creating "
                      "resources, although some resources may allow a client to request the "
                      "generation of an appropriate name automatically.")
@@ -112,13 +114,18 @@ def unknown_fields(r: ApiResource, doc: Any) -> list[str]:
 # -- media types -------------------------------------------------------------------------------
 
 def refuse_other_media(request: web.Request) -> None:
-    """Custom resources speak JSON only: 415 for a protobuf body, 406 when the client
-    accepts nothing this path can send."""
+    """Custom resources speak JSON only: 415 for a protobuf body or a strategic merge
+    patch, 406 when the client accepts nothing this path can send."""
     sent = request.headers.get("Content-Type", "").split(";")[0].strip()
     if request.method in ("POST", "PUT", "PATCH") and sent == PROTOBUF:
         raise fail(415, "UnsupportedMediaType",
                    f'the body of the request was in an unknown format - accepted media types '
                    f'include: {", ".join(_ACCEPTED)}')
+    if request.method == "PATCH" and sent == "application/strategic-merge-patch+json":
+        # no Go struct, no patch strategies: a strategic merge patch has no meaning here
+        raise fail(415, "UnsupportedMediaType",
+                   "the body of the request was in an unknown format - accepted media types "
+                   f'include: {", ".join(PATCH_TYPES)}')
     accept = request.headers.get("Accept", "")
     if not accept:
         return

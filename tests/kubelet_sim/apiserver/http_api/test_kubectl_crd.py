@@ -184,6 +184,12 @@ def test_custom_resources_are_json_only(widgets: Served) -> None:
     code, status, _ = call(widgets, "GET", WIDGETS,
                            headers={"Accept": "application/vnd.kubernetes.protobuf"})
     assert (code, status["reason"]) == (406, "NotAcceptable")
+    code, status, _ = call(widgets, "PATCH", f"{WIDGETS}/w1", {"spec": {}},
+                           {"Content-Type": "application/strategic-merge-patch+json"})
+    assert (code, status["message"]) == (415, (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/apply-patch+yaml"))
     code, _, headers = call(widgets, "GET", WIDGETS, headers={
         "Accept": "application/vnd.kubernetes.protobuf, application/json"})
     assert code == 200 and headers["Content-Type"].startswith("application/json")
