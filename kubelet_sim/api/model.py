@@ -115,6 +115,11 @@ def forget_custom_kind(kind: str) -> None:
     _CUSTOM_KINDS.pop(kind, None)
 
 
+def served_kinds() -> dict[str, KindInfo]:
+    """Every kind known now: the built-in ones and those definitions added."""
+    return {**KINDS, **_CUSTOM_KINDS}
+
+
 def kind_info(kind: str) -> KindInfo:
     """The :class:`KindInfo` for ``kind``; unknown kinds are :class:`Invalid`."""
     found = KINDS.get(kind) or _CUSTOM_KINDS.get(kind)
