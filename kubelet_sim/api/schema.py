@@ -151,6 +151,22 @@ SPECS: dict[str, Node] = {
         "podSelector": LABEL_SELECTOR, "policyTypes": STRS,
         "ingress": Arr(Obj({"from": Arr(OPEN), "ports": Arr(OPEN)})),
         "egress": Arr(Obj({"to": Arr(OPEN), "ports": Arr(OPEN)}))}),
+    # apiextensions.k8s.io/v1: the schema itself (openAPIV3Schema) is free-form here
+    "CustomResourceDefinition": Obj({
+        "group": STR, "scope": STR, "preserveUnknownFields": BOOL,
+        "names": Obj({"plural": STR, "singular": STR, "kind": STR, "listKind": STR,
+                      "shortNames": STRS, "categories": STRS}),
+        "conversion": Obj({"strategy": STR, "webhook": OPEN}),
+        "versions": Arr(Obj({
+            "name": STR, "served": BOOL, "storage": BOOL, "deprecated": BOOL,
+            "deprecationWarning": STR, "schema": Obj({"openAPIV3Schema": OPEN}),
+            "subresources": Obj({"status": OPEN, "scale": Obj({
+                "specReplicasPath": STR, "statusReplicasPath": STR,
+                "labelSelectorPath": STR})}),
+            "additionalPrinterColumns": Arr(Obj({
+                "name": STR, "type": STR, "format": STR, "description": STR,
+                "priority": INT, "jsonPath": STR})),
+            "selectableFields": Arr(Obj({"jsonPath": STR}))}))}),
     "Lease": Obj({"holderIdentity": STR, "leaseDurationSeconds": INT, "acquireTime": STR,
                   "renewTime": STR, "leaseTransitions": INT, "strategy": STR,
                   "preferredHolder": STR}),

@@ -78,6 +78,9 @@ def test_an_applied_definition_is_established_and_listed_by_api_resources(
     assert "widgets" in widgets.kubectl("api-resources", "--categories=examples").stdout
     # a second apply of the same file changes nothing
     assert "unchanged" in widgets.kubectl("apply", "-f", str(CRD_FILE)).stdout
+    typo = CRD_FILE.read_text().replace("  scope: Namespaced", "  scope: Namespaced\n  scopes: x")
+    done = widgets.kubectl("apply", "-f", "-", stdin=typo, check=False)
+    assert 'strict decoding error: unknown field "spec.scopes"' in done.stderr
 
 
 def test_legacy_discovery_lists_every_served_version_the_storage_one_preferred(
