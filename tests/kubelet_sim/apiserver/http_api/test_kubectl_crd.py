@@ -217,6 +217,19 @@ def test_deleting_the_definition_removes_its_objects_and_its_kind(widgets: Serve
     assert code == 404
 
 
+def test_a_definition_in_up_serves_its_kind_to_kubectl() -> None:
+    with running_up("--nodes", "1") as up:
+        up.kubectl("apply", "-f", str(CRD_FILE))
+        assert "widgets" in up.kubectl("api-resources", "--api-group=stable.example.com")
+        up.kubectl("apply", "-f", "-", stdin=widget("w1"))
+        up.kubectl("scale", "widget", "w1", "--replicas=2")
+        lines = up.kubectl("get", "widgets").splitlines()
+        assert lines[0].split() == ["NAME", "COLOR", "REPLICAS", "READY", "AGE"]
+        assert lines[1].split()[:3] == ["w1", "red", "2"]
+        up.kubectl("delete", "crd", "widgets.stable.example.com")
+        assert "widgets" not in up.kubectl("api-resources")
+
+
 # -- external-snapshotter's CRDs ---------------------------------------------------------------
 
 def snapshot_crds(directory: Path) -> Path:
