@@ -398,6 +398,7 @@ class APIServer:
             return
         for obj in list(self._store.sorted(served.kind)):
             self._remove(obj)
+        self._store.close_watches(served.kind)  # their streams end once the DELETEDs are out
 
     def _delete_namespace_contents(self, namespace: str) -> None:
         for kind, name in self._store.names_in_namespace(namespace):

@@ -165,8 +165,9 @@ class ObjectStore:
         """Forget every retained change: a watch from before now is 410 Gone."""
         self._history.resume_after(self.version)
 
-    def close_watches(self) -> int:
-        watches = list(self._watches)
+    def close_watches(self, kind: str | None = None) -> int:
+        """End every live watch (of ``kind`` only, when given); how many ended."""
+        watches = [w for w in self._watches if kind is None or w.kind == kind]
         for w in watches:
             w.stop()
         return len(watches)

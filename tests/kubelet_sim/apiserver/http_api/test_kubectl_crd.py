@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures.up_process import PROJECT_ROOT, running_up, wait_for
+from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT, running_up, wait_for
 
 from .conftest import Served, needs_kubectl
 
@@ -209,7 +209,16 @@ def test_openapi_v3_publishes_the_definitions_schema(widgets: Served) -> None:
 
 def test_deleting_the_definition_removes_its_objects_and_its_kind(widgets: Served) -> None:
     widgets.kubectl("apply", "-f", "-", stdin=widget("w1"))
+    watching = subprocess.Popen(
+        [str(KUBECTL), "--kubeconfig", str(widgets.handle.kubeconfig), "get", "widgets", "-w",
+         "--output-watch-events", "--request-timeout=60s"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert watching.stdout is not None and "ADDED" in watching.stdout.readline() + \
+        watching.stdout.readline()
     widgets.kubectl("delete", "crd", "widgets.stable.example.com")
+    # the watch of the kind ends after its objects' DELETED events
+    out, _ = watching.communicate(timeout=30)
+    assert "DELETED" in out and "w1" in out
     assert "widgets" not in widgets.kubectl("api-resources").stdout
     assert widgets.kubectl("get", "widgets", check=False).returncode != 0
     assert widgets.api.custom.kinds() == []
