@@ -48,7 +48,9 @@ def evaluate(doc: Any, path: str) -> Any:
 
 
 def human_duration(seconds: int) -> str:
-    """Kubernetes' HumanDuration (5s, 3m10s, 2d4h, ...)."""
+    """apimachinery's HumanDuration of ``seconds`` (5s, 3m10s, 5h20m, 2d4h, 3y20d, ...)."""
+    if seconds < -1:
+        return "<invalid>"
     if seconds < 0:
         return "0s"
     if seconds < 120:
@@ -59,13 +61,17 @@ def human_duration(seconds: int) -> str:
     if minutes < 180:
         return f"{minutes}m"
     hours = minutes // 60
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
     if hours < 48:
         return f"{hours}h"
     days = hours // 24
-    if days < 8:
+    if hours < 24 * 8:
         return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
+    if hours < 24 * 365 * 2:
         return f"{days}d"
+    if hours < 24 * 365 * 8:
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
     return f"{days // 365}y"
 
 

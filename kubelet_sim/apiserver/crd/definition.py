@@ -64,9 +64,6 @@ class CustomKind:
     def qualified_kind(self) -> str:
         return f"{self.kind}.{self.group}"
 
-    def version(self, name: str) -> CustomVersion | None:
-        return next((v for v in self.versions if v.name == name), None)
-
 
 def set_defaults(crd: Resource) -> None:
     """apiextensions' defaults: singular and listKind from the kind, conversion None."""

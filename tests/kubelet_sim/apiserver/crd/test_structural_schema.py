@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_sim.apiserver.crd.columns import cell, evaluate
+from kubelet_sim.apiserver.crd.columns import cell, evaluate, human_duration
 from kubelet_sim.apiserver.crd.schema import apply_defaults, prune, structural_errors, validate
 
 SPEC: dict[str, Any] = {
@@ -194,3 +194,11 @@ def test_printer_column_paths_and_cells() -> None:
     assert cell(None, "string") is None
     assert cell("not a time", "date") == "<invalid>"
     assert cell("2000-01-01T00:00:00Z", "date").endswith("y")
+
+
+def test_a_date_cell_is_apimachinerys_human_duration() -> None:
+    hour, day = 3600, 86400
+    assert [human_duration(s) for s in (-5, -1, 90, 190, 600, 5 * hour + 20 * 60, 30 * hour,
+                                        2 * day + 4 * hour, 20 * day, 3 * 365 * day + 20 * day,
+                                        9 * 365 * day)] == [
+        "<invalid>", "0s", "90s", "3m10s", "10m", "5h20m", "30h", "2d4h", "20d", "3y20d", "9y"]
