@@ -108,10 +108,10 @@ def type_name(value: Any) -> str:
 def shown_value(value: Any) -> str:
     """A value in an error message: strings quoted, the rest as JSON."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _fits(value: Any, wanted: str) -> bool:
@@ -165,8 +165,9 @@ def validate(doc: Any, schema: Schema, path: str = "", root: bool = True) -> lis
 def _string(doc: str, schema: Schema, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if "maxLength" in schema and len(doc) > int(schema["maxLength"]):
-        errors.append(FieldError("FieldValueTooLong", path,
-                                 f"Too long: may not be more than {schema['maxLength']} bytes"))
+        most = int(schema["maxLength"])
+        errors.append(FieldError("FieldValueTooLong", path, "Too long: may not be more than "
+                                 f"{most} {'byte' if most == 1 else 'bytes'}"))
     if "minLength" in schema and len(doc) < int(schema["minLength"]):
         errors.append(_invalid(path, doc, f"{path} in body should be at least "
                                f"{schema['minLength']} chars long"))
@@ -202,8 +203,9 @@ def _array(doc: list[Any], schema: Schema, path: str) -> list[FieldError]:
         errors.append(_invalid(path, len(doc), f"{path} in body should have at least "
                                f"{schema['minItems']} items"))
     if "maxItems" in schema and len(doc) > int(schema["maxItems"]):
+        most = int(schema["maxItems"])
         errors.append(FieldError("FieldValueTooMany", path, f"Too many: {len(doc)}: must "
-                                 f"have at most {schema['maxItems']} items"))
+                                 f"have at most {most} {'item' if most == 1 else 'items'}"))
     list_type = schema.get("x-kubernetes-list-type")
     if list_type in ("set", "map"):
         keys = schema.get("x-kubernetes-list-map-keys") or []
