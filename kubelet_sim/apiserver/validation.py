@@ -183,6 +183,7 @@ def _pvc(obj: Resource) -> None:
     size = storage(requests["storage"], "spec.resources.requests.storage")
     _check(size > 0, "spec.resources.requests.storage", "must be greater than zero")
     _one_of(obj.spec.get("volumeMode", "Filesystem"), ("Filesystem", "Block"), "spec.volumeMode")
+    volume_attributes_class_name(obj.spec, "spec.volumeAttributesClassName")
 
 
 def _pv(obj: Resource) -> None:
@@ -202,6 +203,7 @@ def _pv(obj: Resource) -> None:
         ("Retain", "Delete", "Recycle"),
         "spec.persistentVolumeReclaimPolicy",
     )
+    volume_attributes_class_name(spec, "spec.volumeAttributesClassName")
 
 
 def _storage_class(obj: Resource) -> None:
@@ -212,8 +214,44 @@ def _storage_class(obj: Resource) -> None:
         ("Immediate", "WaitForFirstConsumer"),
         "volumeBindingMode",
     )
-    for key, value in (obj.body.get("parameters") or {}).items():
-        _check(isinstance(value, str), f"parameters.{key}", "must be a string")
+    _class_parameters(obj.body.get("parameters") or {}, "parameters", allow_empty=True)
+
+
+# The limits kube-apiserver puts on a class's parameters (StorageClass, VolumeAttributesClass).
+MAX_PARAMETERS = 512
+MAX_PARAMETERS_BYTES = 256 << 10
+
+
+def _class_parameters(params: Any, path: str, *, allow_empty: bool) -> None:
+    _check(isinstance(params, dict), path, "must be a map of strings")
+    _check(len(params) <= MAX_PARAMETERS, path,
+           f"Too long: may not be more than {MAX_PARAMETERS} bytes")  # sic, as upstream
+    size = 0
+    for key, value in params.items():
+        _check(key != "", path, "Invalid value: \"\": field can not be empty.")
+        _check(isinstance(value, str), f"{path}.{key}", "must be a string")
+        size += len(key) + len(value)
+    _check(size <= MAX_PARAMETERS_BYTES, path,
+           f"Too long: may not be more than {MAX_PARAMETERS_BYTES} bytes")
+    _check(allow_empty or bool(params), path,
+           "Required value: must contain at least one key/value pair")
+
+
+def _volume_attributes_class(obj: Resource) -> None:
+    """driverName a qualified name (checked lowercased, as for a provisioner); parameters
+    required, non-empty keys, within the size limits."""
+    driver = obj.body.get("driverName")
+    if not isinstance(driver, str) or not driver:
+        raise Invalid("driverName", "Required value")
+    label_key(driver.lower(), "driverName")
+    _class_parameters(obj.body.get("parameters") or {}, "parameters", allow_empty=False)
+
+
+def volume_attributes_class_name(spec: JSON, path: str) -> None:
+    """A claim's or volume's ``volumeAttributesClassName``: a class name when not empty."""
+    name = spec.get("volumeAttributesClassName")
+    if name:
+        dns_subdomain(name, path)
 
 
 def _csi_driver(obj: Resource) -> None:
@@ -363,6 +401,7 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "PersistentVolumeClaim": _pvc,
     "PersistentVolume": _pv,
     "StorageClass": _storage_class,
+    "VolumeAttributesClass": _volume_attributes_class,
     "CSIDriver": _csi_driver,
     "CSINode": _csi_node,
     "Node": _node,

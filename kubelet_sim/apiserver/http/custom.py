@@ -107,7 +107,8 @@ def unknown_fields(r: ApiResource, doc: Any) -> list[str]:
     """Drop the fields ``r`` does not define from ``doc``; their problems, in order."""
     parts = custom_parts(r)
     if parts is None:
-        return fields.drop_unknown_fields(doc, r.kind)
+        return fields.drop_unknown_fields(
+            doc, r.kind, str(doc.get("apiVersion") or r.group_version))
     return [f'unknown field "{path}"' for path in structural.prune(doc, parts[1].schema)]
 
 

@@ -16,6 +16,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "PersistentVolumeClaim": ("persistentvolumeclaims", ("pvc",), ()),
     "PersistentVolume": ("persistentvolumes", ("pv",), ()),
     "StorageClass": ("storageclasses", ("sc",), ()),
+    "VolumeAttributesClass": ("volumeattributesclasses", ("vac",), ()),
     "CSIDriver": ("csidrivers", (), ()),
     "CSINode": ("csinodes", (), ()),
     "VolumeAttachment": ("volumeattachments", (), ()),

@@ -235,7 +235,8 @@ class Rest:
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             # a merge patch has the object's shape: its unknown fields are the result's
-            warnings = fields.settle(problems + fields.drop_unknown_fields(patch, kind), mode)
+            warnings = fields.settle(problems + fields.drop_unknown_fields(
+                patch, kind, r.group_version), mode)
             return _json(self.api.patch(kind, target.name, patch, target.namespace,
                                         target.subresource).to_dict(), warnings=warnings)
         if content_type not in ("application/merge-patch+json", "application/json-patch+json",

@@ -146,6 +146,7 @@ COLUMNS: dict[str, list[Column]] = {
         ("VolumeBindingMode", "string", 0, _get("volumeBindingMode", "Immediate")),
         ("AllowVolumeExpansion", "string", 0, lambda o: str(bool(
             o.to_dict().get("allowVolumeExpansion"))).lower()), AGE],
+    "VolumeAttributesClass": [NAME, ("DriverName", "string", 0, _get("driverName", "")), AGE],
     "VolumeAttachment": [
         NAME, ("Attacher", "string", 0, _get("spec.attacher", "")),
         ("PV", "string", 0, _get("spec.source.persistentVolumeName", "")),

@@ -49,6 +49,7 @@ def every_kind() -> list[Resource]:
                         volume_binding_mode="WaitForFirstConsumer", allow_volume_expansion=True,
                         allowed_topologies=[{"matchLabelExpressions": [
                             {"key": "topology/zone", "values": ["a"]}]}]),
+        b.volume_attributes_class("gold", DRIVER, {"iops": "5000"}),
         b.csi_driver(DRIVER, pod_info_on_mount=True,
                      volume_lifecycle_modes=["Persistent", "Ephemeral"]),
         b.csi_node("node-1", [{"name": DRIVER, "nodeID": "node-1",

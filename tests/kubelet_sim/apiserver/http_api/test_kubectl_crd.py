@@ -207,6 +207,63 @@ def test_openapi_v3_publishes_the_definitions_schema(widgets: Served) -> None:
     assert "application/strategic-merge-patch+json" not in json.dumps(document["paths"])
 
 
+def test_openapi_documents_carry_the_kinds_definitions_paths_and_subresources(
+        widgets: Served) -> None:
+    _, document, _ = call(widgets, "GET", "/openapi/v3/apis/stable.example.com/v1")
+    schemas, paths = document["components"]["schemas"], document["paths"]
+    widget_schema = schemas["com.example.stable.v1.Widget"]
+    assert widget_schema["properties"]["metadata"] == {
+        "$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+    assert widget_schema["x-kubernetes-group-version-kind"] == [
+        {"group": "stable.example.com", "version": "v1", "kind": "Widget"}]
+    assert schemas["com.example.stable.v1.WidgetList"]["properties"]["items"]["items"] == {
+        "$ref": "#/components/schemas/com.example.stable.v1.Widget"}
+    one = f"{WIDGETS.replace('/default/', '/{namespace}/')}/{{name}}"
+    assert set(paths[f"{one}/status"]) == {"get", "put", "patch", "parameters"}
+    scale = paths[f"{one}/scale"]
+    assert scale["get"]["operationId"] == "readStableExampleComV1NamespacedWidgetScale"
+    assert scale["get"]["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"}
+    assert "io.k8s.api.autoscaling.v1.Scale" in schemas
+    _, old, _ = call(widgets, "GET", "/openapi/v3/apis/stable.example.com/v1beta1")
+    assert old["components"]["schemas"]["com.example.stable.v1beta1.Widget"][
+        "x-kubernetes-preserve-unknown-fields"] is True
+    # v2: the same kind as Swagger 2.0 can say it (no anyOf for an int-or-string)
+    _, v2, _ = call(widgets, "GET", "/openapi/v2")
+    spec = v2["definitions"]["com.example.stable.v1.Widget"]["properties"]["spec"]
+    assert spec["properties"]["replicas"]["minimum"] == 0
+    assert spec["properties"]["port"] == {"x-kubernetes-int-or-string": True}
+    explained = widgets.kubectl("explain", "widgets.spec.replicas").stdout
+    assert "FIELD: replicas <integer>" in explained
+    # and in v2's protobuf form, with the schema's validation keywords on the wire
+    explained = widgets.kubectl("explain", "widgets.spec.color",
+                                "--output=plaintext-openapiv2").stdout
+    assert "color" in explained and "<string>" in explained
+
+
+def test_openapi_follows_a_definition_created_changed_and_deleted(served: Served) -> None:
+    _, before, _ = call(served, "GET", "/openapi/v3")
+    assert "apis/stable.example.com/v1" not in before["paths"]
+    served.kubectl("apply", "-f", str(CRD_FILE))
+    _, created, _ = call(served, "GET", "/openapi/v3")
+    url = created["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"]
+    served.kubectl("apply", "-f", "-", stdin=CRD_FILE.read_text().replace(
+        "              extra:\n", "              shape:\n                type: string\n"
+        "              extra:\n"))
+    _, changed, _ = call(served, "GET", "/openapi/v3")
+    new_url = changed["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"]
+    assert new_url != url
+    _, document, _ = call(served, "GET", new_url)
+    spec = document["components"]["schemas"]["com.example.stable.v1.Widget"]["properties"][
+        "spec"]
+    assert spec["properties"]["shape"] == {"type": "string"}
+    served.kubectl("delete", "crd", "widgets.stable.example.com")
+    _, after, _ = call(served, "GET", "/openapi/v3")
+    assert "apis/stable.example.com/v1" not in after["paths"]
+    code, _, _ = call(served, "GET", "/openapi/v3/apis/stable.example.com/v1")
+    assert code == 404
+
+
 def test_deleting_the_definition_removes_its_objects_and_its_kind(widgets: Served) -> None:
     widgets.kubectl("apply", "-f", "-", stdin=widget("w1"))
     watching = subprocess.Popen(
@@ -281,6 +338,13 @@ def test_the_snapshot_crds_apply_and_their_kinds_follow_the_schema(
     done = served.kubectl("apply", "-f", "-", stdin=bad, check=False)
     assert "spec.source.persistentVolumeClaimName in body must be of type string" in done.stderr
     assert "unchanged" in served.kubectl("apply", "-f", str(folder)).stdout
+    # the OpenAPI now shows the definition's schema for the kind
+    crd = served.kubectl_json("get", "crd", "volumesnapshots.snapshot.storage.k8s.io")
+    given = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    _, document, _ = call(served, "GET", "/openapi/v3/apis/snapshot.storage.k8s.io/v1")
+    published = document["components"]["schemas"]["io.k8s.storage.snapshot.v1.VolumeSnapshot"]
+    assert published["description"] == given["description"]
+    assert published["properties"]["status"] == given["properties"]["status"]
 
 
 def test_the_simulators_snapshot_roles_work_under_the_snapshot_crds(tmp_path: Path) -> None:
