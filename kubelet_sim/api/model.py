@@ -72,6 +72,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
         KindInfo("CustomResourceDefinition", "apiextensions.k8s.io/v1", False, True, {}),
         KindInfo("Lease", "coordination.k8s.io/v1", True, False),
+        KindInfo("PodDisruptionBudget", "policy/v1", True, True, {
+            "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+            "expectedPods": 0}),
         KindInfo(
             "Event", "v1", True, False, has_spec=False,
             top_level=frozenset({"involvedObject", "reason", "message", "source",

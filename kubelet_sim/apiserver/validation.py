@@ -396,6 +396,33 @@ def _event(event: Resource) -> None:
                "count", f"Invalid value: {count!r}: must be greater than or equal to 0")
 
 
+def _int_or_percent(value: Any, path: str) -> None:
+    """An IntOrString of a budget: a count >= 0 or a percentage up to 100%."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise Invalid(path, f"Invalid value: {value!r}: must be an integer or percentage "
+                            "(e.g '5%')")
+    if isinstance(value, str):
+        digits = value.removesuffix("%")
+        _check(value.endswith("%") and digits.isdigit(), path,
+               f"Invalid value: {value!r}: must be an integer or percentage (e.g '5%')")
+        _check(int(digits) <= 100, path,
+               f"Invalid value: {value!r}: must not be greater than 100%")
+    else:
+        _check(value >= 0, path,
+               f"Invalid value: {value}: must be greater than or equal to 0")
+
+
+def _pod_disruption_budget(pdb: Resource) -> None:
+    spec = pdb.spec
+    _check(not ("minAvailable" in spec and "maxUnavailable" in spec), "spec",
+           "Invalid value: minAvailable and maxUnavailable cannot be both set")
+    for name in ("minAvailable", "maxUnavailable"):
+        if spec.get(name) is not None:
+            _int_or_percent(spec[name], f"spec.{name}")
+    _one_of(spec.get("unhealthyPodEvictionPolicy", "IfHealthyBudget"),
+            ("IfHealthyBudget", "AlwaysAllow"), "spec.unhealthyPodEvictionPolicy")
+
+
 _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Pod": _pod,
     "PersistentVolumeClaim": _pvc,
@@ -411,5 +438,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "VolumeSnapshotClass": _volume_snapshot_class,
     "NetworkPolicy": _network_policy,
     "Lease": _lease,
+    "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
 }

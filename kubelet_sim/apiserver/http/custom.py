@@ -141,7 +141,7 @@ def refuse_other_media(request: web.Request) -> None:
 # -- Table ---------------------------------------------------------------------------------------
 
 def table(r: ApiResource, items: list[Resource], resource_version: str, include: str,
-          continue_token: str = "") -> dict[str, Any]:
+          continue_token: str = "", api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
     """``kubectl get``: Name, then the version's printer columns (or Age without any)."""
     parts = custom_parts(r)
     assert parts is not None
@@ -163,20 +163,20 @@ def table(r: ApiResource, items: list[Resource], resource_version: str, include:
             except ValueError:
                 value = None
             cells.append(columns.cell(value, c["type"]))
-        rows.append({"cells": cells, "object": _row_object(doc, include)})
+        rows.append({"cells": cells, "object": _row_object(doc, include, api_version)})
     meta: dict[str, Any] = {"resourceVersion": resource_version}
     if continue_token:
         meta["continue"] = continue_token
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+    return {"kind": "Table", "apiVersion": api_version, "metadata": meta,
             "columnDefinitions": definitions, "rows": rows}
 
 
-def _row_object(doc: dict[str, Any], include: str) -> dict[str, Any]:
+def _row_object(doc: dict[str, Any], include: str, api_version: str) -> dict[str, Any]:
     if include == "Object":
         return doc
     if include == "None":
         return {}
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+    return {"kind": "PartialObjectMetadata", "apiVersion": api_version,
             "metadata": doc["metadata"]}
 
 

@@ -44,18 +44,12 @@ def _resource(r: ApiResource) -> dict[str, Any]:
     if r.categories:
         entry["categories"] = list(r.categories)
     subs = [{"subresource": s.name,
-             "responseKind": _kind_of(r, s.group_version, s.kind),
+             "responseKind": {"group": s.group or r.group, "version": s.version or r.version,
+                              "kind": s.kind},
              "verbs": list(s.verbs)} for s in subresources(r)]
     if subs:
         entry["subresources"] = subs
     return entry
-
-
-def _kind_of(r: ApiResource, group_version: str, kind: str) -> dict[str, str]:
-    if not group_version:
-        return {"group": r.group, "version": r.version, "kind": kind}
-    group, _, version = group_version.rpartition("/")
-    return {"group": group, "version": version, "kind": kind}
 
 
 def group_discovery_list(core: bool,
