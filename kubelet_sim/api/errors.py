@@ -89,3 +89,34 @@ class Invalid(ApiError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.detail = message
+
+
+class FieldError:
+    """One field's problem as kube-apiserver's ``field.Error`` words it: a cause reason
+    (FieldValueInvalid, FieldValueRequired, ...), the field path and the text after it."""
+
+    __slots__ = ("detail", "field", "reason")
+
+    def __init__(self, reason: str, field: str, detail: str) -> None:
+        self.reason, self.field, self.detail = reason, field, detail
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.detail}"
+
+    def __repr__(self) -> str:
+        return f"FieldError({self.reason!r}, {self.field!r}, {self.detail!r})"
+
+
+class InvalidObject(Invalid):
+    """An object failing validation on several fields at once (422): the message is
+    ``<Kind>.<group> "<name>" is invalid: <errors>`` as kube-apiserver aggregates them
+    (one error as is, several in brackets), each error one of ``details.causes``."""
+
+    def __init__(self, qualified_kind: str, name: str, errors: list[FieldError]) -> None:
+        joined = str(errors[0]) if len(errors) == 1 else \
+            "[" + ", ".join(str(e) for e in errors) + "]"
+        super().__init__(errors[0].field, errors[0].detail)
+        self.message = f'{qualified_kind} "{name}" is invalid: {joined}'
+        self.args = (self.message,)
+        self.errors = list(errors)
+        self.qualified_kind, self.name = qualified_kind, name

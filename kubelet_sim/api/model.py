@@ -37,6 +37,9 @@ class KindInfo:
     has_spec: bool = True
     # For kinds without spec: the top-level fields the kind defines (others are unknown).
     top_level: frozenset[str] = frozenset()
+    # A custom resource (served from a CustomResourceDefinition): any top-level field, its
+    # schema (kubelet_sim.apiserver.crd) decides which are kept.
+    custom: bool = False
 
 
 KINDS: dict[str, KindInfo] = {
@@ -67,6 +70,7 @@ KINDS: dict[str, KindInfo] = {
             top_level=frozenset({"driver", "parameters", "deletionPolicy"}),
         ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
+        KindInfo("CustomResourceDefinition", "apiextensions.k8s.io/v1", False, True, {}),
         KindInfo("Lease", "coordination.k8s.io/v1", True, False),
         KindInfo("PodDisruptionBudget", "policy/v1", True, True, {
             "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
@@ -100,12 +104,35 @@ _META_FIELDS = {
 }
 
 
+# The kinds CustomResourceDefinitions add while a cluster runs (kind -> its facts); kept by
+# kubelet_sim.apiserver.crd.registry through register_custom_kind / forget_custom_kind.
+# Keyed by kind name as the store is: one process serving two clusters shares it.
+_CUSTOM_KINDS: dict[str, KindInfo] = {}
+
+
+_GONE = KindInfo("", "", False, False, has_spec=False, custom=True)
+
+
+def register_custom_kind(info: KindInfo) -> None:
+    """Make a CustomResourceDefinition's kind known to the object model."""
+    _CUSTOM_KINDS[info.kind] = info
+
+
+def forget_custom_kind(kind: str) -> None:
+    _CUSTOM_KINDS.pop(kind, None)
+
+
+def served_kinds() -> dict[str, KindInfo]:
+    """Every kind known now: the built-in ones and those definitions added."""
+    return {**KINDS, **_CUSTOM_KINDS}
+
+
 def kind_info(kind: str) -> KindInfo:
     """The :class:`KindInfo` for ``kind``; unknown kinds are :class:`Invalid`."""
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise Invalid("kind", f"unsupported kind {kind!r}; known: {sorted(KINDS)}") from None
+    found = KINDS.get(kind) or _CUSTOM_KINDS.get(kind)
+    if found is None:
+        raise Invalid("kind", f"unsupported kind {kind!r}; known: {sorted(KINDS)}")
+    return found
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))
@@ -244,11 +271,13 @@ class Resource:
 
     # -- wire form -----------------------------------------------------------------------
     def to_dict(self) -> JSON:
-        info = kind_info(self.kind)
+        # an object of a custom kind whose definition just went (a watch still delivering
+        # its DELETED events) keeps the custom shape: every field but status in body
+        has_spec = (KINDS.get(self.kind) or _CUSTOM_KINDS.get(self.kind) or _GONE).has_spec
         out: JSON = {"apiVersion": self.api_version, "kind": self.kind}
         out["metadata"] = self.metadata.to_dict()
         out.update(copy.deepcopy(self.body))
-        if info.has_spec:
+        if has_spec:
             out["spec"] = copy.deepcopy(self.spec)
         if self.status:
             out["status"] = copy.deepcopy(self.status)
@@ -274,14 +303,23 @@ class Resource:
             for k, v in raw.items()
             if k not in ("apiVersion", "kind", "metadata", "spec", "status")
         }
-        unknown = sorted(body) if info.has_spec else sorted(set(body) - info.top_level)
+        if info.custom:
+            unknown = []
+        elif info.has_spec:
+            unknown = sorted(body)
+        else:
+            unknown = sorted(set(body) - info.top_level)
         if unknown:
             raise Invalid(unknown[0], "unknown field")
         spec, status = raw.get("spec") or {}, raw.get("status") or {}
-        if not isinstance(spec, dict):
-            raise Invalid("spec", "must be an object")
         if not isinstance(status, dict):
             raise Invalid("status", "must be an object")
+        if info.custom:  # a custom resource keeps every top-level field as sent
+            body = {k: copy.deepcopy(v) for k, v in raw.items()
+                    if k not in ("apiVersion", "kind", "metadata", "status")}
+            return cls(kind, metadata, {}, copy.deepcopy(status), body, api_version)
+        if not isinstance(spec, dict):
+            raise Invalid("spec", "must be an object")
         if not info.has_spec and "spec" in raw:
             raise Invalid("spec", f"unknown field: {kind} has no spec")
         return cls(kind, metadata, copy.deepcopy(spec), copy.deepcopy(status), body, api_version)

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
+from kubelet_sim.apiserver.crd.registry import register_stored_definition
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -57,7 +59,13 @@ class ObjectDatabase:
         with self._lock:
             (version,) = self._conn.execute("SELECT version FROM counter").fetchone()
             rows = self._conn.execute("SELECT body FROM objects").fetchall()
-        return int(version), [Resource.from_dict(json.loads(body)) for (body,) in rows]
+        bodies = [json.loads(body) for (body,) in rows]
+        # the definitions first: the kinds they add must be known to read their objects
+        definitions = [Resource.from_dict(b) for b in bodies if b.get("kind") == CRD_KIND]
+        for crd in definitions:
+            register_stored_definition(crd)
+        return int(version), definitions + [Resource.from_dict(b) for b in bodies
+                                            if b.get("kind") != CRD_KIND]
 
     def commit(self, version: int, obj: Resource, deleted: bool) -> None:
         """Durably record ``obj`` (or its removal) as of ``version``."""

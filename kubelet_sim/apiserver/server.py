@@ -50,6 +50,8 @@ from kubelet_sim.apiserver.admission import (
     deletion_grace_period,
     generated_name,
 )
+from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
+from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
@@ -103,6 +105,9 @@ class APIServer:
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
         self.write_delay = 0.0  # seconds every write waits (fault injection)
+        # the kinds CustomResourceDefinitions add, kept up to date by every commit of one
+        self.custom = CustomResources()
+        self._store.feed(CRD_KIND, self.custom.on_definition)
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
@@ -168,6 +173,7 @@ class APIServer:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
         apply_defaults(obj)
+        obj = self.custom.prepare(obj, self.clock.now())
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
@@ -221,6 +227,8 @@ class APIServer:
         stale = resource_version and resource_version != meta.resource_version
         if (uid and uid != meta.uid) or stale:
             raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
+        if kind == CRD_KIND:
+            self._delete_custom_resources(name)
         policy = resolve_policy(propagation_policy, None)
         grace = deletion_grace_period(current, grace_period_seconds)
         updated = current.copy()
@@ -401,6 +409,7 @@ class APIServer:
                                   "is being deleted")
             admit_update(updated)
         apply_defaults(updated)
+        updated = self.custom.prepare(updated, self.clock.now())
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
@@ -432,6 +441,16 @@ class APIServer:
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
         return final.copy()
+
+    def _delete_custom_resources(self, definition: str) -> None:
+        """What apiextensions' cleanup finalizer does before a definition goes: every
+        object of its kind goes first (here at once, finalizers not waited for)."""
+        served = next((k for k in self.custom.kinds() if k.name == definition), None)
+        if served is None:
+            return
+        for obj in list(self._store.sorted(served.kind)):
+            self._remove(obj)
+        self._store.close_watches(served.kind)  # their streams end once the DELETEDs are out
 
     def _delete_namespace_contents(self, namespace: str) -> None:
         for kind, name in self._store.names_in_namespace(namespace):

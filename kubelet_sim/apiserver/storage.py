@@ -88,7 +88,7 @@ class ObjectStore:
         return [
             (kind, name)
             for kind, objects in sorted(self._objects.items())
-            if kind_info(kind).namespaced
+            if objects and kind_info(kind).namespaced
             for ns, name in sorted(objects)
             if ns == namespace
         ]
@@ -177,8 +177,9 @@ class ObjectStore:
         """Forget every retained change: a watch from before now is 410 Gone."""
         self._history.resume_after(self.version)
 
-    def close_watches(self) -> int:
-        watches = list(self._watches)
+    def close_watches(self, kind: str | None = None) -> int:
+        """End every live watch (of ``kind`` only, when given); how many ended."""
+        watches = [w for w in self._watches if kind is None or w.kind == kind]
         for w in watches:
             w.stop()
         return len(watches)

@@ -15,7 +15,8 @@ change stream and, for each object a change concerns:
 A dependent whose owner waits in the foreground and which has dependents of its own is
 deleted in the foreground too; otherwise with the policy its own finalizers ask for
 (Background by default). An owner reference to a kind this cluster does not serve is
-never treated as gone (Kubernetes cannot resolve it either and keeps retrying).
+never treated as gone (Kubernetes cannot resolve it either and keeps retrying); the kinds
+of CustomResourceDefinitions count as served while their definition exists.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_sim.api.errors import Gone, NotFound
-from kubelet_sim.api.model import JSON, KINDS, Resource
+from kubelet_sim.api.model import JSON, KINDS, Resource, served_kinds
 from kubelet_sim.apiserver.deletion_policy import (
     BACKGROUND,
     FOREGROUND,
@@ -74,7 +75,8 @@ class GarbageCollector(Controller):
                     self._seen = str(changes[-1].resource_version)
                 return
         version = self.api.resource_version
-        self._dirty |= self.graph.reset(o for kind in KINDS for o in self.api.list(kind).items)
+        self._dirty |= self.graph.reset(o for kind in served_kinds()
+                                        for o in self.api.list(kind).items)
         self._seen = version
 
     async def _process(self, uid: str) -> bool:
@@ -95,7 +97,7 @@ class GarbageCollector(Controller):
     # -- a dependent and its owners -------------------------------------------------------
 
     def _owner_state(self, dependent: Resource, ref: JSON) -> str:
-        info = KINDS.get(str(ref.get("kind")))
+        info = served_kinds().get(str(ref.get("kind")))  # custom kinds too
         if info is None or info.api_version != ref.get("apiVersion"):
             return SOLID  # cannot be resolved: never taken as gone
         if info.namespaced and not dependent.namespace:

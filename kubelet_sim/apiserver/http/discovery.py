@@ -11,6 +11,8 @@ from typing import Any
 
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, subresources
 
+GroupVersions = dict[str, list[ApiResource]]
+
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}  # Go's GOARCH names
 
 # Every field of kube-apiserver 1.35's /version (k8s.io/apimachinery version.Info): the
@@ -30,15 +32,17 @@ def api_versions(server_address: str) -> dict[str, Any]:
                                             "serverAddress": server_address}]}
 
 
-def api_group_list() -> dict[str, Any]:
-    groups = []
-    for gv in group_versions():
+def api_group_list(served: GroupVersions | None = None) -> dict[str, Any]:
+    """Every named group with its versions, the preferred (highest priority) first."""
+    groups: dict[str, list[dict[str, str]]] = {}
+    for gv in served if served is not None else group_versions():
         if "/" not in gv:
             continue
         group, version = gv.split("/")
-        entry = {"groupVersion": gv, "version": version}
-        groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        groups.setdefault(group, []).append({"groupVersion": gv, "version": version})
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [{"name": group, "versions": versions, "preferredVersion": versions[0]}
+                       for group, versions in groups.items()]}
 
 
 def _entries(r: ApiResource) -> list[dict[str, Any]]:
@@ -55,8 +59,9 @@ def _entries(r: ApiResource) -> list[dict[str, Any]]:
                      for s in subresources(r)]
 
 
-def api_resource_list(group_version: str) -> dict[str, Any] | None:
-    resources = group_versions().get(group_version)
+def api_resource_list(group_version: str,
+                      served: GroupVersions | None = None) -> dict[str, Any] | None:
+    resources = (served if served is not None else group_versions()).get(group_version)
     if resources is None:
         return None
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,

@@ -52,17 +52,18 @@ def _resource(r: ApiResource) -> dict[str, Any]:
     return entry
 
 
-def group_discovery_list(core: bool) -> dict[str, Any]:
-    """The list for ``/api`` (``core``) or for ``/apis``."""
-    items = []
-    for gv, resources in group_versions().items():
+def group_discovery_list(core: bool,
+                         served: dict[str, list[ApiResource]] | None = None) -> dict[str, Any]:
+    """The list for ``/api`` (``core``) or for ``/apis``; a group's versions in priority
+    order (the first is the preferred one)."""
+    items: dict[str, dict[str, Any]] = {}
+    for gv, resources in (served if served is not None else group_versions()).items():
         group, _, version = gv.rpartition("/")
         if (group == "") != core:
             continue
-        items.append({
-            "metadata": {"name": group} if group else {},
-            "versions": [{"version": version, "freshness": "Current",
-                          "resources": [_resource(r) for r in resources]}],
-        })
+        item = items.setdefault(group, {"metadata": {"name": group} if group else {},
+                                        "versions": []})
+        item["versions"].append({"version": version, "freshness": "Current",
+                                 "resources": [_resource(r) for r in resources]})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {}, "items": items}
+            "metadata": {}, "items": list(items.values())}

@@ -7,32 +7,40 @@
   (as client-go asks for it) in protobuf (:mod:`.openapi_v2_protobuf`).
 
 Built-in kinds take their schemas from the type table
-(:mod:`kubelet_sim.apiserver.http.openapi_definitions`); the kinds that are custom
-resources in a real cluster (the snapshot kinds) take theirs from
-:mod:`kubelet_sim.api.schema` (:func:`custom_definitions`), named as kube-apiserver names
-a CRD's (``io.k8s.storage.snapshot.v1.VolumeSnapshot``).
+(:mod:`kubelet_sim.apiserver.http.openapi_definitions`). The kinds of
+CustomResourceDefinitions take their definition's structural schema (in v2 made
+v2-compatible as apiextensions does: no nullable, anyOf, oneOf, allOf, not), with
+``metadata`` the ObjectMeta reference; the kinds that are custom resources in a real
+cluster but served here without their CRD (the snapshot kinds until their definitions are
+applied) take theirs from :mod:`kubelet_sim.api.schema`. Both are named as kube-apiserver
+names a CRD's (``io.k8s.storage.snapshot.v1.VolumeSnapshot``), list kind included, and
+their PATCH takes no strategic merge patch.
 
 kubectl reads the PATCH operations' parameters to learn that the server validates fields
 (``fieldValidation``: kubectl then sends ``fieldValidation=Strict`` and leaves validation
 to the server), the patch extensions to compute strategic merge patches, and the schemas
-for ``kubectl explain``. Documents are built once per set of served resources and kept
-as bytes with their hash.
+for ``kubectl explain``. Documents are built once per set of served resources (the
+definitions' schemas part of it, so a created, changed or deleted CRD shows at once) and
+kept as bytes with their hash.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import hashlib
 import json
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 from kubelet_sim.api import kube_types
 from kubelet_sim.api.schema import Arr, Leaf, Map, Node, Obj, kind_schema
+from kubelet_sim.apiserver.crd.openapi import custom_schema, v2_compatible
 from kubelet_sim.apiserver.http import openapi_definitions as defs
 from kubelet_sim.apiserver.http import openapi_v2_protobuf as v2_protobuf
+from kubelet_sim.apiserver.http.custom import custom_parts
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions
 
 JSON, YAML, PROTOBUF = "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"
@@ -70,7 +78,21 @@ _WRITE_QUERY = ("dryRun", "fieldManager", "fieldValidation")
 
 def type_key(r: ApiResource) -> str | None:
     """The type table's key of a served built-in kind; None for a custom one."""
+    if custom_parts(r) is not None:
+        return None
     return kube_types.kind_type(r.group_version, r.kind)
+
+
+def list_kind(r: ApiResource) -> str:
+    """The kind of ``r``'s lists: a definition's ``listKind``, else ``<Kind>List``."""
+    parts = custom_parts(r)
+    return parts[0].list_kind if parts is not None else f"{r.kind}List"
+
+
+SCALE = "k8s.io/api/autoscaling/v1.Scale"
+_SCALE_GVK = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
+# kube-apiserver's names of the kinds served from outside k8s.io/api
+_PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
 
 
 def _gvk(r: ApiResource, kind: str | None = None) -> dict[str, str]:
@@ -79,6 +101,9 @@ def _gvk(r: ApiResource, kind: str | None = None) -> dict[str, str]:
 
 def custom_name(r: ApiResource, kind: str | None = None) -> str:
     """A custom resource's definition name: the group reversed, the version, the kind."""
+    package = _PACKAGES.get(r.group) if custom_parts(r) is None else None
+    if package is not None:
+        return f"{package}.{r.version}.{kind or r.kind}"
     return ".".join([*reversed(r.group.split(".")), r.version, kind or r.kind])
 
 
@@ -94,19 +119,32 @@ def _node(node: Node) -> dict[str, Any]:
     return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
-def custom_definitions(r: ApiResource, v3: bool) -> dict[str, Any]:
-    """The kind and list-kind definitions of a kind served as a custom resource."""
+def _kind_definition(r: ApiResource, v3: bool) -> dict[str, Any]:
+    parts = custom_parts(r)
+    if parts is not None:  # a CustomResourceDefinition's structural schema
+        kind = custom_schema(*parts)
+        if not v3:  # apiVersion and kind stay even where unknown fields drop properties
+            typed = {k: kind["properties"][k] for k in ("apiVersion", "kind")}
+            kind = v2_compatible(kind)
+            kind.setdefault("properties", {}).update(typed)
+        meta = defs.type_schema(f"{defs.META}.ObjectMeta", v3)
+        kind.setdefault("properties", {})["metadata"] = meta
+        return kind
     described = kind_schema(r.kind)
     properties = _node(described)["properties"] if described else {}
     properties["metadata"] = defs.type_schema(f"{defs.META}.ObjectMeta", v3)
-    kind = {"type": "object", "properties": properties,
+    return {"type": "object", "properties": properties,
             "x-kubernetes-group-version-kind": [_gvk(r)]}
+
+
+def custom_definitions(r: ApiResource, v3: bool) -> dict[str, Any]:
+    """The kind and list-kind definitions of a kind served as a custom resource."""
     listed = {"type": "object", "required": ["items"], "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"},
         "items": {"type": "array", "items": {"$ref": _ref(custom_name(r), v3)}},
         "metadata": defs.type_schema(f"{defs.META}.ListMeta", v3)},
-        "x-kubernetes-group-version-kind": [_gvk(r, f"{r.kind}List")]}
-    return {custom_name(r): kind, custom_name(r, f"{r.kind}List"): listed}
+        "x-kubernetes-group-version-kind": [_gvk(r, list_kind(r))]}
+    return {custom_name(r): _kind_definition(r, v3), custom_name(r, list_kind(r)): listed}
 
 
 def _ref(name: str, v3: bool) -> str:
@@ -136,6 +174,9 @@ def built_in_definitions(resources: list[ApiResource], v3: bool) -> dict[str, An
         kinds[meta] = [{**g, "kind": meta.rpartition(".")[2]} for g in meta_gvks]
     roots += [defs.DELETE_OPTIONS, defs.STATUS, defs.WATCH_EVENT, defs.PATCH,
               f"{defs.META}.ObjectMeta", f"{defs.META}.ListMeta"]
+    if any(r.has_scale for r in resources):
+        roots.append(SCALE)
+        kinds[SCALE] = [_SCALE_GVK]
     return defs.definitions(roots, v3, kinds)
 
 
@@ -149,7 +190,7 @@ def schemas(resources: list[ApiResource], v3: bool) -> dict[str, Any]:
 
 
 def kind_ref(r: ApiResource, v3: bool, kind: str | None = None) -> str:
-    key = kube_types.kind_type(r.group_version, kind or r.kind)
+    key = kube_types.kind_type(r.group_version, kind or r.kind) if type_key(r) else None
     if key is not None:
         return defs.ref_path(key, v3)
     return _ref(custom_name(r, kind), v3)
@@ -227,33 +268,34 @@ _OPS = {
 
 def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
     """One operation; ``scope`` is ``Namespaced``, ``""`` or ``ForAllNamespaces``, and a
-    status operation's scope ends with ``Status``."""
-    status = scope.endswith("Status")
-    base = scope.removesuffix("Status")
+    subresource's operation's scope ends with ``Status`` or ``Scale``."""
+    sub = next((s for s in ("Status", "Scale") if scope.endswith(s)), "")
+    base = scope.removesuffix(sub) if sub else scope
     all_namespaces = base == "ForAllNamespaces"
     operation_id = (f"{op.verb}{_group_id(r)}{'' if all_namespaces else base}{r.kind}"
-                    f"{'Status' if status else ''}{'ForAllNamespaces' if all_namespaces else ''}")
+                    f"{sub}{'ForAllNamespaces' if all_namespaces else ''}")
     if op.verb == "deletecollection":
         operation_id = f"delete{_group_id(r)}Collection{base}{r.kind}"
-    answers = kind_ref(r, v3, f"{r.kind}List") if op.verb == "list" else (
-        defs.ref_path(defs.STATUS, v3) if op.verb == "deletecollection" else kind_ref(r, v3))
-    what = f"{r.kind} status" if status else r.kind
+    kind = defs.ref_path(SCALE, v3) if sub == "Scale" else kind_ref(r, v3)
+    answers = kind_ref(r, v3, list_kind(r)) if op.verb == "list" else (
+        defs.ref_path(defs.STATUS, v3) if op.verb == "deletecollection" else kind)
+    what = f"{r.kind} {sub.lower()}" if sub else r.kind
     out: dict[str, Any] = {
         "description": f"{op.verb} {what}", "operationId": operation_id,
         "parameters": [_parameter(q, "query", v3) for q in op.query],
         "responses": _responses(op.codes, answers, v3, stream=op.verb == "list"),
         "tags": [_tag(r)], "x-kubernetes-action": op.action,
-        "x-kubernetes-group-version-kind": _gvk(r),
+        "x-kubernetes-group-version-kind": _SCALE_GVK if sub == "Scale" else _gvk(r),
     }
     if op.body:
         if op.body == "patch":
             ref = defs.ref_path(defs.PATCH, v3)
-            types = [t for t in PATCH_TYPES
-                     if type_key(r) is not None or "strategic" not in t]  # not for CRs
+            types = [t for t in PATCH_TYPES  # none for custom resources or their scale
+                     if type_key(r) is not None or "strategic" not in t]
         elif op.body == "delete":
             ref, types = defs.ref_path(defs.DELETE_OPTIONS, v3), [JSON, YAML, PROTOBUF]
         else:
-            ref, types = kind_ref(r, v3), [JSON, YAML, PROTOBUF]
+            ref, types = kind, [JSON, YAML, PROTOBUF]
         if v3:
             out["requestBody"] = {"content": {t: {"schema": {"$ref": ref}} for t in types},
                                   "required": op.body != "delete"}
@@ -300,6 +342,10 @@ def resource_paths(r: ApiResource, v3: bool) -> dict[str, Any]:
         status = {m: v for m, v in single.items() if m != "delete"}
         paths[f"{base}/{{name}}/status"] = _path_item(r, status, scope + "Status",
                                                       [*params, "name"], v3)
+    if r.has_scale:
+        scale = {m: v for m, v in single.items() if m != "delete"}
+        paths[f"{base}/{{name}}/scale"] = _path_item(r, scale, scope + "Scale",
+                                                     [*params, "name"], v3)
     if r.namespaced and "list" in r.verbs:
         paths[f"{prefix}/{r.plural}"] = _path_item(r, {"get": "list"}, "ForAllNamespaces",
                                                    [], v3)
@@ -347,22 +393,37 @@ def _built(doc: dict[str, Any]) -> Built:
     return Built(body, hashlib.sha512(body).hexdigest()[:128].upper())
 
 
-@cache
-def _v3(resources: tuple[ApiResource, ...]) -> Built:
-    return _built(build_v3(list(resources)))
+# A built document's key: the resources it lists and, for the kinds of
+# CustomResourceDefinitions, a digest of what their definitions say (an ApiResource compares
+# by its names, so a changed schema must change the key). Bounded: CRDs come and go.
+_Key = tuple[tuple[ApiResource, ...], tuple[str, ...]]
 
 
-@cache
-def _v2(resources: tuple[ApiResource, ...]) -> tuple[Built, Built]:
+@lru_cache(maxsize=256)
+def _v3(key: _Key) -> Built:
+    return _built(build_v3(list(key[0])))
+
+
+@lru_cache(maxsize=4)
+def _v2(key: _Key) -> tuple[Built, Built]:
     """The v2 document in JSON and in protobuf."""
-    doc = build_v2(list(resources))
+    doc = build_v2(list(key[0]))
     encoded = v2_protobuf.document(doc)
     return _built(doc), Built(encoded, hashlib.sha512(encoded).hexdigest().upper())
 
 
-def _served(resources: list[ApiResource]) -> tuple[ApiResource, ...]:
+def _definition_digest(r: ApiResource) -> str:
+    parts = custom_parts(r)
+    if parts is None:
+        return ""
+    said = json.dumps([dataclasses.asdict(p) for p in parts], sort_keys=True, default=str)
+    return hashlib.sha256(said.encode()).hexdigest()
+
+
+def _served(resources: list[ApiResource]) -> _Key:
     # the writable ones; a create-only request kind (a binding, a review) is posted too
-    return tuple(r for r in resources if "patch" in r.verbs or "create" in r.verbs)
+    listed = tuple(r for r in resources if "patch" in r.verbs or "create" in r.verbs)
+    return listed, tuple(_definition_digest(r) for r in listed)
 
 
 def document_key(group_version: str) -> str:
@@ -370,29 +431,35 @@ def document_key(group_version: str) -> str:
     return f"apis/{group_version}" if "/" in group_version else f"api/{group_version}"
 
 
-def v3_document(key: str) -> Built | None:
-    """The document at ``/openapi/v3/<key>``; None when no group/version is there."""
-    for gv, resources in group_versions().items():
+Served = dict[str, list[ApiResource]]  # group/version -> its resources
+
+
+def v3_document(key: str, served: Served | None = None) -> Built | None:
+    """The document at ``/openapi/v3/<key>``; None when no group/version is there.
+    ``served``: every group/version served (the built-in ones when not given)."""
+    for gv, resources in (group_versions() if served is None else served).items():
         if document_key(gv) == key:
             return _v3(_served(resources))
     return None
 
 
-def v3_index() -> dict[str, Any]:
+def v3_index(served: Served | None = None) -> dict[str, Any]:
+    served = group_versions() if served is None else served
     return {"paths": {document_key(gv): {"serverRelativeURL":
                                          f"/openapi/v3/{document_key(gv)}?hash="
                                          f"{_v3(_served(resources)).hash}"}
-                      for gv, resources in group_versions().items()}}
+                      for gv, resources in served.items()}}
 
 
-def built_index() -> Built:
+def built_index(served: Served | None = None) -> Built:
     """The index serialized, with its ETag (it changes as the documents do)."""
-    return _built(v3_index())
+    return _built(v3_index(served))
 
 
-def v2_document(protobuf: bool = False) -> Built:
+def v2_document(protobuf: bool = False, served: Served | None = None) -> Built:
     """``/openapi/v2``: JSON, or gnostic's protobuf Document."""
-    everything = [r for resources in group_versions().values() for r in resources]
+    served = group_versions() if served is None else served
+    everything = [r for resources in served.values() for r in resources]
     return _v2(_served(everything))[1 if protobuf else 0]
 
 

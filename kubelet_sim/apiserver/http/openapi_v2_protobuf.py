@@ -13,6 +13,7 @@ is YAML), which is how kube-openapi's readers decode them.
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # as asked for
@@ -50,6 +51,15 @@ def _bool(number: int, value: bool) -> bytes:
     return _varint(number << 3) + b"\x01" if value else b""
 
 
+def _int64(number: int, value: Any) -> bytes:
+    """A non-negative int64 (a length, a count); proto3 leaves zero out."""
+    return _varint(number << 3) + _varint(int(value)) if value else b""
+
+
+def _double(number: int, value: Any) -> bytes:
+    return _varint(number << 3 | 1) + struct.pack("<d", float(value)) if value else b""
+
+
 def _any(value: Any) -> bytes:
     """gnostic's Any: ``yaml`` (2) holds the value's text."""
     return _string(2, json.dumps(value))
@@ -64,11 +74,20 @@ def _extensions(number: int, node: dict[str, Any]) -> bytes:
 def schema(node: dict[str, Any]) -> bytes:
     """openapi.v2.Schema."""
     out = _string(1, node.get("$ref", "")) + _string(2, node.get("format", ""))
-    out += _string(4, node.get("description", ""))
+    out += _string(3, node.get("title", "")) + _string(4, node.get("description", ""))
     if "default" in node:
         out += _message(5, _any(node["default"]))
+    # the validation keywords a CustomResourceDefinition's schema may carry
+    out += _double(6, node.get("multipleOf")) + _double(7, node.get("maximum"))
+    out += _bool(8, bool(node.get("exclusiveMaximum"))) + _double(9, node.get("minimum"))
+    out += _bool(10, bool(node.get("exclusiveMinimum")))
+    out += _int64(11, node.get("maxLength")) + _int64(12, node.get("minLength"))
+    out += _string(13, node.get("pattern", ""))
+    out += _int64(14, node.get("maxItems")) + _int64(15, node.get("minItems"))
     out += _bool(16, bool(node.get("uniqueItems")))
+    out += _int64(17, node.get("maxProperties")) + _int64(18, node.get("minProperties"))
     out += _strings(19, node.get("required", []))
+    out += b"".join(_message(20, _any(value)) for value in node.get("enum", []))
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
         out += _message(21, _message(1, schema(extra)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubelet_sim.api.model import KINDS
@@ -25,6 +27,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "Lease": ("leases", (), ()),
     "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
     "Event": ("events", ("ev",), ()),
+    "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
 }
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -42,6 +45,7 @@ class ApiResource:
     short_names: tuple[str, ...]
     categories: tuple[str, ...]
     verbs: tuple[str, ...] = VERBS
+    has_scale: bool = False  # the scale subresource (autoscaling/v1 Scale)
     stored: bool = True  # False: a create-only request kind (Binding, the reviews)
 
     @property
@@ -93,6 +97,9 @@ class Subresource:
     version: str = ""
 
 
+SCALE = Subresource("scale", "Scale", ("get", "patch", "update"), "autoscaling", "v1")
+
+
 # The Pod subresources that would reach a running container; served, always refused
 # (kubelet_sim.apiserver.http.pod_connect).
 POD_CONNECT = (Subresource("log", "Pod", ("get",)),
@@ -109,6 +116,8 @@ POD_EVICTION = Subresource("eviction", "Eviction", CREATE_ONLY, "policy", "v1")
 def subresources(r: ApiResource) -> list[Subresource]:
     """The subresources discovery lists for ``r``."""
     out = [Subresource("status", r.kind, ("get", "patch", "update"))] if r.has_status else []
+    if r.has_scale:
+        out.append(SCALE)
     if r.kind == "Pod" and r.stored:
         out.extend((POD_BINDING, POD_EVICTION, *POD_CONNECT))
     return out
@@ -118,9 +127,23 @@ def lookup(group: str, version: str, plural: str) -> ApiResource | None:
     return _BY_PATH.get((group, version, plural))
 
 
-def group_versions() -> dict[str, list[ApiResource]]:
-    """group/version -> its resources, core ("v1") first."""
+def group_versions(extra: Iterable[ApiResource] = ()) -> dict[str, list[ApiResource]]:
+    """group/version -> its resources, core ("v1") first; ``extra`` (the resources of
+    CustomResourceDefinitions) are added, replacing a built-in one of the same path."""
+    by_path = {(r.group, r.version, r.plural): r for r in RESOURCES}
+    by_path.update({(r.group, r.version, r.plural): r for r in extra})
     out: dict[str, list[ApiResource]] = {}
-    for r in sorted(RESOURCES, key=lambda r: (r.group != "", r.group)):
+    for r in sorted(by_path.values(),
+                    key=lambda r: (r.group != "", r.group, _version_order(r.version))):
         out.setdefault(r.group_version, []).append(r)
     return out
+
+
+def _version_order(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version priority (v2 > v1 > v1beta2 > v1beta1 > v1alpha1), smallest
+    first: the first version of a group is its preferred one."""
+    found = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not found:
+        return (3, 0, 0)
+    rank = {None: 0, "beta": 1, "alpha": 2}[found[2]]
+    return (rank, -int(found[1]), -int(found[3] or 0))

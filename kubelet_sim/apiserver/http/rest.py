@@ -33,7 +33,16 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http import list_options, pod_connect, reviews
-from kubelet_sim.apiserver.http.events import GROUP, shown, stored
+from kubelet_sim.apiserver.http.custom import (
+    custom_parts,
+    refuse_other_media,
+    serve_scale,
+    shown,
+    stored,
+    unknown_fields,
+)
+from kubelet_sim.apiserver.http.custom import table as custom_table
+from kubelet_sim.apiserver.http.events import GROUP
 from kubelet_sim.apiserver.http.negotiation import (
     Output,
     decode_body,
@@ -115,7 +124,13 @@ class Rest:
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
+            custom = custom_parts(target.resource) is not None
+            if custom:
+                refuse_other_media(request)  # custom resources are JSON only
             request[OUTPUT] = negotiate(request)
+            if custom and target.subresource == "scale":
+                return _answer(request, await serve_scale(
+                    self.api, request, target.resource, target.name, target.namespace))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
             if not target.resource.stored or target.subresource in POD_REQUESTS:
@@ -174,9 +189,9 @@ class Rest:
             raise not_acceptable("you requested PartialObjectMetadata, but the requested "
                                  f"object is a list ({_go_type(r, 'List')})")
         if wants_table(request):
-            return _answer(request, table(r.kind, items, found.resource_version,
-                                          request.query.get("includeObject", "Metadata"),
-                                          token, output.meta_api_version))
+            return _answer(request, _table(r, items, found.resource_version,
+                                           request.query.get("includeObject", "Metadata"),
+                                           token, output.meta_api_version))
         meta: dict[str, Any] = {"resourceVersion": found.resource_version}
         if token:
             meta["continue"] = token
@@ -248,9 +263,9 @@ class Rest:
         metadata alone (PartialObjectMetadata)."""
         output = _output(request)
         if output.as_kind == "Table":
-            return table(r.kind, [obj], obj.metadata.resource_version or "",
-                         request.query.get("includeObject", "Metadata"),
-                         api_version=output.meta_api_version)
+            return _table(r, [obj], obj.metadata.resource_version or "",
+                          request.query.get("includeObject", "Metadata"),
+                          api_version=output.meta_api_version)
         if output.as_kind == "PartialObjectMetadata":
             return _partial(obj.to_dict(), output)
         return shown(r, obj.to_dict())
@@ -262,6 +277,7 @@ class Rest:
         obj, warnings = self._object(target, body, mode)
         if dry_run:
             apply_defaults(obj)
+            obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
             return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
         return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
@@ -276,6 +292,7 @@ class Rest:
         if dry_run:
             self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
+            obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
             return _answer(request, shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
@@ -300,7 +317,8 @@ class Rest:
         dry_run, mode = _dry_run(request), fields.directive(request)
         problems = fields.duplicate_fields(patch)
         r = target.resource
-        if content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP:
+        if (content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP
+                and custom_parts(r) is None):
             if not isinstance(patch, dict):
                 raise BadRequest("a merge patch must be a JSON object")
             # a merge patch has the object's shape: its unknown fields are the result's
@@ -318,11 +336,11 @@ class Rest:
             else:
                 merged = merge_patch(doc, patch)
             merged = stored(r, merged)
-            warnings = fields.settle(problems + fields.drop_unknown_fields(
-                merged, kind, str(merged.get("apiVersion") or r.group_version)), mode)
+            warnings = fields.settle(problems + unknown_fields(r, merged), mode)
             obj = Resource.from_dict(merged)
             if dry_run:
                 apply_defaults(obj)
+                obj = self.api.custom.prepare(obj, self.api.clock.now())
                 validate(obj)
                 return _answer(request, shown(r, obj.to_dict()), warnings=warnings)
             obj.metadata.resource_version = current.metadata.resource_version
@@ -430,9 +448,16 @@ class Rest:
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
         body = stored(r, body)
-        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(
-            body, r.kind, str(body["apiVersion"]))
+        problems = fields.duplicate_fields(body) + unknown_fields(r, body)
         return Resource.from_dict(body), fields.settle(problems, mode)
+
+
+def _table(r: ApiResource, items: list[Resource], resource_version: str, include: str,
+           continue_token: str = "", api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
+    """The Table of ``items``: a definition's printer columns, or the built-in ones."""
+    if custom_parts(r) is not None:
+        return custom_table(r, items, resource_version, include, continue_token, api_version)
+    return table(r.kind, items, resource_version, include, continue_token, api_version)
 
 
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",

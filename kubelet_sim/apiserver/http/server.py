@@ -15,6 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from kubelet_sim.apiserver.http import (
+    custom,
     debug_faults,
     discovery,
     discovery_v2,
@@ -22,7 +23,9 @@ from kubelet_sim.apiserver.http import (
     openapi_v2_protobuf,
 )
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
+from kubelet_sim.apiserver.http.field_validation import warning_headers
 from kubelet_sim.apiserver.http.paths import Target, parse
+from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.server import APIServer
@@ -48,8 +51,11 @@ def make_app(api: APIServer, token: str, address: str,
              on_request: RequestObserver | None = None) -> web.Application:
     rest = Rest(api)
 
-    async def served(request: web.Request, target: Target) -> web.StreamResponse:
+    async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response = await rest.handle(request, target)
+        warning = custom.deprecation_warning(target.resource)
+        if warning and not response.prepared:
+            response.headers.extend(warning_headers([warning]))
         if on_request is not None:
             on_request(request_verb(request, target), target.resource.plural,
                        target.subresource, response.status)
@@ -68,24 +74,32 @@ def make_app(api: APIServer, token: str, address: str,
     async def health(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    def served() -> dict[str, list[ApiResource]]:
+        return custom.served_group_versions(api.custom)
+
+    def resolve(group: str, version: str, plural: str) -> ApiResource | None:
+        return custom.resolve(api.custom, group, version, plural)
+
     def aggregated(request: web.Request, core: bool) -> web.Response | None:
         if not discovery_v2.wants_aggregated(request.headers.get("Accept", "")):
             return None
-        return web.Response(body=json.dumps(discovery_v2.group_discovery_list(core)).encode(),
+        body = discovery_v2.group_discovery_list(core, served())
+        return web.Response(body=json.dumps(body).encode(),
                             headers={"Content-Type": discovery_v2.AGGREGATED})
 
     async def api_versions(request: web.Request) -> web.Response:
         return aggregated(request, True) or web.json_response(discovery.api_versions(address))
 
     async def groups(request: web.Request) -> web.Response:
-        return aggregated(request, False) or web.json_response(discovery.api_group_list())
+        return aggregated(request, False) or web.json_response(
+            discovery.api_group_list(served()))
 
     def not_found() -> web.Response:
         return status_response(status_body(
             404, "NotFound", "the server could not find the requested resource"))
 
     async def resources(request: web.Request, group_version: str) -> web.Response:
-        body = discovery.api_resource_list(group_version)
+        body = discovery.api_resource_list(group_version, served())
         return web.json_response(body) if body is not None else not_found()
 
     async def core(request: web.Request) -> web.StreamResponse:
@@ -93,26 +107,27 @@ def make_app(api: APIServer, token: str, address: str,
         if not segments:
             return await resources(request, "v1")
         target = parse("", "v1", segments)
-        return not_found() if target is None else await served(request, target)
+        return not_found() if target is None else await serve(request, target)
 
     async def grouped(request: web.Request) -> web.StreamResponse:
         group, version = request.match_info["group"], request.match_info["version"]
         segments = [s for s in request.match_info["tail"].split("/") if s]
         if not segments:
             return await resources(request, f"{group}/{version}")
-        target = parse(group, version, segments)
-        return not_found() if target is None else await served(request, target)
+        target = parse(group, version, segments, resolve)
+        return not_found() if target is None else await serve(request, target)
 
     async def group_versions(request: web.Request) -> web.Response:
         group = request.match_info["group"]
-        listed = [g for g in discovery.api_group_list()["groups"] if g["name"] == group]
+        listed = [g for g in discovery.api_group_list(served())["groups"]
+                  if g["name"] == group]
         if not listed:
             return not_found()
         return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
 
     async def openapi_index(request: web.Request) -> web.StreamResponse:
         # built once, off the event loop (a fraction of a second of CPU the first time)
-        index = await asyncio.to_thread(openapi.built_index)
+        index = await asyncio.to_thread(openapi.built_index, served())
         headers = {"ETag": index.etag, "Content-Type": openapi.JSON}
         if request.headers.get("If-None-Match") == index.etag:
             return web.Response(status=304, headers=headers)
@@ -140,7 +155,7 @@ def make_app(api: APIServer, token: str, address: str,
         media = openapi.negotiate(request.headers.get("Accept", ""))
         if media is None:
             return not_acceptable()
-        built = await asyncio.to_thread(openapi.v3_document, key)
+        built = await asyncio.to_thread(openapi.v3_document, key, served())
         return openapi_served(request, built, f"/openapi/v3/{key}", media)
 
     async def openapi_v2(request: web.Request) -> web.StreamResponse:
@@ -148,7 +163,7 @@ def make_app(api: APIServer, token: str, address: str,
         if media is None:
             return not_acceptable()
         json_form = media == openapi.JSON
-        built = await asyncio.to_thread(openapi.v2_document, not json_form)
+        built = await asyncio.to_thread(openapi.v2_document, not json_form, served())
         return openapi_served(request, built, "/openapi/v2",
                               media if json_form else openapi_v2_protobuf.CONTENT_TYPE)
 

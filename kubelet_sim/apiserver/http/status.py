@@ -12,6 +12,7 @@ from kubelet_sim.api.errors import (
     ApiError,
     Conflict,
     Invalid,
+    InvalidObject,
     NotFound,
     TooManyRequests,
 )
@@ -36,7 +37,14 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
         if plural:  # as Kubernetes words it: pods "web" not found
             what = "not found" if isinstance(err, NotFound) else "already exists"
             message = f'{plural} "{err.name}" {what}'
-    if isinstance(err, Invalid):
+    if isinstance(err, InvalidObject):
+        group = err.qualified_kind.partition(".")[2]
+        details = {"name": err.name, "kind": err.qualified_kind.partition(".")[0],
+                   "causes": [{"reason": e.reason, "message": e.detail, "field": e.field}
+                              for e in err.errors]}
+        if group:
+            details["group"] = group
+    elif isinstance(err, Invalid):
         details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
                                "field": err.field}]}
     if isinstance(err, TooManyRequests) and err.causes:

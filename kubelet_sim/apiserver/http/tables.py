@@ -171,6 +171,9 @@ COLUMNS: dict[str, list[Column]] = {
     "NetworkPolicy": [
         NAME, ("Pod-Selector", "string", 0, lambda o: _selector(o.spec.get("podSelector"))), AGE],
     "Event": events.COLUMNS,
+    # kubectl prints the definition's creation stamp itself, not an age
+    "CustomResourceDefinition": [NAME, ("Created At", "date", 0,
+                                        _get("metadata.creationTimestamp", ""))],
 }
 
 

@@ -8,8 +8,10 @@ from kubelet_sim.api import kube_types
 from kubelet_sim.api.model import KINDS
 
 # Served kinds that are custom resources in a real cluster (external-snapshotter's CRDs),
-# so k8s.io/api has no type for them.
-CUSTOM = {"VolumeSnapshot", "VolumeSnapshotContent", "VolumeSnapshotClass"}
+# and CustomResourceDefinition (k8s.io/apiextensions-apiserver's): k8s.io/api has no type
+# for them.
+CUSTOM = {"VolumeSnapshot", "VolumeSnapshotContent", "VolumeSnapshotClass",
+          "CustomResourceDefinition"}
 
 
 @pytest.mark.parametrize("kind", sorted(set(KINDS) - CUSTOM))

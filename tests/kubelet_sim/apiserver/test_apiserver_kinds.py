@@ -78,6 +78,14 @@ def every_kind() -> list[Resource]:
                             "source": {"component": "default-scheduler"},
                             "firstTimestamp": "2026-12-03T12:00:00Z",
                             "lastTimestamp": "2026-12-03T12:00:00Z"}),
+        Resource.from_dict({"apiVersion": "apiextensions.k8s.io/v1",
+                            "kind": "CustomResourceDefinition",
+                            "metadata": {"name": "gadgets.example.com"},
+                            "spec": {"group": "example.com", "scope": "Cluster",
+                                     "names": {"plural": "gadgets", "kind": "Gadget"},
+                                     "versions": [{"name": "v1", "served": True,
+                                                   "storage": True, "schema": {
+                                                       "openAPIV3Schema": {"type": "object"}}}]}}),
     ]
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import yaml
 
 from kubelet_sim.api.errors import Invalid, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers import ControllerManager
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
+from tests.fixtures.up_process import PROJECT_ROOT
 
 
 def lease(api: APIServer, name: str, *owners: Resource, block: bool = False) -> Resource:
@@ -155,3 +157,25 @@ def _with_finalizer(obj: Resource, finalizer: str) -> Resource:
     out = obj.copy()
     out.metadata.finalizers = [*out.metadata.finalizers, finalizer]
     return out
+
+
+async def test_custom_resources_are_collected_and_collect_as_owners(
+        api: APIServer, gc: ControllerManager) -> None:
+    api.create(yaml.safe_load((PROJECT_ROOT / "tests" / "fixtures" / "widgets_crd.yaml")
+                              .read_text()))
+    owner = lease(api, "owner")
+    refs = [{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "name": "owner",
+             "uid": owner.metadata.uid}]
+    api.create({"apiVersion": "stable.example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "default", "ownerReferences": refs},
+                "spec": {"size": "1Gi"}})
+    widget_owner = api.create({"apiVersion": "stable.example.com/v1", "kind": "Widget",
+                               "metadata": {"name": "parent", "namespace": "default"},
+                               "spec": {"size": "1Gi"}})
+    lease(api, "child", widget_owner)
+    await gc.settle()
+    api.delete("Lease", "owner", "default")
+    api.delete("Widget", "parent", "default")
+    await gc.settle()
+    assert [w.name for w in api.list("Widget").items] == []
+    assert not exists(api, "child")
