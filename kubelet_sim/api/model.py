@@ -148,6 +148,8 @@ def clone(value: Any) -> Any:
         return [clone(item) for item in value]
     if kind in _IMMUTABLE:
         return value
+    if isinstance(value, dict):  # a decoder's dict subclass: copied as a plain dict
+        return {key: clone(item) for key, item in value.items()}
     return copy.deepcopy(value)
 
 

@@ -405,3 +405,11 @@ def test_an_eviction_with_a_stale_resource_version_precondition_is_409(served: S
     fresh = {"preconditions": {"resourceVersion": current}, "gracePeriodSeconds": 0}
     code, _ = call_json(served, "POST", f"{PODS}/a/eviction", eviction("a", **fresh))
     assert code == 201 and served.api.list("Pod").items == []
+
+
+def test_an_object_created_from_json_reads_back_as_yaml(served: Served) -> None:
+    code, _ = call_json(served, "POST", PODS, pod("j"))
+    assert code == 201
+    code, media, raw = call(served, "GET", f"{PODS}/j", accept="application/yaml")
+    assert (code, media) == (200, "application/yaml")
+    assert yaml.safe_load(raw)["metadata"]["name"] == "j"
