@@ -22,6 +22,11 @@ from kubelet_sim.apiserver.http import (
     openapi,
     openapi_v2_protobuf,
 )
+from kubelet_sim.apiserver.http.connections import (
+    ConnectionGuard,
+    GuardedSite,
+    QuietResourceErrors,
+)
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.field_validation import warning_headers
 from kubelet_sim.apiserver.http.paths import Target, parse
@@ -45,6 +50,21 @@ def request_verb(request: web.Request, target: Target) -> str:
             return "WATCH"
         return "GET" if target.name else "LIST"
     return request.method
+
+
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+MAX_HEADER_BYTES = 1 << 20  # Go's http.Server MaxHeaderBytes, as kube-apiserver sets it
+
+
+@web.middleware
+async def too_large(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A body over the limit is a 413 Status, as kube-apiserver words it."""
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return status_response(status_body(
+            413, "RequestEntityTooLarge",
+            f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"))
 
 
 def make_app(api: APIServer, token: str, address: str,
@@ -173,7 +193,8 @@ def make_app(api: APIServer, token: str, address: str,
     async def faults(request: web.Request) -> web.Response:
         return await debug_faults.handle(api, request)
 
-    app = web.Application(middlewares=[authenticate])
+    app = web.Application(middlewares=[too_large, authenticate],
+                          client_max_size=MAX_REQUEST_BODY_BYTES)
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
         app.router.add_get(path, health)
@@ -220,7 +241,8 @@ class ApiServerHandle:
 def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
                      kubeconfig: Path | None = None,
                      on_request: RequestObserver | None = None,
-                     listener: socket.socket | None = None) -> ApiServerHandle:
+                     listener: socket.socket | None = None,
+                     connection_guard: ConnectionGuard | None = None) -> ApiServerHandle:
     """Serve ``api`` over HTTPS on ``host:port`` (0: any free port), or on ``listener``
     (a socket the caller bound already), from a thread of its own; writes the kubeconfig
     (default ``state_dir/kubeconfig``, mode 0600)."""
@@ -230,17 +252,21 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(creds.server_cert, creds.server_key)
     loop = asyncio.new_event_loop()
+    guard = connection_guard or ConnectionGuard()
     started: dict[str, object] = {}
     ready = threading.Event()
 
     async def begin() -> None:
         placeholder = f"https://{host}:{port}"
-        runner = web.AppRunner(make_app(api, creds.token, placeholder, on_request),
-                               access_log=None,
-                               handle_signals=False, shutdown_timeout=1.0)
+        app = make_app(api, creds.token, placeholder, on_request)
+        app.middlewares.insert(0, guard.middleware)  # outermost: sees every request
+        loop.set_exception_handler(QuietResourceErrors())
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=1.0, max_line_size=MAX_HEADER_BYTES,
+                               max_field_size=MAX_HEADER_BYTES, max_headers=1024)
         await runner.setup()
         bound = listener or socket.create_server((host, port))  # port 0 picks one
-        site = web.SockSite(runner, bound, ssl_context=tls)
+        site = GuardedSite(runner, bound, guard, ssl_context=tls)
         await site.start()
         started["port"] = bound.getsockname()[1]
         started["runner"] = runner
