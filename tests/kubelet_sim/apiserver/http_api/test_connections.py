@@ -57,7 +57,7 @@ def closed_by_server(conn: ssl.SSLSocket, within: float) -> bool:
     conn.settimeout(within)
     try:
         return conn.recv(1) == b""
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
     except (ConnectionError, ssl.SSLError):
         return True
