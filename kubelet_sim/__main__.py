@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="leave out the CSI sidecar roles (external-provisioner, -attacher, "
                     "-snapshotter, -resizer) so the real ones can run against the API with "
                     "--kubeconfig and the printed driver sockets")
+    up.add_argument("--no-snapshot-controller", action="store_true",
+                    help="leave out the snapshot-controller (VolumeSnapshot to "
+                    "VolumeSnapshotContent) so the real one can run against the API")
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
@@ -200,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 node_monitor_grace_period=args.node_monitor_grace_period,
                 metrics_address=args.metrics_address, api_faults=api_faults(args),
                 cluster={**cluster_options(args),
-                         **({"sidecars": False} if args.no_sidecars else {})})))
+                         **({"sidecars": False} if args.no_sidecars else {}),
+                         **({"snapshot_controller": False}
+                            if args.no_snapshot_controller else {})})))
         except UpRefused as e:
             print(f"kubelet_sim: {e}", file=sys.stderr)
             return 2

@@ -88,6 +88,9 @@ class ClusterConfig:
     # False: no external-provisioner/-attacher/-snapshotter/-resizer roles; the real
     # sidecars (or the user's controllers) do that work through the API.
     sidecars: bool = True
+    # False: no snapshot-controller (VolumeSnapshot -> VolumeSnapshotContent); the real
+    # one, a cluster component of its own, runs beside the real sidecars.
+    snapshot_controller: bool = True
     # Keep the API objects in this file (the etcd role): a cluster started again with
     # the same file (and work dir) has every object it had. None: in memory only.
     api_database: Path | None = None
@@ -196,6 +199,7 @@ class Cluster:
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
                                            recorder=self.events, secrets=self.secrets,
                                            sidecars=cfg.sidecars,
+                                           snapshot_controller=cfg.snapshot_controller,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
         for kubelet in self.kubelets.values():
             await kubelet.start()

@@ -44,11 +44,14 @@ def cluster_controllers(
     recorder: EventRecorder | None = None,
     resync_seconds: float = 30.0,
     sidecars: bool = True,
+    snapshot_controller: bool = True,
     node_monitor_grace_period: float | None = None,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
-    the four CSI sidecars out (kube-controller-manager's loops stay). With a
+    the four CSI sidecars out (kube-controller-manager's loops stay);
+    ``snapshot_controller=False`` leaves out the snapshot controller, which in a real
+    cluster is a component of its own deployed beside the sidecars. With a
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
     controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
@@ -74,7 +77,7 @@ def cluster_controllers(
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
-        SnapshotController(api, **common),
+        *([SnapshotController(api, **common)] if snapshot_controller else []),
         *sidecar(CsiSnapshotter(api, csi, driver, secrets=secrets, **common)),
         *sidecar(ExternalResizer(api, csi, driver, secrets=secrets, **common)),
         *lifecycle,

@@ -104,3 +104,39 @@ def test_without_sidecars_an_outside_provisioner_and_attacher_get_the_pod_runnin
         reasons = [e.reason for e in core.list_namespaced_event(
             "default", field_selector="involvedObject.name=db").items]
         assert "SuccessfulAttachVolume" in reasons and "Started" in reasons
+
+
+SNAPSHOT_OF_DB_DATA = """\
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata:
+  name: mini-snapclass
+driver: csi-mini.example.com
+deletionPolicy: Delete
+---
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshot
+metadata:
+  name: db-snap
+  namespace: default
+spec:
+  volumeSnapshotClassName: mini-snapclass
+  source:
+    persistentVolumeClaimName: db-data
+"""
+
+
+def test_without_the_snapshot_controller_a_snapshot_gets_no_content_while_claims_bind() -> None:
+    with running_up("--no-snapshot-controller") as up:
+        assert any(s.startswith("no snapshot-controller") for s in up.said)
+        assert not any("no CSI sidecars" in s for s in up.said)
+        up.kubectl("apply", "-f", str(PROJECT_ROOT / "examples" / "pod-with-pvc.yaml"))
+        wait_for(lambda: up.kubectl("get", "pvc", "db-data", "-o",
+                                    "jsonpath={.status.phase}") == "Bound",
+                 "the claim bound by the simulator's provisioner")
+        up.kubectl("apply", "-f", "-", stdin=SNAPSHOT_OF_DB_DATA)
+        time.sleep(2)  # the loops had their chance: nobody makes a content
+        assert up.kubectl("get", "volumesnapshotcontents", "-o", "name") == ""
+        bound = up.kubectl("get", "volumesnapshot", "db-snap", "-o",
+                           "jsonpath={.status.boundVolumeSnapshotContentName}")
+        assert bound == ""

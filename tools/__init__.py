@@ -1,0 +1,1 @@
+"""Build and install helpers the Makefile runs (kubectl, the real CSI sidecars)."""
