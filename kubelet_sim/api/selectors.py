@@ -14,12 +14,14 @@ the key, as in Kubernetes.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubelet_sim.api.errors import BadRequest, Invalid
+from kubelet_sim.api.label_rules import label_value_errors, qualified_name_errors
 from kubelet_sim.api.model import Resource
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -134,6 +136,22 @@ def _expression(expr: Any, path: str, operators: tuple[str, ...]) -> Requirement
     return Requirement(key, op, tuple(values))
 
 
+def _checked(req: Requirement) -> Requirement:
+    """``req`` when its key and values are valid label keys and values; else the
+    BadRequest kube-apiserver answers (labels.NewRequirement's field errors)."""
+    problems = [f"key: Invalid value: {json.dumps(req.key)}: {'; '.join(errors)}"
+                for errors in [qualified_name_errors(req.key)] if errors]
+    problems += [f"values[{i}][{req.key}]: Invalid value: {json.dumps(value)}: "
+                 f"{'; '.join(errors)}"
+                 for i, value in enumerate(req.values)
+                 for errors in [label_value_errors(value)] if errors]
+    if len(problems) == 1:
+        raise BadRequest(f"unable to parse requirement: {problems[0]}")
+    if problems:
+        raise BadRequest(f"unable to parse requirement: [{', '.join(problems)}]")
+    return req
+
+
 class _Parser:
     """Recursive-descent parser for the label selector query string."""
 
@@ -153,11 +171,11 @@ class _Parser:
         return tok
 
     def requirements(self) -> list[Requirement]:
-        reqs = [self._requirement()]
+        reqs = [_checked(self._requirement())]
         while self._peek() is not None:
             if self._next() != ",":
                 raise BadRequest(f"unable to parse requirement: expected ',' in {self.text!r}")
-            reqs.append(self._requirement())
+            reqs.append(_checked(self._requirement()))
         return reqs
 
     def _requirement(self) -> Requirement:

@@ -82,3 +82,21 @@ def test_node_selector_terms_are_ored_and_expressions_anded() -> None:
     assert not node_selector_matches([zone_b], labels, {"metadata.name": "n2"})
     assert node_selector_matches([by_name], {}, {"metadata.name": "n1"})
     assert not node_selector_matches([{}], labels, {"metadata.name": "n1"})
+
+
+def test_a_selector_value_over_63_characters_is_a_bad_request() -> None:
+    with pytest.raises(BadRequest) as err:
+        LabelSelector.parse("app=" + "b" * 64)
+    assert str(err.value.message) == (
+        f'unable to parse requirement: values[0][app]: Invalid value: "{"b" * 64}": '
+        "must be no more than 63 characters")
+
+
+def test_a_selector_with_a_nul_or_a_bad_key_is_a_bad_request() -> None:
+    with pytest.raises(BadRequest) as err:
+        LabelSelector.parse("app in (a\x00b)")
+    assert "values[0][app]: Invalid value" in err.value.message
+    with pytest.raises(BadRequest) as err:
+        LabelSelector.parse("-bad-=x")
+    assert "key: Invalid value" in err.value.message
+    assert LabelSelector.parse("example.com/app=web,tier notin (db)").requirements
