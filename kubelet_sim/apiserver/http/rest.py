@@ -27,6 +27,7 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http import pod_connect
+from kubelet_sim.apiserver.http.encoding import ObjectResponse, WatchStream, read_body
 from kubelet_sim.apiserver.http.events import GROUP, shown, stored
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
@@ -41,8 +42,7 @@ PATCH_RETRIES = 5
 
 
 def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body), content_type="application/json",
-                        headers=fields.warning_headers(warnings or []))
+    return ObjectResponse(body, status, fields.warning_headers(warnings or []))
 
 
 def wants_table(request: web.Request) -> bool:
@@ -51,7 +51,7 @@ def wants_table(request: web.Request) -> bool:
 
 async def _body(request: web.Request) -> Any:
     try:
-        return fields.decode(await request.read() or b"{}")
+        return await read_body(request)
     except ValueError as e:
         raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
             from None
@@ -122,7 +122,7 @@ class Rest:
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
         timeout = float(_int_param(request, "timeoutSeconds") or 1800)
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response = WatchStream(request)
         await response.prepare(request)
         bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
         labels = request.query.get("labelSelector") or None
@@ -330,5 +330,5 @@ def _int_param(request: web.Request, name: str) -> int | None:
         raise fail(400, "BadRequest", f"{name}: invalid integer {raw!r}") from None
 
 
-async def _send(response: web.StreamResponse, event: dict[str, Any]) -> None:
-    await response.write(json.dumps(event).encode() + b"\n")
+async def _send(response: WatchStream, event: dict[str, Any]) -> None:
+    await response.send(event)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
+from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, encoding, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.rest import Rest
@@ -43,7 +43,12 @@ def make_app(api: APIServer, token: str, address: str,
     rest = Rest(api)
 
     async def served(request: web.Request, target: Target) -> web.StreamResponse:
-        response = await rest.handle(request, target)
+        response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
+        if response is None:
+            try:
+                response = await rest.handle(request, target)
+            except web.HTTPException as exc:  # a Status in the negotiated form
+                response = encoding.error_response(exc)
         if on_request is not None:
             on_request(request_verb(request, target), target.resource.plural,
                        target.subresource, response.status)
