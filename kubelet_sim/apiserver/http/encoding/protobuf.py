@@ -229,7 +229,7 @@ def _read_scalar(kind: int, value: Any) -> Any:
     return base64.b64encode(value).decode() if kind == FieldDescriptor.TYPE_BYTES else value
 
 
-def _read_value(source: Message, full_name: str, keep_empty: bool) -> Any:
+def _read_value(source: Message, full_name: str) -> Any:
     if full_name == QUANTITY:
         return source.string or "0"  # type: ignore[attr-defined]
     if full_name in (TIME, MICRO_TIME):
@@ -250,8 +250,7 @@ def _read_value(source: Message, full_name: str, keep_empty: bool) -> Any:
         return _raw_json(raw) if raw else _OMIT
     if _list_wrapper(full_name):
         return list(source.items)  # type: ignore[attr-defined]
-    doc = read(source)
-    return doc if doc or keep_empty else _OMIT
+    return read(source)  # Go writes a struct even when empty (omitempty or not)
 
 
 def _raw_json(raw: bytes) -> Any:
@@ -273,18 +272,18 @@ def read(message: Message) -> dict[str, Any]:
             out.update(read(value))
         elif e.is_map:
             if e.message is not None:
-                values = {k: _read_value(v, e.message, True) for k, v in value.items()}
+                values = {k: _read_value(v, e.message) for k, v in value.items()}
                 out[e.json] = {k: v for k, v in values.items() if v is not _OMIT}
             else:
                 out[e.json] = {k: _read_scalar(e.scalar, v) for k, v in value.items()}
         elif e.repeated:
             if e.message is not None:
-                items = [_read_value(v, e.message, True) for v in value]
+                items = [_read_value(v, e.message) for v in value]
                 out[e.json] = [v for v in items if v is not _OMIT]
             else:
                 out[e.json] = [_read_scalar(e.scalar, v) for v in value]
         elif e.message is not None:
-            found = _read_value(value, e.message, e.keep_zero)
+            found = _read_value(value, e.message)
             if found is not _OMIT:
                 out[e.json] = found
         elif value or e.keep_zero:
