@@ -21,6 +21,7 @@ from k8s_protos import (
     runtime_pb2,
 )
 from kubelet_sim.apiserver.http.encoding import envelope
+from kubelet_sim.apiserver.http.status import status_body
 
 from .samples import RICH_POD, simulator_objects
 
@@ -233,6 +234,18 @@ def test_a_watch_frame_is_a_length_and_a_bare_watch_event_holding_the_enveloped_
     inner = _raw(event.object.raw)
     assert (inner.typeMeta.kind, core_v1_pb2.Pod.FromString(inner.raw).metadata.name) == \
         ("Pod", "web")
+
+
+def test_a_watch_error_frame_holds_a_protobuf_status() -> None:
+    expired = status_body(410, "Expired", "too old resource version: 1 (40)")
+    frame = envelope.watch_frame("ERROR", expired)
+    assert frame is not None
+    event = meta_v1_pb2.WatchEvent.FromString(frame[4:])
+    inner = _raw(event.object.raw)
+    assert (inner.typeMeta.apiVersion, inner.typeMeta.kind) == ("v1", "Status")
+    status = meta_v1_pb2.Status.FromString(inner.raw)
+    assert (event.type, status.code, status.reason, status.status) == ("ERROR", 410, "Expired",
+                                                                       "Failure")
 
 
 @pytest.mark.parametrize(("data", "says"), [
