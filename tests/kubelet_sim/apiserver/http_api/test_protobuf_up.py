@@ -203,7 +203,7 @@ def test_a_lease_is_updated_in_protobuf_and_a_stale_update_is_a_protobuf_conflic
 
 
 def _frames(response: http.client.HTTPResponse, count: int) -> list[meta_v1_pb2.WatchEvent]:
-    events = []
+    events: list[meta_v1_pb2.WatchEvent] = []
     while len(events) < count:
         (length,) = struct.unpack(">I", response.read(4))
         events.append(meta_v1_pb2.WatchEvent.FromString(response.read(length)))
@@ -325,7 +325,8 @@ def test_kubectl_create_sends_protobuf_and_the_namespace_is_made(cluster: Cluste
 
 
 def test_the_official_python_client_still_speaks_json(cluster: Cluster) -> None:
-    api = client.CoreV1Api(config.new_client_from_config(cluster.up.kubeconfig))
+    # typed Any: the client's models declare every field optional and take dicts
+    api: Any = client.CoreV1Api(config.new_client_from_config(cluster.up.kubeconfig))
     assert [n.metadata.name for n in api.list_node().items]
     made = api.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                  "metadata": {"name": "python-ns"}})
