@@ -109,9 +109,10 @@ def negotiate(request: web.Request, resource: ApiResource | None) -> web.Respons
     else:
         if ranges and all(r.media == PROTOBUF for r in ranges):
             request[_KEY] = Wire(resource, has_protobuf, False)
+            served = [JSON, YAML, PROTOBUF] if has_protobuf else [JSON, YAML]
             return _json_status(status_body(
                 406, "NotAcceptable",
-                f"only the following media types are accepted: {JSON}, {YAML}"))
+                f"only the following media types are accepted: {', '.join(served)}"))
     request[_KEY] = Wire(resource, has_protobuf, protobuf_out)
     return None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -80,15 +81,190 @@ def _type_key(descriptor: Descriptor) -> str:
     return f"{parts[0]}.{parts[1]}/{'/'.join(parts[2:])}.{descriptor.name}"
 
 
+Writer = Callable[[Message, Any], None]  # sets a message from its JSON value
+Reader = Callable[[Message], Any]  # a message's JSON value (_OMIT: none)
+
+
+# -- JSON → protobuf, one function per kind of value ---------------------------------------
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {value!r}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected a boolean, not {value!r}")
+    return value
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"expected an integer, not {value!r}")
+    return int(value)
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, not {value!r}")
+    return float(value)
+
+
+def _bytes(value: Any) -> bytes:
+    return base64.b64decode(_string(value), validate=True)
+
+
+def _to_wire(kind: int) -> Callable[[Any], Any]:
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return _bytes
+    if kind == FieldDescriptor.TYPE_STRING:
+        return _string
+    if kind == FieldDescriptor.TYPE_BOOL:
+        return _bool
+    if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        return _float
+    return _integer
+
+
+def _write_quantity(target: Any, value: Any) -> None:
+    target.string = special.quantity_text(value)
+
+
+def _write_time(target: Any, value: Any) -> None:
+    target.seconds = special.parse_time(_string(value))[0]
+    target.nanos = 0  # as Go: its JSON keeps whole seconds
+
+
+def _write_micro_time(target: Any, value: Any) -> None:
+    seconds, nanos = special.parse_time(_string(value))
+    target.seconds = seconds
+    target.nanos = nanos - nanos % 1000
+
+
+def _write_duration(target: Any, value: Any) -> None:
+    target.duration = special.parse_duration(_string(value))
+
+
+def _write_int_or_string(target: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"expected an integer or a string, not {value!r}")
+    is_text = isinstance(value, str)  # gogo writes all three fields
+    target.type = 1 if is_text else 0
+    target.intVal = 0 if is_text else value
+    target.strVal = value if is_text else ""
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _write_raw_extension(target: Any, value: Any) -> None:
+    target.raw = _json_bytes(value)
+
+
+def _write_fields_v1(target: Any, value: Any) -> None:
+    target.Raw = _json_bytes(value)
+
+
+def _write_items(target: Any, value: Any) -> None:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, not {value!r}")
+    target.SetInParent()
+    target.items.extend([_string(v) for v in value])
+
+
+def _write_struct(target: Message, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected an object, not {value!r}")
+    target.SetInParent()
+    fill(target, value)
+
+
+_WRITERS: dict[str, Writer] = {
+    QUANTITY: _write_quantity, TIME: _write_time, MICRO_TIME: _write_micro_time,
+    DURATION: _write_duration, INT_OR_STRING: _write_int_or_string,
+    RAW_EXTENSION: _write_raw_extension, FIELDS_V1: _write_fields_v1,
+}
+
+
+# -- protobuf → JSON -----------------------------------------------------------------------
+
+def _from_wire(kind: int) -> Callable[[Any], Any] | None:
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return lambda value: base64.b64encode(value).decode()
+    return None  # the value as it is
+
+
+def _read_quantity(source: Any) -> Any:
+    return source.string or "0"
+
+
+def _read_time(source: Any) -> Any:
+    if not source.HasField("seconds"):
+        return _OMIT  # the zero time: Go writes it as null
+    return special.format_time(source.seconds)
+
+
+def _read_micro_time(source: Any) -> Any:
+    if not source.HasField("seconds"):
+        return _OMIT
+    return special.format_micro_time(source.seconds, source.nanos)
+
+
+def _read_duration(source: Any) -> Any:
+    return special.format_duration(source.duration)
+
+
+def _read_int_or_string(source: Any) -> Any:
+    return source.strVal if source.type == 1 else source.intVal
+
+
+def _raw_json(raw: bytes) -> Any:
+    """The JSON an embedded object's bytes hold: JSON text, or an enveloped protobuf."""
+    if not raw:
+        return _OMIT
+    from .envelope import MAGIC, decode  # the envelope builds on this module
+
+    if raw.startswith(MAGIC):
+        return decode(raw)
+    return json.loads(raw)
+
+
+def _read_raw_extension(source: Any) -> Any:
+    return _raw_json(source.raw)
+
+
+def _read_fields_v1(source: Any) -> Any:
+    return _raw_json(source.Raw)
+
+
+def _read_items(source: Any) -> Any:
+    return list(source.items)
+
+
+_READERS: dict[str, Reader] = {
+    QUANTITY: _read_quantity, TIME: _read_time, MICRO_TIME: _read_micro_time,
+    DURATION: _read_duration, INT_OR_STRING: _read_int_or_string,
+    RAW_EXTENSION: _read_raw_extension, FIELDS_V1: _read_fields_v1,
+}
+
+
+# -- the plan of each message --------------------------------------------------------------
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     json: str  # "" for an inlined member
     name: str  # the protobuf field's name (its Python attribute)
-    keep_zero: bool  # a zero value read from protobuf stays in the JSON
+    keep_zero: bool  # a zero scalar read from protobuf stays in the JSON
     repeated: bool
     is_map: bool
-    message: str | None  # the message full name (a map: its value's), None for scalars
-    scalar: int  # the FieldDescriptor type of a scalar (or of a map's scalar value)
+    # a message value (a map: its values): how to write and read it; None for scalars
+    write: Writer | None
+    read: Reader | None
+    # a scalar value (a map: its values): from JSON, and back (None: as it is)
+    to_wire: Callable[[Any], Any]
+    from_wire: Callable[[Any], Any] | None
 
 
 def _entry(field: FieldDescriptor, table: kube_types.Field | None) -> _Entry:
@@ -99,10 +275,18 @@ def _entry(field: FieldDescriptor, table: kube_types.Field | None) -> _Entry:
     is_map = entry_type is not None and entry_type.GetOptions().map_entry
     if entry_type is not None and is_map:
         target = entry_type.fields_by_name["value"]
-    message = target.message_type.full_name if target.message_type is not None else None
-    return _Entry(json_name, field.name, keep_zero,
-                  field.is_repeated and not is_map, is_map,
-                  message, target.type)
+    writer: Writer | None = None
+    reader: Reader | None = None
+    if target.message_type is not None:
+        name = target.message_type.full_name
+        if name in _WRITERS:
+            writer, reader = _WRITERS[name], _READERS[name]
+        elif _list_wrapper(name):
+            writer, reader = _write_items, _read_items
+        else:
+            writer, reader = _write_struct, read
+    return _Entry(json_name, field.name, keep_zero, field.is_repeated and not is_map, is_map,
+                  writer, reader, _to_wire(target.type), _from_wire(target.type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,59 +314,7 @@ def _list_wrapper(full_name: str) -> bool:
     return info is not None and info.kind == "alias" and info.nullable
 
 
-# -- JSON → protobuf -----------------------------------------------------------------------
-
-def _scalar(kind: int, value: Any) -> Any:
-    if kind == FieldDescriptor.TYPE_BYTES:
-        return base64.b64decode(value)
-    if kind == FieldDescriptor.TYPE_STRING:
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, not {value!r}")
-        return value
-    if kind == FieldDescriptor.TYPE_BOOL:
-        if not isinstance(value, bool):
-            raise ValueError(f"expected a boolean, not {value!r}")
-        return value
-    if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"expected an integer, not {value!r}")
-    return int(value)
-
-
-def _fill_value(target: Message, full_name: str, value: Any) -> None:
-    if full_name == QUANTITY:
-        target.string = special.quantity_text(value)  # type: ignore[attr-defined]
-    elif full_name == TIME:
-        target.seconds = special.parse_time(value)[0]  # type: ignore[attr-defined]
-        target.nanos = 0  # type: ignore[attr-defined]  # as Go: JSON keeps whole seconds
-    elif full_name == MICRO_TIME:
-        seconds, nanos = special.parse_time(value)
-        target.seconds = seconds  # type: ignore[attr-defined]
-        target.nanos = nanos - nanos % 1000  # type: ignore[attr-defined]
-    elif full_name == DURATION:
-        target.duration = special.parse_duration(value)  # type: ignore[attr-defined]
-    elif full_name == INT_OR_STRING:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise ValueError(f"an int or a string, not {value!r}")
-        is_text = isinstance(value, str)
-        target.type = 1 if is_text else 0  # type: ignore[attr-defined]
-        target.intVal = 0 if is_text else value  # type: ignore[attr-defined]
-        target.strVal = value if is_text else ""  # type: ignore[attr-defined]
-    elif full_name == RAW_EXTENSION:
-        target.raw = json.dumps(value, separators=(",", ":")).encode()  # type: ignore[attr-defined]
-    elif full_name == FIELDS_V1:
-        target.Raw = json.dumps(value, separators=(",", ":")).encode()  # type: ignore[attr-defined]
-    elif _list_wrapper(full_name):
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, not {value!r}")
-        target.items.extend(value)  # type: ignore[attr-defined]
-    else:
-        if not isinstance(value, dict):
-            raise ValueError(f"expected an object, not {value!r}")
-        fill(target, value)
-    target.SetInParent()
-
+# -- walking a message ---------------------------------------------------------------------
 
 def fill(message: Message, doc: dict[str, Any]) -> None:
     """Set ``message``'s fields from the JSON object ``doc`` (fields it lacks stay unset;
@@ -190,13 +322,14 @@ def fill(message: Message, doc: dict[str, Any]) -> None:
     plan = _plan(message.DESCRIPTOR.full_name)
     for name in plan.inline:
         member = getattr(message, name)
-        fill(member, doc)
         member.SetInParent()  # gogo writes an embedded struct even when empty
+        fill(member, doc)
     by_json = plan.by_json
     for key, value in doc.items():
         e = by_json.get(key)
         if e is None or value is None:
             continue
+        writer = e.write
         if e.is_map:
             if not isinstance(value, dict):
                 raise ValueError(f"{key}: expected an object, not {value!r}")
@@ -204,88 +337,51 @@ def fill(message: Message, doc: dict[str, Any]) -> None:
             for item_key, item in value.items():
                 if item is None:
                     continue
-                if e.message is not None:
-                    _fill_value(target[item_key], e.message, item)
+                if writer is not None:
+                    writer(target[item_key], item)
                 else:
-                    target[item_key] = _scalar(e.scalar, item)
+                    target[item_key] = e.to_wire(item)
         elif e.repeated:
             if not isinstance(value, list):
                 raise ValueError(f"{key}: expected a list, not {value!r}")
             target = getattr(message, e.name)
-            if e.message is not None:
+            if writer is not None:
                 for item in value:
-                    _fill_value(target.add(), e.message, item)
+                    writer(target.add(), item)
             else:
-                target.extend([_scalar(e.scalar, item) for item in value])
-        elif e.message is not None:
-            _fill_value(getattr(message, e.name), e.message, value)
+                target.extend([e.to_wire(item) for item in value])
+        elif writer is not None:
+            writer(getattr(message, e.name), value)
         else:
-            setattr(message, e.name, _scalar(e.scalar, value))
-
-
-# -- protobuf → JSON -----------------------------------------------------------------------
-
-def _read_scalar(kind: int, value: Any) -> Any:
-    return base64.b64encode(value).decode() if kind == FieldDescriptor.TYPE_BYTES else value
-
-
-def _read_value(source: Message, full_name: str) -> Any:
-    if full_name == QUANTITY:
-        return source.string or "0"  # type: ignore[attr-defined]
-    if full_name in (TIME, MICRO_TIME):
-        if not source.HasField("seconds"):
-            return _OMIT  # the zero time: Go writes it as null
-        if full_name == TIME:
-            return special.format_time(source.seconds)  # type: ignore[attr-defined]
-        return special.format_micro_time(source.seconds,  # type: ignore[attr-defined]
-                                         source.nanos)  # type: ignore[attr-defined]
-    if full_name == DURATION:
-        return special.format_duration(source.duration)  # type: ignore[attr-defined]
-    if full_name == INT_OR_STRING:
-        if source.type == 1:  # type: ignore[attr-defined]
-            return source.strVal  # type: ignore[attr-defined]
-        return source.intVal  # type: ignore[attr-defined]
-    if full_name in (RAW_EXTENSION, FIELDS_V1):
-        raw = source.raw if full_name == RAW_EXTENSION else source.Raw  # type: ignore[attr-defined]
-        return _raw_json(raw) if raw else _OMIT
-    if _list_wrapper(full_name):
-        return list(source.items)  # type: ignore[attr-defined]
-    return read(source)  # Go writes a struct even when empty (omitempty or not)
-
-
-def _raw_json(raw: bytes) -> Any:
-    """The JSON an embedded object's bytes hold: JSON text, or an enveloped protobuf."""
-    from .envelope import MAGIC, decode  # the envelope builds on this module
-
-    if raw.startswith(MAGIC):
-        return decode(raw)
-    return json.loads(raw)
+            setattr(message, e.name, e.to_wire(value))
 
 
 def read(message: Message) -> dict[str, Any]:
-    """``message`` as its JSON object (Go's JSON of the object gogo decodes it into)."""
+    """``message`` as its JSON object (Go's JSON of the object gogo decodes it into); Go
+    writes a struct even when it is empty."""
     by_name = _plan(message.DESCRIPTOR.full_name).by_name
     out: dict[str, Any] = {}
     for field, value in message.ListFields():  # the set fields only
         e = by_name[field.name]
+        reader, from_wire = e.read, e.from_wire
         if not e.json:  # an inlined member
             out.update(read(value))
         elif e.is_map:
-            if e.message is not None:
-                values = {k: _read_value(v, e.message) for k, v in value.items()}
+            if reader is not None:
+                values = {k: reader(v) for k, v in value.items()}
                 out[e.json] = {k: v for k, v in values.items() if v is not _OMIT}
             else:
-                out[e.json] = {k: _read_scalar(e.scalar, v) for k, v in value.items()}
+                out[e.json] = {k: from_wire(v) if from_wire else v for k, v in value.items()}
         elif e.repeated:
-            if e.message is not None:
-                items = [_read_value(v, e.message) for v in value]
+            if reader is not None:
+                items = [reader(v) for v in value]
                 out[e.json] = [v for v in items if v is not _OMIT]
             else:
-                out[e.json] = [_read_scalar(e.scalar, v) for v in value]
-        elif e.message is not None:
-            found = _read_value(value, e.message)
+                out[e.json] = [from_wire(v) for v in value] if from_wire else list(value)
+        elif reader is not None:
+            found = reader(value)
             if found is not _OMIT:
                 out[e.json] = found
         elif value or e.keep_zero:
-            out[e.json] = _read_scalar(e.scalar, value)
+            out[e.json] = from_wire(value) if from_wire else value
     return out
