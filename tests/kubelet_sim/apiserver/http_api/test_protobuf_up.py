@@ -23,11 +23,13 @@ from kubernetes import client, config
 from k8s_protos import (
     coordination_v1_pb2,
     core_v1_pb2,
+    events_v1_pb2,
     meta_v1_pb2,
+    networking_v1_pb2,
     runtime_pb2,
     storage_v1_pb2,
 )
-from tests.fixtures.up_process import KUBECTL, Up, running_up
+from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT, Up, running_up
 
 from .conftest import needs_kubectl
 
@@ -242,23 +244,35 @@ def test_a_watch_over_protobuf_is_length_prefixed_watch_events(cluster: Cluster)
 
 
 def test_every_built_in_list_reads_the_same_in_protobuf_and_json(cluster: Cluster) -> None:
+    cluster.up.kubectl("apply", "-f", str(PROJECT_ROOT / "examples" / "pod-with-pvc.yaml"))
+    cluster.up.kubectl("wait", "--for=condition=Ready", "pod/db", "--timeout=60s", timeout=90)
     raw = cluster.raw
     lists = {
         "/api/v1/nodes": core_v1_pb2.NodeList, "/api/v1/namespaces": core_v1_pb2.NamespaceList,
         "/api/v1/pods": core_v1_pb2.PodList, "/api/v1/events": core_v1_pb2.EventList,
+        "/api/v1/persistentvolumeclaims": core_v1_pb2.PersistentVolumeClaimList,
+        "/api/v1/persistentvolumes": core_v1_pb2.PersistentVolumeList,
         "/apis/storage.k8s.io/v1/csidrivers": storage_v1_pb2.CSIDriverList,
         "/apis/storage.k8s.io/v1/csinodes": storage_v1_pb2.CSINodeList,
         "/apis/storage.k8s.io/v1/storageclasses": storage_v1_pb2.StorageClassList,
+        "/apis/storage.k8s.io/v1/volumeattachments": storage_v1_pb2.VolumeAttachmentList,
+        "/apis/networking.k8s.io/v1/networkpolicies": networking_v1_pb2.NetworkPolicyList,
+        "/apis/coordination.k8s.io/v1/leases": coordination_v1_pb2.LeaseList,
+        "/apis/events.k8s.io/v1/events": events_v1_pb2.EventList,
     }
     for path, cls in lists.items():
         as_json = raw.send("GET", path, accept="application/json").json()
-        message = cls.FromString(raw.send("GET", path).unknown().raw)  # type: ignore[attr-defined]
+        message: Any = cls.FromString(raw.send("GET", path).unknown().raw)  # type: ignore[attr-defined]
+        assert message.items or path.endswith("networkpolicies"), path
         assert [(i.metadata.name, i.metadata.uid) for i in message.items] == \
             [(i["metadata"]["name"], i["metadata"]["uid"]) for i in as_json["items"]], path
-    nodes = core_v1_pb2.NodeList.FromString(raw.send("GET", "/api/v1/nodes").unknown().raw)
-    node = raw.send("GET", "/api/v1/nodes", accept="application/json").json()["items"][0]
-    assert [(a.type, a.address) for a in nodes.items[0].status.addresses] == \
-        [(a["type"], a["address"]) for a in node["status"]["addresses"]]
+    claim = core_v1_pb2.PersistentVolumeClaimList.FromString(
+        raw.send("GET", "/api/v1/persistentvolumeclaims").unknown().raw).items[0]
+    assert (claim.status.phase, claim.status.capacity["storage"].string) == ("Bound", "2Gi")
+    volume = core_v1_pb2.PersistentVolumeList.FromString(
+        raw.send("GET", "/api/v1/persistentvolumes").unknown().raw).items[0]
+    assert volume.spec.persistentVolumeSource.csi.driver == "csi-mini.example.com"
+    assert volume.spec.claimRef.name == "db-data"
 
 
 def test_tables_and_json_stay_json_when_asked_for(cluster: Cluster) -> None:
