@@ -34,6 +34,8 @@ JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 PROTOBUF_WATCH = f"{PROTOBUF};stream=watch"
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
+               "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 _log = logging.getLogger(__name__)
 
 
@@ -130,8 +132,11 @@ async def read_body(request: web.Request) -> Any:
     """The request's object as JSON, from a JSON or an enveloped protobuf body (a JSON
     syntax error is a ValueError for the caller to answer)."""
     raw = await request.read()
-    if request.method == "PATCH" or not is_protobuf(request.headers.get("Content-Type", "")):
+    if not is_protobuf(request.headers.get("Content-Type", "")):
         return fields.decode(raw or b"{}")
+    if request.method == "PATCH":  # a patch is never an object
+        raise fail(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                   f"format - accepted media types include: {', '.join(PATCH_TYPES)}")
     wire = _wire(request)
     if not wire.has_protobuf:
         raise fail(415, "UnsupportedMediaType", "the body of the request was in an unknown "

@@ -312,6 +312,15 @@ def test_a_protobuf_body_of_another_kind_than_the_url_is_a_400(cluster: Cluster)
     assert status_of(answer).reason == "BadRequest"
 
 
+def test_a_patch_in_protobuf_is_415(cluster: Cluster) -> None:
+    answer = cluster.raw.send("PATCH", "/api/v1/nodes/node-1",
+                              enveloped("v1", "Node", core_v1_pb2.Node()))
+    assert answer.status == 415
+    status = status_of(answer)
+    assert status.reason == "UnsupportedMediaType"
+    assert "application/strategic-merge-patch+json" in status.message
+
+
 def test_custom_resources_are_json_only(cluster: Cluster) -> None:
     raw = cluster.raw
     path = "/apis/snapshot.storage.k8s.io/v1/namespaces/default/volumesnapshots"
