@@ -54,7 +54,7 @@ def encode(doc: dict[str, Any]) -> bytes | None:
         return None
     message = cls()
     protobuf.fill(message, doc)
-    return _unknown(api_version, kind, message.SerializeToString())
+    return _unknown(api_version, kind, message.SerializeToString(deterministic=True))
 
 
 def unwrap(data: bytes) -> tuple[str, str, bytes]:
@@ -111,5 +111,5 @@ def watch_frame(event_type: str, obj: dict[str, Any]) -> bytes | None:
     event: Any = cls()
     event.type = event_type
     event.object.raw = embedded
-    body = event.SerializeToString()
+    body = event.SerializeToString(deterministic=True)
     return struct.pack(">I", len(body)) + body

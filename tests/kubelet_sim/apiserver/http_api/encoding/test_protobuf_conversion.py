@@ -266,3 +266,13 @@ def test_a_custom_resource_has_no_protobuf_form() -> None:
     snapshot = {"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
                 "metadata": {"name": "s"}}
     assert envelope.encode(snapshot) is None
+
+
+def test_map_entries_are_written_in_key_order_as_gogo_writes_them() -> None:
+    def labelled(labels: dict[str, str]) -> bytes | None:
+        return envelope.encode({"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": "n", "labels": labels}})
+
+    one, other = labelled({"b": "2", "a": "1"}), labelled({"a": "1", "b": "2"})
+    assert one is not None and one == other
+    assert one.index(b"\x0a\x01a") < one.index(b"\x0a\x01b")
