@@ -243,6 +243,33 @@ def test_a_watch_over_protobuf_is_length_prefixed_watch_events(cluster: Cluster)
         assert core_v1_pb2.Pod.FromString(unknown.raw).metadata.name == "proto-watched"
 
 
+def test_a_streaming_list_over_protobuf_ends_its_initial_events_with_a_bookmark(
+        cluster: Cluster) -> None:
+    # what client-go's reflector sends with WatchListClient (on by default in kubectl 1.35)
+    connection = cluster.raw.connect(timeout=30)
+    connection.request("GET", "/api/v1/nodes?watch=1&sendInitialEvents=true&allowWatchBookmarks"
+                       "=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=5",
+                       headers={"Authorization": f"Bearer {cluster.raw.token}",
+                                "Accept": CLIENT_GO_ACCEPT})
+    response = connection.getresponse()
+    events: list[meta_v1_pb2.WatchEvent] = []
+    try:
+        while not events or events[-1].type != "BOOKMARK":
+            events.extend(_frames(response, 1))
+    finally:
+        connection.close()
+    *added, bookmark = events
+    assert {e.type for e in added} == {"ADDED"}
+    names = [core_v1_pb2.Node.FromString(runtime_pb2.Unknown.FromString(e.object.raw[4:]).raw)
+             .metadata.name for e in added]
+    assert "node-1" in names
+    marker = runtime_pb2.Unknown.FromString(bookmark.object.raw[4:])
+    assert marker.typeMeta.kind == "Node"
+    end = core_v1_pb2.Node.FromString(marker.raw).metadata
+    assert end.annotations["k8s.io/initial-events-end"] == "true"
+    assert end.resourceVersion
+
+
 def test_every_built_in_list_reads_the_same_in_protobuf_and_json(cluster: Cluster) -> None:
     cluster.up.kubectl("apply", "-f", str(PROJECT_ROOT / "examples" / "pod-with-pvc.yaml"))
     cluster.up.kubectl("wait", "--for=condition=Ready", "pod/db", "--timeout=60s", timeout=90)
