@@ -27,6 +27,7 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from k8s_protos.generate import MODULES
 from kubelet_sim.api import kube_types
 
 from . import special
@@ -39,18 +40,12 @@ FIELDS_V1 = "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
 
-# the generated modules, imported on first use (core/v1 alone costs ~15 ms)
-_MODULES = ("runtime_pb2", "runtime_schema_pb2", "resource_pb2", "intstr_pb2", "meta_v1_pb2",
-            "core_v1_pb2", "storage_v1_pb2", "coordination_v1_pb2", "networking_v1_pb2",
-            "events_v1_pb2", "policy_v1_pb2", "authentication_v1_pb2", "authorization_v1_pb2",
-            "apps_v1_pb2", "batch_v1_pb2", "discovery_v1_pb2", "autoscaling_v1_pb2")
-
 _OMIT = object()  # a value read from protobuf that Go's JSON would leave out
 
 
 @cache
 def _pool() -> descriptor_pool.DescriptorPool:
-    for module in _MODULES:
+    for module in MODULES.values():  # imported on first use: core/v1 alone costs ~15 ms
         importlib.import_module(f"k8s_protos.{module}")
     return descriptor_pool.Default()
 
