@@ -209,10 +209,15 @@ class WatchStream(web.StreamResponse):
 
     async def send(self, event: dict[str, Any]) -> None:
         if self._protobuf:
-            frame = envelope.watch_frame(str(event["type"]), event["object"])
+            try:
+                frame = envelope.watch_frame(str(event["type"]), event["object"])
+            except (ValueError, TypeError) as e:  # a bug here, never the client's
+                frame, why = None, str(e)
+            else:
+                why = "no protobuf form"
             if frame is not None:
                 await self.write(frame)
-                return
-            _log.warning("watch event %s has no protobuf form; left out", event["type"])
+            else:
+                _log.warning("watch event %s left out: %s", event["type"], why)
             return
         await self.write(json.dumps(event).encode() + b"\n")
