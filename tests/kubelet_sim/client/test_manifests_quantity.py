@@ -71,3 +71,27 @@ def test_sub_nano_amounts_round_up_to_one_nano() -> None:
 def test_byte_counts_format_as_binary_si(size: int, text: str) -> None:
     assert format_storage(size) == text
     assert parse_storage(text) == size
+
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("1e10000000", "10e9999999"),     # one digit and an exponent, never expanded
+    ("1e5000", "100e4998"),
+    ("1" * 5000, "1" * 5000),         # more digits than Python converts to an int
+    ("1e9999999999", "10e1410065406"),  # the exponent kept as int32, as Go converts it
+    ("8Ei", "9223372036854775807"),   # BinarySI is capped at 2^63-1
+    ("1e-20", "1e-9"),
+    ("-1.5Gi", "-1536Mi"),
+    ("12e18", "12e18"),
+])
+def test_huge_and_tiny_quantities_keep_digits_and_scale(text: str, canonical: str) -> None:
+    assert Quantity.parse(text).canonical() == canonical
+
+
+@pytest.mark.parametrize("text", ["1e10000000", "1e100000000", "1" * 5000, "10E", "8Ei"])
+def test_storage_sizes_beyond_int64_saturate_instead_of_expanding(text: str) -> None:
+    assert parse_storage(text) == 2**63 - 1
+
+
+def test_an_exponent_beyond_int64_is_a_suffix_error() -> None:
+    with pytest.raises(QuantityError):
+        parse_storage("1e99999999999999999999")

@@ -7,8 +7,15 @@ import copy
 from typing import Any
 
 from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http import reviews
 from kubelet_sim.apiserver.http.events import shown
-from kubelet_sim.apiserver.http.resources import EVENTS_V1
+from kubelet_sim.apiserver.http.resources import (
+    EVENTS_V1,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+)
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 
@@ -123,6 +130,11 @@ def simulator_objects() -> list[dict[str, Any]]:
                                 policy_types=["Ingress"]),
         builders.lease("node-1", "kube-node-lease", "node-1", 40,
                        "2024-05-01T10:00:00.123456Z"),
+        builders.volume_attributes_class("gold", DRIVER, {"iops": "3000"}),
+        Resource.from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                     "maxUnavailable": "25%"}}),
     ]
     for obj in made:
         api.create(obj)
@@ -132,8 +144,30 @@ def simulator_objects() -> list[dict[str, Any]]:
     out = [o.to_dict() for kind in ("Namespace", "Node", "StorageClass",
                                      "PersistentVolumeClaim", "PersistentVolume", "CSIDriver",
                                      "CSINode", "VolumeAttachment", "Pod", "NetworkPolicy",
-                                     "Lease", "Event")
+                                     "Lease", "Event", "VolumeAttributesClass",
+                                     "PodDisruptionBudget")
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
-    return out
+    return out + _requests()
+
+
+def _requests() -> list[dict[str, Any]]:
+    """The request kinds (never stored): a Binding, and each self-subject review as the
+    server answers it."""
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "app", "namespace": "default"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    asked = {"resourceAttributes": {"verb": "create", "resource": "pods",
+                                    "namespace": "default"}}
+    answered = [
+        reviews.review(SELF_SUBJECT_REVIEWS, {"apiVersion": "authentication.k8s.io/v1",
+                                              "kind": "SelfSubjectReview", "metadata": {}}),
+        reviews.review(SELF_SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "metadata": {}, "spec": asked}),
+        reviews.review(SELF_SUBJECT_RULES_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+            "metadata": {}, "spec": {"namespace": "default"}}),
+    ]
+    return [binding, *answered]

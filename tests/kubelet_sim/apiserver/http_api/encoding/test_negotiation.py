@@ -18,7 +18,7 @@ PROTOBUF = negotiation.PROTOBUF
 def _answered_in_protobuf(accept: str, resource: object = PODS) -> bool:
     request = make_mocked_request("GET", "/api/v1/pods", headers={"Accept": accept})
     assert negotiation.negotiate(request, resource) is None  # type: ignore[arg-type]
-    return negotiation._wire(request).protobuf_out
+    return negotiation.output(request).media == PROTOBUF
 
 
 @pytest.mark.parametrize(("accept", "protobuf"), [
@@ -29,7 +29,9 @@ def _answered_in_protobuf(accept: str, resource: object = PODS) -> bool:
     (f"{PROTOBUF};q=0.5, application/json", False),
     (f"application/json;q=0.1, {PROTOBUF};q=0.9", True),
     (f"{PROTOBUF};q=0, */*", False),
-    (f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", False),
+    (f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", True),
+    (f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1,application/json", False),
+    (f"{PROTOBUF};as=Table;g=meta.k8s.io;v=v1,application/json", False),  # no protobuf Table
     ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json", False),
     ("", False),
 ])

@@ -48,7 +48,7 @@ SAMPLES = simulator_objects()
 
 
 @pytest.mark.parametrize("obj", SAMPLES, ids=lambda o: f"{o['apiVersion']}/{o['kind']}/"
-                         f"{o['metadata']['name']}")
+                         f"{o['metadata'].get('name', '')}")
 def test_each_simulator_object_survives_json_protobuf_json(obj: dict[str, Any]) -> None:
     data = envelope.encode(obj)
     assert data is not None
