@@ -21,11 +21,14 @@ import yaml
 from kubernetes import client, config
 
 from k8s_protos import (
+    authentication_v1_pb2,
+    authorization_v1_pb2,
     coordination_v1_pb2,
     core_v1_pb2,
     events_v1_pb2,
     meta_v1_pb2,
     networking_v1_pb2,
+    policy_v1_pb2,
     runtime_pb2,
     storage_v1_pb2,
 )
@@ -382,3 +385,145 @@ def test_the_official_python_client_still_speaks_json(cluster: Cluster) -> None:
                                  "metadata": {"name": "python-ns"}})
     assert made.metadata.name == "python-ns"
     assert api.read_namespace("python-ns").status.phase == "Active"
+
+
+# -- the request forms main brought (eviction, binding, reviews, metadata-only, YAML) ------
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def _created_pod(raw: Raw, name: str, scheduler: str = "") -> core_v1_pb2.Pod:
+    message = pod_message(name)
+    if scheduler:
+        message.spec.schedulerName = scheduler
+    created = raw.send("POST", PODS, enveloped("v1", "Pod", message))
+    assert created.status == 201, created.body
+    return core_v1_pb2.Pod.FromString(created.unknown().raw)
+
+
+def test_a_protobuf_eviction_with_delete_options_is_a_protobuf_success_status(
+        cluster: Cluster) -> None:
+    raw = cluster.raw
+    pod = _created_pod(raw, "proto-evicted")
+    eviction = policy_v1_pb2.Eviction()
+    eviction.metadata.name, eviction.metadata.namespace = "proto-evicted", "default"
+    eviction.deleteOptions.gracePeriodSeconds = 0
+    eviction.deleteOptions.preconditions.uid = pod.metadata.uid
+    answer = raw.send("POST", f"{PODS}/proto-evicted/eviction",
+                      enveloped("policy/v1", "Eviction", eviction))
+    assert answer.status == 201, answer.body
+    assert (status_of(answer).status, status_of(answer).code) == ("Success", 201)
+    assert raw.send("GET", f"{PODS}/proto-evicted").status == 404
+
+
+def test_a_protobuf_eviction_of_a_missing_pod_is_a_protobuf_not_found(cluster: Cluster) -> None:
+    eviction = policy_v1_pb2.Eviction()
+    eviction.metadata.name = "nobody"
+    answer = cluster.raw.send("POST", f"{PODS}/nobody/eviction",
+                              enveloped("policy/v1", "Eviction", eviction))
+    assert answer.status == 404
+    assert status_of(answer).reason == "NotFound"
+
+
+def test_a_protobuf_binding_places_the_pod(cluster: Cluster) -> None:
+    raw = cluster.raw
+    _created_pod(raw, "proto-bound", scheduler="by-hand")  # the scheduler leaves it be
+    binding = core_v1_pb2.Binding()
+    binding.metadata.name = "proto-bound"
+    binding.target.kind, binding.target.name = "Node", "node-1"
+    answer = raw.send("POST", f"{PODS}/proto-bound/binding",
+                      enveloped("v1", "Binding", binding))
+    assert answer.status == 201, answer.body
+    assert status_of(answer).status == "Success"
+    got = core_v1_pb2.Pod.FromString(raw.send("GET", f"{PODS}/proto-bound").unknown().raw)
+    assert got.spec.nodeName == "node-1"
+
+
+def test_the_self_subject_reviews_are_read_and_answered_in_protobuf(cluster: Cluster) -> None:
+    raw = cluster.raw
+    whoami = raw.send("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                      enveloped("authentication.k8s.io/v1", "SelfSubjectReview",
+                                authentication_v1_pb2.SelfSubjectReview()))
+    assert whoami.status == 201, whoami.body
+    user = authentication_v1_pb2.SelfSubjectReview.FromString(
+        whoami.unknown().raw).status.userInfo
+    assert user.username == "kubernetes-admin" and "system:masters" in user.groups
+
+    asked = authorization_v1_pb2.SelfSubjectAccessReview()
+    asked.spec.resourceAttributes.verb, asked.spec.resourceAttributes.resource = "get", "pods"
+    can_i = raw.send("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                     enveloped("authorization.k8s.io/v1", "SelfSubjectAccessReview", asked))
+    assert can_i.status == 201, can_i.body
+    answered = authorization_v1_pb2.SelfSubjectAccessReview.FromString(can_i.unknown().raw)
+    assert answered.status.allowed
+    assert answered.spec.resourceAttributes.resource == "pods"
+
+    empty = raw.send("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                     enveloped("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+                               authorization_v1_pb2.SelfSubjectAccessReview()))
+    assert empty.status == 422
+    assert status_of(empty).reason == "Invalid"
+
+
+def test_metadata_only_answers_come_in_protobuf_when_preferred(cluster: Cluster) -> None:
+    raw = cluster.raw
+    _created_pod(raw, "proto-meta")
+    as_list = "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    listed = raw.send("GET", PODS, accept=f"{PROTOBUF};{as_list},application/json;{as_list}")
+    assert listed.status == 200, listed.body
+    unknown = listed.unknown()
+    assert (unknown.typeMeta.apiVersion, unknown.typeMeta.kind) == (
+        "meta.k8s.io/v1", "PartialObjectMetadataList")
+    names = [i.metadata.name for i in meta_v1_pb2.PartialObjectMetadataList.FromString(
+        unknown.raw).items]
+    assert "proto-meta" in names
+
+    one = raw.send("GET", f"{PODS}/proto-meta",
+                   accept=f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    assert one.unknown().typeMeta.kind == "PartialObjectMetadata"
+    assert meta_v1_pb2.PartialObjectMetadata.FromString(
+        one.unknown().raw).metadata.labels["app"] == "proto"
+
+    wrong = raw.send("GET", PODS,
+                     accept=f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    assert wrong.status == 406  # an object's transformation asked of a list
+    assert status_of(wrong).reason == "NotAcceptable"
+
+
+def test_a_volume_attributes_class_is_created_in_protobuf_and_deleted_as_a_collection(
+        cluster: Cluster) -> None:
+    raw = cluster.raw
+    path = "/apis/storage.k8s.io/v1/volumeattributesclasses"
+    vac = storage_v1_pb2.VolumeAttributesClass(driverName="hostpath.csi.k8s.io")
+    vac.metadata.name = "proto-gold"
+    vac.metadata.labels["proto"] = "yes"
+    vac.parameters["iops"] = "3000"
+    created = raw.send("POST", path, enveloped("storage.k8s.io/v1", "VolumeAttributesClass",
+                                               vac))
+    assert created.status == 201, created.body
+    got = storage_v1_pb2.VolumeAttributesClass.FromString(created.unknown().raw)
+    assert (got.driverName, dict(got.parameters)) == ("hostpath.csi.k8s.io", {"iops": "3000"})
+
+    deleted = raw.send("DELETE", f"{path}?labelSelector=proto%3Dyes",
+                       enveloped("v1", "DeleteOptions", meta_v1_pb2.DeleteOptions()))
+    assert deleted.status == 200, deleted.body
+    assert deleted.unknown().typeMeta.kind == "VolumeAttributesClassList"
+    names = [i.metadata.name for i in storage_v1_pb2.VolumeAttributesClassList.FromString(
+        deleted.unknown().raw).items]
+    assert names == ["proto-gold"]
+
+
+def test_an_error_is_written_in_the_negotiated_yaml_too(cluster: Cluster) -> None:
+    answer = cluster.raw.send("GET", f"{PODS}/nobody", accept="application/yaml")
+    assert (answer.status, answer.content_type) == (404, "application/yaml")
+    status = yaml.safe_load(answer.body)
+    assert (status["kind"], status["reason"]) == ("Status", "NotFound")
+
+
+def test_a_yaml_body_is_read_and_a_protobuf_answer_given(cluster: Cluster) -> None:
+    body = yaml.safe_dump({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": "proto-yaml"},
+                           "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    answer = cluster.raw.send("POST", PODS, body.encode(), content_type="application/yaml")
+    assert answer.status == 201, answer.body
+    assert core_v1_pb2.Pod.FromString(answer.unknown().raw).metadata.name == "proto-yaml"
