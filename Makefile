@@ -63,6 +63,7 @@ unit: $(STAMP)
 # Generated code is produced here only, with the pinned grpcio-tools.
 protos: $(STAMP)
 	$(PY) -m csi_protos.generate
+	$(PY) -m k8s_protos.generate
 
 demo: $(STAMP)
 	$(PY) -m kubelet_sim demo

@@ -10,7 +10,8 @@ patch, strategic merge; server-side apply is 415), deletecollection (DELETE on a
 collection, with its selectors), the status subresource, ``pods/binding`` and
 ``pods/eviction``, the create-only request kinds (``bindings``, the self-subject reviews)
 and ``dryRun=All`` (validated, answered, not stored). Media types are negotiated in
-:mod:`kubelet_sim.apiserver.http.negotiation` (JSON, YAML, metadata-only answers).
+:mod:`kubelet_sim.apiserver.http.encoding` (JSON, YAML, protobuf, Tables and
+metadata-only answers), which reads the bodies and writes the answers.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from aiohttp import web
-from multidict import CIMultiDict
 
 from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
@@ -42,14 +41,16 @@ from kubelet_sim.apiserver.http.custom import (
     unknown_fields,
 )
 from kubelet_sim.apiserver.http.custom import table as custom_table
-from kubelet_sim.apiserver.http.events import GROUP
-from kubelet_sim.apiserver.http.negotiation import (
+from kubelet_sim.apiserver.http.encoding import (
+    PATCH_TYPES,
     Output,
-    decode_body,
-    encode,
-    negotiate,
+    WatchStream,
     not_acceptable,
+    output,
+    read_body,
+    respond,
 )
+from kubelet_sim.apiserver.http.events import GROUP
 from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, POD_REQUESTS, Target
 from kubelet_sim.apiserver.http.resources import BINDINGS, ApiResource
@@ -62,24 +63,14 @@ BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client all
 PATCH_RETRIES = 5
 
 
-def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body), content_type="application/json",
-                        headers=fields.warning_headers(warnings or []))
-
-
 def _answer(request: web.Request, body: Any, status: int = 200,
             warnings: list[str] | None = None) -> web.Response:
-    """``body`` in the media type the request negotiated (JSON unless it asked for YAML)."""
-    raw, media = encode(body, _output(request))
-    headers = [*fields.warning_headers(warnings or []), ("Content-Type", media)]
-    return web.Response(status=status, body=raw, headers=CIMultiDict(headers))
-
-
-OUTPUT = web.RequestKey("output", Output)  # the negotiated answer's media type
+    """``body`` in the form the request negotiated (JSON, YAML or protobuf)."""
+    return respond(request, body, status, fields.warning_headers(warnings or []))
 
 
 def _output(request: web.Request) -> Output:
-    return request.get(OUTPUT) or Output()
+    return output(request)
 
 
 def wants_table(request: web.Request) -> bool:
@@ -104,8 +95,8 @@ def _success(code: int) -> dict[str, Any]:
 
 async def _body(request: web.Request) -> Any:
     try:
-        return decode_body(request, await request.read(), fields.decode)
-    except (ValueError, yaml.YAMLError) as e:
+        return await read_body(request)
+    except ValueError as e:
         raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
             from None
 
@@ -127,7 +118,6 @@ class Rest:
             custom = custom_parts(target.resource) is not None
             if custom:
                 refuse_other_media(request)  # custom resources are JSON only
-            request[OUTPUT] = negotiate(request)
             if custom and target.subresource == "scale":
                 return _answer(request, await serve_scale(
                     self.api, request, target.resource, target.name, target.namespace))
@@ -163,7 +153,7 @@ class Rest:
                 return self.delete(request, target, await _body(request))
             raise _not_allowed()
         except ApiError as err:
-            return _json(error_body(err, target.resource.plural), err.code)
+            return _answer(request, error_body(err, target.resource.plural), err.code)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -207,7 +197,7 @@ class Rest:
         r = target.resource
         self._single_transform(request, r)
         timeout = float(_int_param(request, "timeoutSeconds") or 1800)
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response = WatchStream(request)
         await response.prepare(request)
         bookmarks = request.query.get("allowWatchBookmarks") in ("1", "true")
         labels = request.query.get("labelSelector") or None
@@ -301,10 +291,10 @@ class Rest:
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = target.resource.kind
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if content_type not in _PATCH_TYPES:
+        if content_type not in PATCH_TYPES:
             raise fail(415, "UnsupportedMediaType", f"the body of the request was in an "
                        f"unknown format - accepted media types include: "
-                       f"{', '.join(_PATCH_TYPES)}")
+                       f"{', '.join(PATCH_TYPES)}")
         if content_type == "application/apply-patch+yaml":
             raise fail(415, "UnsupportedMediaType",
                        "server-side apply is not supported by this API server; use "
@@ -460,10 +450,6 @@ def _table(r: ApiResource, items: list[Resource], resource_version: str, include
     return table(r.kind, items, resource_version, include, continue_token, api_version)
 
 
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
-                "application/strategic-merge-patch+json", "application/apply-patch+yaml")
-
-
 def _not_allowed() -> web.HTTPException:
     return fail(405, "MethodNotAllowed",
                 "the server does not allow this method on the requested resource")
@@ -545,5 +531,5 @@ def _int_param(request: web.Request, name: str) -> int | None:
         raise fail(400, "BadRequest", f"{name}: invalid integer {raw!r}") from None
 
 
-async def _send(response: web.StreamResponse, event: dict[str, Any]) -> None:
-    await response.write(json.dumps(event).encode() + b"\n")
+async def _send(response: WatchStream, event: dict[str, Any]) -> None:
+    await response.send(event)

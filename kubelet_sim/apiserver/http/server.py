@@ -19,6 +19,7 @@ from kubelet_sim.apiserver.http import (
     debug_faults,
     discovery,
     discovery_v2,
+    encoding,
     openapi,
     openapi_v2_protobuf,
 )
@@ -72,7 +73,12 @@ def make_app(api: APIServer, token: str, address: str,
     rest = Rest(api)
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
-        response = await rest.handle(request, target)
+        response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
+        if response is None:
+            try:
+                response = await rest.handle(request, target)
+            except web.HTTPException as exc:  # a Status in the negotiated form
+                response = encoding.error_response(request, exc)
         warning = custom.deprecation_warning(target.resource)
         if warning and not response.prepared:
             response.headers.extend(warning_headers([warning]))

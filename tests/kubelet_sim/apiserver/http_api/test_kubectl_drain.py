@@ -9,17 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.fixtures.up_process import KUBECTL, Up, running_up, wait_for
 
 from .conftest import needs_kubectl
 
 pytestmark = needs_kubectl
-
-NEEDS_PROTOBUF = pytest.mark.skip(reason="needs the protobuf wire (branch proto): kubectl "
-                                         "1.35 sends this request's body as protobuf")
-
 
 def replicated_pod(name: str, node: str) -> dict[str, Any]:
     """A pod a ReplicaSet would own (kubectl drain refuses bare pods without --force)."""
@@ -102,14 +96,12 @@ def test_delete_pods_all_deletes_every_pod_of_the_namespace(tmp_path: Path) -> N
         assert pods_of(up) == {}
 
 
-@NEEDS_PROTOBUF
 def test_kubectl_auth_whoami_names_the_cluster_admin() -> None:
     with running_up() as up:
         out = up.kubectl("auth", "whoami")
         assert "kubernetes-admin" in out and "system:masters" in out
 
 
-@NEEDS_PROTOBUF
 def test_kubectl_auth_can_i_says_yes_and_lists_every_rule() -> None:
     with running_up() as up:
         assert up.kubectl("auth", "can-i", "create", "pods").strip() == "yes"

@@ -1,0 +1,173 @@
+"""Objects of every built-in kind the API server serves, as the simulator itself makes them
+(builders written through the API server core, so defaulted and stamped), and a rich Pod."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http import reviews
+from kubelet_sim.apiserver.http.events import shown
+from kubelet_sim.apiserver.http.resources import (
+    EVENTS_V1,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+)
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import EventRecorder
+
+DRIVER = "hostpath.csi.k8s.io"
+
+RICH_POD: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {
+        "name": "web", "namespace": "default", "uid": "0b7c6a1e-1111-4c5e-9d7e-3f0a2b4c5d6e",
+        "resourceVersion": "12", "generation": 1,
+        "creationTimestamp": "2024-05-01T10:00:00Z",
+        "deletionTimestamp": "2024-05-01T11:00:00Z", "deletionGracePeriodSeconds": 0,
+        "labels": {"app": "web"}, "annotations": {"note": "x"}, "finalizers": ["example.com/f"],
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+                             "uid": "9a9a", "controller": True,
+                             "blockOwnerDeletion": True}],
+        "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                           "time": "2024-05-01T10:00:00Z", "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}],
+    },
+    "spec": {
+        "containers": [{
+            "name": "c", "image": "busybox", "command": ["sh", "-c", "sleep 1d"],
+            "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                          "limits": {"cpu": "1", "memory": "128Mi"}},
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http",
+                                          "scheme": "HTTP"}, "periodSeconds": 10},
+            "readinessProbe": {"tcpSocket": {"port": 8080}, "initialDelaySeconds": 5},
+            "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                             {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True}],
+            "env": [{"name": "A", "value": "1"},
+                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k",
+                                                                 "optional": False}}},
+                    {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "c"}}}],
+            "securityContext": {"runAsUser": 0, "privileged": False},
+        }],
+        "volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data-web"}},
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420,
+                                          "items": [{"key": "a", "path": "a.conf"}]}},
+            {"name": "inline", "csi": {"driver": DRIVER, "volumeAttributes": {"size": "1Gi"}}},
+            {"name": "token", "projected": {"sources": [{"serviceAccountToken": {
+                "path": "token", "expirationSeconds": 3607}}]}},
+        ],
+        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                         "effect": "NoExecute", "tolerationSeconds": 300},
+                        {"key": "dedicated", "operator": "Equal", "value": "db",
+                         "effect": "NoSchedule"}],
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "topology.kubernetes.io/zone", "operator": "In",
+                     "values": ["a", "b"]}]}]}},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "topologyKey": "kubernetes.io/hostname"}}]},
+        },
+        "nodeName": "node-1", "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst", "securityContext": {}, "schedulerName": "default-scheduler",
+        "enableServiceLinks": True, "priority": 0, "overhead": {"cpu": "250m"},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                       "whenUnsatisfiable": "DoNotSchedule",
+                                       "labelSelector": {"matchLabels": {"app": "web"}}}],
+    },
+    "status": {
+        "phase": "Running", "podIP": "10.244.1.5", "podIPs": [{"ip": "10.244.1.5"}],
+        "hostIP": "192.168.0.1", "startTime": "2024-05-01T10:00:00Z", "qosClass": "Burstable",
+        "conditions": [{"type": "Ready", "status": "True",
+                        "lastTransitionTime": "2024-05-01T10:00:01Z"}],
+        "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0,
+                               "image": "busybox", "imageID": "", "started": True,
+                               "state": {"running": {"startedAt": "2024-05-01T10:00:01Z"}}}],
+    },
+}
+
+
+def simulator_objects() -> list[dict[str, Any]]:
+    """One or more objects of each built-in kind, as the simulator writes them."""
+    api = APIServer(history_limit=50)
+    made = [
+        builders.namespace("team", labels={"tier": "db"}),
+        builders.namespace("kube-node-lease"),
+        builders.node("node-1", "10.244.1.0/24", "192.168.0.1", ready=True,
+                      labels={"topology.kubernetes.io/zone": "a"}),
+        builders.storage_class("fast", DRIVER, parameters={"type": "ssd"},
+                               volume_binding_mode="WaitForFirstConsumer",
+                               allow_volume_expansion=True),
+        builders.persistent_volume_claim("data", storage="1Gi", storage_class="fast"),
+        builders.csi_persistent_volume("pv-1", driver=DRIVER, volume_handle="vol-1",
+                                       storage="1Gi", volume_attributes={"a": "b"},
+                                       fs_type="ext4"),
+        builders.csi_driver(DRIVER, pod_info_on_mount=True,
+                            volume_lifecycle_modes=["Persistent", "Ephemeral"]),
+        builders.csi_node("node-1", [{"name": DRIVER, "nodeID": "node-1",
+                                      "topologyKeys": ["topology.hostpath.csi/node"],
+                                      "allocatable": {"count": 10}}]),
+        builders.volume_attachment("csi-1234", DRIVER, "node-1", "pv-1"),
+        builders.pod("app", containers=[builders.container(
+            "main", ports=[builders.container_port(8080, "http")],
+            volume_mounts=[{"name": "data", "mountPath": "/data"}])],
+            volumes=[builders.pvc_volume("data", "data"),
+                     builders.csi_inline_volume("eph", DRIVER, {"size": "1Gi"}, "ext4")],
+            node_name="node-1"),
+        builders.network_policy("deny", pod_selector={"matchLabels": {"app": "db"}},
+                                ingress=[{"from": [{"podSelector": {}}],
+                                          "ports": [{"protocol": "TCP", "port": 5432},
+                                                    {"port": "metrics"}]}],
+                                policy_types=["Ingress"]),
+        builders.lease("node-1", "kube-node-lease", "node-1", 40,
+                       "2024-05-01T10:00:00.123456Z"),
+        builders.volume_attributes_class("gold", DRIVER, {"iops": "3000"}),
+        Resource.from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                     "maxUnavailable": "25%"}}),
+    ]
+    for obj in made:
+        api.create(obj)
+    EventRecorder(api).record("Pod", "default", "app", "Normal", "Scheduled",
+                              "Successfully assigned default/app to node-1",
+                              "default-scheduler")
+    out = [o.to_dict() for kind in ("Namespace", "Node", "StorageClass",
+                                     "PersistentVolumeClaim", "PersistentVolume", "CSIDriver",
+                                     "CSINode", "VolumeAttachment", "Pod", "NetworkPolicy",
+                                     "Lease", "Event", "VolumeAttributesClass",
+                                     "PodDisruptionBudget")
+           for o in api.list(kind).items]
+    events = [o for o in out if o["kind"] == "Event"]
+    out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
+    return out + _requests()
+
+
+def _requests() -> list[dict[str, Any]]:
+    """The request kinds (never stored): a Binding, and each self-subject review as the
+    server answers it."""
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "app", "namespace": "default"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    asked = {"resourceAttributes": {"verb": "create", "resource": "pods",
+                                    "namespace": "default"}}
+    answered = [
+        reviews.review(SELF_SUBJECT_REVIEWS, {"apiVersion": "authentication.k8s.io/v1",
+                                              "kind": "SelfSubjectReview", "metadata": {}}),
+        reviews.review(SELF_SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "metadata": {}, "spec": asked}),
+        reviews.review(SELF_SUBJECT_RULES_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+            "metadata": {}, "spec": {"namespace": "default"}}),
+    ]
+    return [binding, *answered]
