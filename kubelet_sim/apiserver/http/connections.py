@@ -31,6 +31,8 @@ from aiohttp import web
 
 log = logging.getLogger(__name__)
 
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+MAX_HEADER_BYTES = 1 << 20  # Go's http.Server MaxHeaderBytes, as kube-apiserver sets it
 HEADER_TIMEOUT = 32.0  # kube-apiserver's ReadHeaderTimeout
 IDLE_TIMEOUT = 90.0  # kube-apiserver's IdleTimeout
 RESERVED_FILES = 512  # descriptors kept for the cluster itself (plugins, sockets, files)

@@ -24,6 +24,8 @@ from kubelet_sim.apiserver.http import (
     openapi_v2_protobuf,
 )
 from kubelet_sim.apiserver.http.connections import (
+    MAX_HEADER_BYTES,
+    MAX_REQUEST_BODY_BYTES,
     ConnectionGuard,
     GuardedSite,
     QuietResourceErrors,
@@ -51,10 +53,6 @@ def request_verb(request: web.Request, target: Target) -> str:
             return "WATCH"
         return "GET" if target.name else "LIST"
     return request.method
-
-
-MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
-MAX_HEADER_BYTES = 1 << 20  # Go's http.Server MaxHeaderBytes, as kube-apiserver sets it
 
 
 @web.middleware

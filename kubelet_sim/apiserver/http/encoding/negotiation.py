@@ -32,6 +32,7 @@ from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http.connections import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import fail, status_body
 
@@ -180,8 +181,13 @@ def _unsupported(types: list[str] | tuple[str, ...]) -> web.HTTPException:
 async def read_body(request: web.Request,
                     json_decode: Callable[[bytes], Any] = fields.decode) -> Any:
     """The request's object as JSON, from a JSON, YAML or enveloped protobuf body (a
-    syntax error is a ValueError for the caller to answer; 415 for another type)."""
-    raw = await request.read()
+    syntax error is a ValueError for the caller to answer; 415 for another type, 413
+    past the server's body limit)."""
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise fail(413, "RequestEntityTooLarge",
+                   f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}") from None
     kind = content_type(request)
     if kind in ("", JSON, "*/*"):
         return json_decode(raw or b"{}")
