@@ -73,3 +73,50 @@ class Invalid(ApiError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.detail = message
+
+
+class RequestEntityTooLarge(ApiError):
+    """The request is over one of the API server's limits, e.g. JSON patch operations (413)."""
+
+    code, reason = 413, "RequestEntityTooLarge"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Request entity too large: {message}")
+
+
+class UnsupportedMediaType(ApiError):
+    """A body in a format the endpoint does not take (415)."""
+
+    code, reason = 415, "UnsupportedMediaType"
+
+
+class Unprocessable(ApiError):
+    """422 without field causes: the form kube-apiserver gives a JSON patch that does not
+    apply (its library's own message is not passed on)."""
+
+    code, reason = 422, "Invalid"
+
+
+class ApplyConflict(ApiError):
+    """Server-side apply would change fields another manager owns (409). ``causes`` are
+    the Status causes: one ``FieldManagerConflict`` per field."""
+
+    code, reason = 409, "Conflict"
+
+    def __init__(self, message: str, causes: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.causes = causes
+
+
+class InvalidOptions(ApiError):
+    """The query options of a write are invalid (422), e.g. apply without
+    ``fieldManager``; ``problems`` are the Status causes (reason, field, message)."""
+
+    code, reason = 422, "Invalid"
+
+    def __init__(self, options_kind: str, problems: list[dict[str, str]]) -> None:
+        said = [f"{p['field']}: {p['message']}" for p in problems]
+        listed = said[0] if len(said) == 1 else "[" + ", ".join(said) + "]"
+        super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {listed}')
+        self.options_kind = options_kind
+        self.causes = problems

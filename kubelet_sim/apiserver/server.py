@@ -41,7 +41,7 @@ from datetime import timedelta
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
-from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new
+from kubelet_sim.api.model import JSON, Resource, clone, format_time, kind_info, new
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
@@ -332,6 +332,7 @@ class APIServer:
         if status_only:
             updated = current.copy()
             updated.status = obj.status
+            updated.metadata.managed_fields = obj.metadata.managed_fields
         else:
             updated = obj
             cur = current.metadata
@@ -341,6 +342,9 @@ class APIServer:
                 setattr(updated.metadata, attr, getattr(cur, attr))
             if info.status_subresource:
                 updated.status = copy.deepcopy(current.status)
+            if not updated.metadata.managed_fields:
+                # a write that does not send them keeps them, as kube-apiserver does
+                updated.metadata.managed_fields = clone(cur.managed_fields)
             if current.is_terminating:
                 added = set(updated.metadata.finalizers) - set(cur.finalizers)
                 if added:

@@ -7,7 +7,14 @@ from typing import Any
 
 from aiohttp import web
 
-from kubelet_sim.api.errors import AlreadyExists, ApiError, Invalid, NotFound
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    ApiError,
+    ApplyConflict,
+    Invalid,
+    InvalidOptions,
+    NotFound,
+)
 
 
 def status_body(code: int, reason: str, message: str,
@@ -32,6 +39,11 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     if isinstance(err, Invalid):
         details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
                                "field": err.field}]}
+    if isinstance(err, ApplyConflict):
+        details = {"causes": err.causes}
+    if isinstance(err, InvalidOptions):
+        details = {"name": "", "group": "meta.k8s.io", "kind": err.options_kind,
+                   "causes": err.causes}
     return status_body(err.code, err.reason, message, details or None)
 
 
