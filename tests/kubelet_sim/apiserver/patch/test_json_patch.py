@@ -16,7 +16,8 @@ from kubelet_sim.apiserver.patch.json_patch import (
     explain_failure,
 )
 
-DOC = {"metadata": {"name": "s", "labels": {"a": "1"}}, "spec": {"items": [10, 20, 30]}}
+DOC: dict[str, Any] = {"metadata": {"name": "s", "labels": {"a": "1"}},
+                      "spec": {"items": [10, 20, 30]}}
 
 
 def patch(doc: Any, *ops: dict[str, Any]) -> Any:

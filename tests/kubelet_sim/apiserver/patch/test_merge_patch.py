@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kubelet_sim.api.errors import BadRequest
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 
-DOC = {"metadata": {"name": "s", "labels": {"a": "1", "b": "2"}}, "spec": {"list": [1, 2]}}
+DOC: dict[str, Any] = {"metadata": {"name": "s", "labels": {"a": "1", "b": "2"}},
+                      "spec": {"list": [1, 2]}}
 
 
 def test_merge_patch_merges_objects_and_null_deletes() -> None:
