@@ -58,6 +58,11 @@ class Conflict(ApiError):
     code, reason = 409, "Conflict"
 
 
+class InjectedConflict(Conflict):
+    """A Conflict a test asked the API server to answer (fault injection): the writer
+    sees it, it is not retried inside the server."""
+
+
 class Gone(ApiError):
     """A watch asked for a resourceVersion older than the retained history (410)."""
 

@@ -174,17 +174,18 @@ class APIServer:
         return obj.copy()
 
     @locked
-    def update(self, obj: Resource | JSON) -> Resource:
-        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
-        return self._update(obj, status_only=False, verb="update")
+    def update(self, obj: Resource | JSON, verb: str = "update") -> Resource:
+        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource.
+        ``verb`` names the request for fault injection (``patch`` for a patch's write)."""
+        return self._update(obj, status_only=False, verb=verb)
 
     @locked
-    def update_status(self, obj: Resource | JSON) -> Resource:
+    def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
         kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
         if not kind_info(kind).status_subresource:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
-        return self._update(obj, status_only=True, verb="update_status")
+        return self._update(obj, status_only=True, verb=f"{verb}_status")
 
     @locked
     def patch(

@@ -26,6 +26,7 @@ from kubelet_sim.api.errors import (
     BadRequest,
     Conflict,
     Gone,
+    InjectedConflict,
     Invalid,
     NotFound,
 )
@@ -250,7 +251,9 @@ class Rest:
                 return _json(shown(r, obj.to_dict()), warnings=warnings)
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _json(shown(r, write(obj).to_dict()), warnings=warnings)
+                return _json(shown(r, write(obj, "patch").to_dict()), warnings=warnings)
+            except InjectedConflict:
+                raise
             except Conflict:
                 if precondition or attempt == PATCH_RETRIES - 1:
                     raise
@@ -292,7 +295,9 @@ class Rest:
                     return _json(shown(r, self.api.create(obj).to_dict()), 201, warnings)
                 obj.metadata.resource_version = current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update
-                return _json(shown(r, write(obj).to_dict()), warnings=warnings)
+                return _json(shown(r, write(obj, "patch").to_dict()), warnings=warnings)
+            except InjectedConflict:
+                raise
             except (Conflict, AlreadyExists):
                 if attempt == PATCH_RETRIES - 1:
                     raise
