@@ -22,10 +22,13 @@ writes of the object (the API server's reset fields).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+from kubelet_sim.api import kube_types
 from kubelet_sim.api.errors import ApplyConflict
 from kubelet_sim.apiserver.patch import fieldpath as fp
 from kubelet_sim.apiserver.patch import typed
@@ -153,7 +156,15 @@ def _without_managed_fields(obj: dict[str, Any] | None) -> dict[str, Any]:
 def zero_object(node: Node) -> dict[str, Any]:
     """The kind's empty object as Go would serialise it: the struct-typed fields held by
     value are present (empty), so creating them is not an addition of the struct itself."""
-    return _zero_struct(node, 0)
+    key = kube_types.resolve(node.ref)
+    if not isinstance(key, str):
+        return {}
+    return copy.deepcopy(_zero_of(key))
+
+
+@cache
+def _zero_of(key: str) -> dict[str, Any]:
+    return _zero_struct(Node(key), 0)
 
 
 def _zero_struct(node: Node, depth: int) -> dict[str, Any]:

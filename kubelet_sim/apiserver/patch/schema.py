@@ -60,7 +60,7 @@ class Node:
         info = kube_types.struct_of(self.ref)
         if info is None:
             return {}
-        return {f.json: Node(f.type, f) for f in info.json_fields()}
+        return _struct_fields(info.key)
 
     def child(self, name: str) -> Node | None:
         """The node under key ``name``: a struct's field (None when it has none), a map's
@@ -128,6 +128,12 @@ class Node:
 
 
 UNTYPED_NODE = Node(None)
+
+
+@cache
+def _struct_fields(key: str) -> dict[str, Node]:
+    info = kube_types.type_info(key)
+    return {f.json: Node(f.type, f) for f in info.json_fields()} if info else {}
 
 
 def _key(ref: TypeRef) -> TypeRef:
