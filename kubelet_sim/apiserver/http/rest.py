@@ -241,7 +241,8 @@ class Rest:
             warnings = fields.settle(problems + fields.drop_unknown_fields(merged, r.kind), mode)
             obj = Resource.from_dict(merged)
             # a resourceVersion the patch sets is a precondition; else the current one
-            precondition = obj.metadata.resource_version != current.metadata.resource_version
+            precondition = obj.metadata.resource_version not in (
+                "", current.metadata.resource_version)
             obj.metadata.resource_version = (obj.metadata.resource_version
                                              or current.metadata.resource_version)
             self._record(obj, live, manager, target)

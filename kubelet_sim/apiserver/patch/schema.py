@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from kubelet_sim.api import kube_types
 from kubelet_sim.api.kube_types import Field, TypeRef
@@ -159,6 +160,78 @@ def kind_node(api_version: str, kind: str) -> Node | None:
     resources, the simulator's snapshot kinds)."""
     key = kube_types.kind_type(api_version, kind)
     return Node(key) if key is not None else None
+
+
+@dataclass(frozen=True, eq=False)
+class OpenAPINode(Node):
+    """A node of a CustomResourceDefinition's structural schema (``openAPIV3Schema``):
+    ``properties`` make a struct, ``additionalProperties`` a map, ``items`` a list;
+    ``x-kubernetes-list-type``/``-list-map-keys``/``-map-type`` say how apply merges
+    them. A custom resource's ``metadata`` is ObjectMeta, whatever the schema says."""
+
+    schema: Any = None
+    root: bool = False
+
+    @property
+    def shape(self) -> str:
+        s = self.schema if isinstance(self.schema, dict) else {}
+        kind = s.get("type")
+        if kind == "array":
+            return LIST
+        if kind == "object" and isinstance(s.get("properties"), dict):
+            return STRUCT
+        if kind == "object" and isinstance(s.get("additionalProperties"), dict):
+            return MAP
+        if kind in ("string", "integer", "number", "boolean"):
+            return SCALAR
+        if s.get("x-kubernetes-int-or-string"):
+            return SCALAR
+        return UNTYPED
+
+    def fields(self) -> dict[str, Node]:
+        properties = (self.schema or {}).get("properties") or {}
+        out: dict[str, Node] = {name: OpenAPINode(None, None, sub)
+                                for name, sub in properties.items()}
+        if self.root:
+            out["metadata"] = Node(OBJECT_META)
+        return out
+
+    def child(self, name: str) -> Node | None:
+        if self.shape == STRUCT and name not in self.fields() and \
+                (self.schema or {}).get("x-kubernetes-preserve-unknown-fields"):
+            return UNTYPED_NODE
+        return super().child(name)
+
+    def elem(self) -> Node:
+        s = self.schema or {}
+        for sub in (s.get("items"), s.get("additionalProperties")):
+            if isinstance(sub, dict):
+                return OpenAPINode(None, None, sub)
+        return UNTYPED_NODE
+
+    @property
+    def list_type(self) -> str:
+        return str((self.schema or {}).get("x-kubernetes-list-type") or "atomic")
+
+    @property
+    def list_keys(self) -> tuple[str, ...]:
+        return tuple((self.schema or {}).get("x-kubernetes-list-map-keys") or ())
+
+    @property
+    def atomic(self) -> bool:
+        s = self.schema or {}
+        return s.get("x-kubernetes-map-type") == "atomic"
+
+
+OBJECT_META = "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta"
+
+
+def custom_resource_node(open_api_v3_schema: Any) -> Node:
+    """The root node of a custom resource whose definition has this structural schema
+    (the hook for CustomResourceDefinitions: untyped, deduced, without one)."""
+    if not isinstance(open_api_v3_schema, dict):
+        return UNTYPED_NODE
+    return OpenAPINode(None, None, open_api_v3_schema, root=True)
 
 
 def has_schema(api_version: str, kind: str) -> bool:

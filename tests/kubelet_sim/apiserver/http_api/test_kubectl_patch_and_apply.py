@@ -192,3 +192,12 @@ def test_kubectl_patch_and_server_side_apply_against_up() -> None:
                                     "--show-managed-fields"))
         assert pod["metadata"]["labels"] == {"app": "web", "tier": "back"}
         assert {"kubectl", "other"} <= set(managers(pod))
+
+
+def test_a_patch_carrying_a_stale_resource_version_is_a_conflict(served: Served) -> None:
+    served.kubectl("create", "-f", "-", stdin=POD)
+    served.kubectl("label", "pod", "web", "tier=front")
+    code, body = raw(served, POD_PATH, token=_token(served), method="PATCH",
+                     body=b'{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}',
+                     content_type="application/merge-patch+json")
+    assert code == 409 and body["reason"] == "Conflict"

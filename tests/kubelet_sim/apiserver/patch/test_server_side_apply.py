@@ -12,7 +12,12 @@ import pytest
 from kubelet_sim.api.errors import ApplyConflict
 from kubelet_sim.apiserver.patch import fieldpath as fp
 from kubelet_sim.apiserver.patch.managed import Write, apply, manager_from_user_agent, track_update
-from kubelet_sim.apiserver.patch.schema import UNTYPED_NODE, Node, kind_node
+from kubelet_sim.apiserver.patch.schema import (
+    UNTYPED_NODE,
+    Node,
+    custom_resource_node,
+    kind_node,
+)
 
 NOW = "2026-12-04T21:00:00Z"
 LATER = "2026-12-04T21:05:00Z"
@@ -243,3 +248,33 @@ def test_the_default_manager_is_the_user_agent_up_to_its_first_slash() -> None:
     assert manager_from_user_agent("csi-provisioner/v6.3.0") == "csi-provisioner"
     assert manager_from_user_agent("a\x00b") == "ab"
     assert len(manager_from_user_agent("x" * 300)) == 128
+
+
+def test_custom_resources_merge_by_their_structural_schema() -> None:
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {
+                          "name": {"type": "string"}, "port": {"type": "integer"}}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                     "items": {"type": "string"}},
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                         "additionalProperties": {"type": "string"}}}}}}
+    cr_write = Write(custom_resource_node(schema), "example.com/v1", "", True, NOW)
+    base = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    first = apply(None, {**base, "spec": {"ports": [{"name": "a", "port": 1}],
+                                          "tags": ["x"], "selector": {"k": "v"}}},
+                  "alice", False, cr_write)
+    assert first.obj is not None
+    assert first.managed_fields[0]["fieldsV1"]["f:spec"] == {
+        "f:ports": {'k:{"name":"a"}': {".": {}, "f:name": {}, "f:port": {}}},
+        "f:selector": {}, "f:tags": {'v:"x"': {}}}
+    second = apply(stored(first.obj, first.managed_fields),
+                   {**base, "spec": {"ports": [{"name": "b", "port": 2}], "tags": ["y"]}},
+                   "bob", False, cr_write)
+    assert second.obj is not None
+    assert second.obj["spec"]["ports"] == [{"name": "a", "port": 1}, {"name": "b", "port": 2}]
+    assert second.obj["spec"]["tags"] == ["x", "y"]
