@@ -5,6 +5,8 @@ Callers branch on the type (``except Conflict``), never on message text.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ApiError(Exception):
     """Base of every error the simulated API server raises."""
@@ -108,9 +110,11 @@ class ApplyConflict(ApiError):
 
     code, reason = 409, "Conflict"
 
-    def __init__(self, message: str, causes: list[dict[str, str]]) -> None:
+    def __init__(self, message: str, causes: list[dict[str, str]],
+                 conflicts: list[Any] | None = None) -> None:
         super().__init__(message)
         self.causes = causes
+        self.conflicts = conflicts or []  # (manager, field path) pairs, for the server
 
 
 class InvalidOptions(ApiError):

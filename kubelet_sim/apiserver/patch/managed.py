@@ -37,6 +37,8 @@ from kubelet_sim.apiserver.patch.schema import Node
 
 APPLY, UPDATE = "Apply", "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
+KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 FIELD_MANAGER_MAX_LENGTH = 128
 _SERVER_OWNED: FieldSet = frozenset({
     (fp.field("apiVersion"),), (fp.field("kind"),), (fp.field("metadata"),),
@@ -248,7 +250,63 @@ class Applied:
 
 def apply(live: dict[str, Any] | None, config: dict[str, Any], manager: str, force: bool,
           write: Write) -> Applied:
-    """Server-side apply of ``config`` by ``manager`` to ``live`` (None: absent)."""
+    """Server-side apply of ``config`` by ``manager`` to ``live`` (None: absent).
+
+    kubectl's own manager (``kubectl``) moves from client-side apply without conflicts:
+    a conflict on a field whose live value is still the one the
+    ``last-applied-configuration`` annotation records is taken over, and that
+    annotation, where present, follows what was applied."""
+    try:
+        result = _apply(live, config, manager, force, write)
+    except ApplyConflict as conflict:
+        if manager != KUBECTL or live is None:
+            raise
+        allowed = _unchanged_since_last_applied(live, write)
+        rest = [c for c in conflict.conflicts if c[1] not in allowed]
+        if rest:
+            raise _conflict_error(rest) from None
+        result = _apply(live, config, manager, True, write)
+    if manager == KUBECTL and live is not None:
+        _follow_last_applied(result, live, config)
+    return result
+
+
+def _unchanged_since_last_applied(live: dict[str, Any], write: Write) -> set[Path]:
+    recorded = _annotations(live).get(LAST_APPLIED)
+    try:
+        last = json.loads(recorded) if isinstance(recorded, str) else None
+    except ValueError:
+        return set()
+    if not isinstance(last, dict) or last.get("apiVersion") != write.api_version:
+        return set()
+    diff = typed.compare(last, _without_managed_fields(live), write.root)
+    return typed.field_set(last, write.root) - diff.modified - diff.added - diff.removed
+
+
+def _follow_last_applied(result: Applied, live: dict[str, Any], config: dict[str, Any]) -> None:
+    current = result.obj if result.obj is not None else _without_managed_fields(live)
+    if not _annotations(current).get(LAST_APPLIED):
+        return
+    applied = copy.deepcopy(config)
+    kept = {k: v for k, v in _annotations(applied).items() if k != LAST_APPLIED}
+    if isinstance(applied.get("metadata"), dict) and "annotations" in applied["metadata"]:
+        applied["metadata"]["annotations"] = kept
+    text = json.dumps(applied, sort_keys=True, separators=(",", ":")) + "\n"
+    if _annotations(current)[LAST_APPLIED] == text:
+        return
+    updated = copy.deepcopy(current)
+    updated["metadata"]["annotations"][LAST_APPLIED] = text
+    result.obj = updated
+
+
+def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    found = meta.get("annotations") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _apply(live: dict[str, Any] | None, config: dict[str, Any], manager: str, force: bool,
+           write: Write) -> Applied:
     try:
         managers = Managers.decode(((live or {}).get("metadata") or {}).get("managedFields"))
     except ValueError:
@@ -332,7 +390,7 @@ def _conflict_error(conflicts: list[tuple[ManagerId, Path]]) -> ApplyConflict:
             lines.append(f"conflicts with {who_words}:")
             lines += [f"- {p}" for p in by_manager[who_words]]
         message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
-    return ApplyConflict(message, causes)
+    return ApplyConflict(message, causes, conflicts)
 
 
 def _manager_words(who: ManagerId) -> str:

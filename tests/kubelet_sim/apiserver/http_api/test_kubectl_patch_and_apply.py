@@ -201,3 +201,15 @@ def test_a_patch_carrying_a_stale_resource_version_is_a_conflict(served: Served)
                      body=b'{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}',
                      content_type="application/merge-patch+json")
     assert code == 409 and body["reason"] == "Conflict"
+
+
+def test_server_side_apply_after_client_side_apply_moves_on_without_conflict(
+        served: Served) -> None:
+    served.kubectl("apply", "-f", "-", stdin=POD)
+    served.kubectl("apply", "--server-side", "-f", "-",
+                   stdin=POD.replace("labels: {app: web}", "labels: {app: api}"))
+    pod = json.loads(served.kubectl("get", "pod", "web", "-o", "json",
+                                    "--show-managed-fields").stdout)
+    assert pod["metadata"]["labels"] == {"app": "api"}
+    assert managers(pod)["kubectl"]["operation"] == "Apply"
+    assert "kubectl-client-side-apply" not in managers(pod)

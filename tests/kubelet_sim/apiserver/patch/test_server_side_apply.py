@@ -5,6 +5,7 @@ conflicts between managers, force, fields an applier stops sending."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -278,3 +279,34 @@ def test_custom_resources_merge_by_their_structural_schema() -> None:
     assert second.obj is not None
     assert second.obj["spec"]["ports"] == [{"name": "a", "port": 1}, {"name": "b", "port": 2}]
     assert second.obj["spec"]["tags"] == ["x", "y"]
+
+
+def test_kubectl_takes_over_fields_unchanged_since_its_client_side_apply() -> None:
+    pod_write = write("v1", "Pod")
+    config: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                              "metadata": {"name": "p", "labels": {"a": "1"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    live = copy.deepcopy(config)
+    live["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": json.dumps(config)}
+    live["metadata"]["managedFields"] = track_update(None, live, "kubectl-client-side-apply",
+                                                     pod_write)
+    changed = copy.deepcopy(config)
+    changed["metadata"]["labels"]["a"] = "2"
+    # another manager conflicts; kubectl itself moves on from its client-side apply
+    with pytest.raises(ApplyConflict):
+        apply(live, changed, "other", False, pod_write)
+    result = apply(live, changed, "kubectl", False, pod_write)
+    assert result.obj is not None and result.obj["metadata"]["labels"] == {"a": "2"}
+    recorded = result.obj["metadata"]["annotations"][
+        "kubectl.kubernetes.io/last-applied-configuration"]
+    assert json.loads(recorded)["metadata"]["labels"] == {"a": "2"}
+    # a field changed since the client-side apply still conflicts
+    edited = stored(result.obj, result.managed_fields)
+    edited["metadata"]["managedFields"] = track_update(
+        edited, {**edited, "spec": {"containers": [{"name": "c", "image": "y"}]}},
+        "kubectl-edit", pod_write)
+    edited["spec"] = {"containers": [{"name": "c", "image": "y"}]}
+    with pytest.raises(ApplyConflict):
+        apply(edited, {**changed, "spec": {"containers": [{"name": "c", "image": "z"}]}},
+              "kubectl", False, pod_write)
