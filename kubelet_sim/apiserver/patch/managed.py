@@ -37,6 +37,8 @@ from kubelet_sim.apiserver.patch.schema import Node
 
 APPLY, UPDATE = "Apply", "Update"
 BEFORE_FIRST_APPLY = "before-first-apply"
+ANCIENT_CHANGES = "ancient-changes"
+MAX_UPDATE_MANAGERS = 10
 KUBECTL = "kubectl"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 FIELD_MANAGER_MAX_LENGTH = 128
@@ -120,6 +122,32 @@ class Managers:
         for ident in [i for i, (_, owned) in self.entries.items() if not owned.fields]:
             del self.entries[ident]
 
+    def cap_updaters(self) -> None:
+        """At most ten Update entries: the oldest beyond them fold, per API version, into
+        one ``ancient-changes`` entry (its time the newest folded in)."""
+        updaters = sorted((i for i, (who, _) in self.entries.items()
+                           if who.operation == UPDATE),
+                          key=lambda i: (self.entries[i][1].time or "", i))
+        left = len(updaters)
+        first_of: dict[str, tuple[str, str, str, str]] = {}
+        for ident in updaters:
+            if left <= MAX_UPDATE_MANAGERS:
+                break
+            who, owned = self.entries[ident]
+            bucket_id = ManagerId(ANCIENT_CHANGES, UPDATE, owned.api_version)
+            bucket = bucket_id.identity()
+            if owned.api_version not in first_of:
+                first_of[owned.api_version] = ident
+                continue
+            if bucket not in self.entries:
+                _, first = self.entries.pop(first_of[owned.api_version])
+                self.entries[bucket] = (bucket_id, first)
+            merged = self.entries[bucket][1]
+            merged.fields |= owned.fields
+            merged.time = owned.time
+            del self.entries[ident]
+            left -= 1
+
 
 @dataclass(frozen=True)
 class Write:
@@ -199,6 +227,7 @@ def track_update(live: dict[str, Any] | None, new: dict[str, Any], manager: str,
     _record_update(managers, old, current, ManagerId(manager, UPDATE, write.api_version,
                                                      write.subresource), write)
     managers.drop_empty()
+    managers.cap_updaters()
     return managers.encode() or None
 
 
@@ -332,6 +361,7 @@ def _apply(live: dict[str, Any] | None, config: dict[str, Any], manager: str, fo
     time = write.now if changed else (previous[1].time if previous else None)
     managers.entries[applier.identity()] = (applier, Owned(applied, write.api_version, time))
     managers.drop_empty()
+    managers.cap_updaters()
     return Applied(merged if changed else None, managers.encode())
 
 

@@ -310,3 +310,25 @@ def test_kubectl_takes_over_fields_unchanged_since_its_client_side_apply() -> No
     with pytest.raises(ApplyConflict):
         apply(edited, {**changed, "spec": {"containers": [{"name": "c", "image": "z"}]}},
               "kubectl", False, pod_write)
+
+
+def test_past_ten_update_managers_the_oldest_fold_into_ancient_changes() -> None:
+    live = applied("alice", deployment())
+    for i in range(12):
+        changed = copy.deepcopy(live)
+        changed["metadata"]["labels"][f"l{i}"] = "x"
+        changed["metadata"]["managedFields"] = track_update(
+            live, changed, f"writer-{i:02}", write("apps/v1", "Deployment",
+                                                   f"2026-12-04T22:{i:02}:00Z"))
+        live = changed
+    found = managers_of(live)
+    updaters = [m for m, op in found.items() if op == "Update"]
+    assert len(updaters) == 10 and "ancient-changes" in updaters
+    assert "writer-00" not in updaters and "writer-11" in updaters
+    ancient = entry(live["metadata"]["managedFields"], "ancient-changes")
+    assert set(ancient["fieldsV1"]["f:metadata"]["f:labels"]) == {"f:l0", "f:l1", "f:l2"}
+    assert found["alice"] == "Apply"
+
+
+def managers_of(obj: dict[str, Any]) -> dict[str, str]:
+    return {e["manager"]: e["operation"] for e in obj["metadata"]["managedFields"]}
