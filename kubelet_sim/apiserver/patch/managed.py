@@ -133,7 +133,7 @@ class Managers:
         for ident in updaters:
             if left <= MAX_UPDATE_MANAGERS:
                 break
-            who, owned = self.entries[ident]
+            _, owned = self.entries[ident]
             bucket_id = ManagerId(ANCIENT_CHANGES, UPDATE, owned.api_version)
             bucket = bucket_id.identity()
             if owned.api_version not in first_of:
