@@ -11,7 +11,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubelet_sim.api.errors import BadRequest, InvalidOptions, UnsupportedMediaType
+from kubelet_sim.api.errors import (
+    BadRequest,
+    InvalidOptions,
+    RequestEntityTooLarge,
+    UnsupportedMediaType,
+)
 from kubelet_sim.api.model import Resource, format_time
 from kubelet_sim.apiserver.http.field_validation import IGNORE
 from kubelet_sim.apiserver.http.paths import Target
@@ -36,6 +41,15 @@ APPLY_PATCH = "application/apply-patch+yaml"
 BUILT_IN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 # custom resources take no strategic merge patch: their schema has no patch strategies
 CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request's body, or the 413 kube-apiserver answers past its 3 MiB limit."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise RequestEntityTooLarge(f"limit is {MAX_REQUEST_BODY_BYTES}") from None
 
 
 def patch_type(request: web.Request, target: Target) -> str:

@@ -60,7 +60,7 @@ def wants_table(request: web.Request) -> bool:
 
 async def _body(request: web.Request) -> Any:
     try:
-        return fields.decode(await request.read() or b"{}")
+        return fields.decode(await patching.read_body(request) or b"{}")
     except ValueError as e:
         raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
             from None
@@ -224,7 +224,7 @@ class Rest:
         manager = patching.field_manager(request, "PatchOptions", applying)
         dry_run, mode = _dry_run(request), fields.directive(request)
         if applying:
-            config = patching.decode_apply(await request.read())
+            config = patching.decode_apply(await patching.read_body(request))
             return self._apply(target, config, manager, patching.force(request), dry_run,
                                mode)
         patch = await _body(request)

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
+from kubelet_sim.apiserver.http.patch import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
@@ -119,7 +120,8 @@ def make_app(api: APIServer, token: str, address: str,
     async def faults(request: web.Request) -> web.Response:
         return await debug_faults.handle(api, request)
 
-    app = web.Application(middlewares=[authenticate])
+    # kube-apiserver's MaxRequestBodyBytes; a larger body is a 413 Status (rest.py)
+    app = web.Application(middlewares=[authenticate], client_max_size=MAX_REQUEST_BODY_BYTES)
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
         app.router.add_get(path, health)

@@ -213,3 +213,12 @@ def test_server_side_apply_after_client_side_apply_moves_on_without_conflict(
     assert pod["metadata"]["labels"] == {"app": "api"}
     assert managers(pod)["kubectl"]["operation"] == "Apply"
     assert "kubectl-client-side-apply" not in managers(pod)
+
+
+def test_a_body_over_three_mebibytes_is_413(served: Served) -> None:
+    served.kubectl("create", "-f", "-", stdin=POD)
+    big = json.dumps({"metadata": {"annotations": {"a": "x" * (3 * 1024 * 1024)}}})
+    code, body = raw(served, POD_PATH, token=_token(served), method="PATCH",
+                     body=big.encode(), content_type="application/merge-patch+json")
+    assert code == 413 and body["reason"] == "RequestEntityTooLarge"
+    assert body["message"] == "Request entity too large: limit is 3145728"
