@@ -91,10 +91,11 @@ def field_manager(request: web.Request, options_kind: str, applying: bool = Fals
 
 
 def force(request: web.Request) -> bool:
+    """``force`` read as Go's ``strconv.ParseBool`` reads a query parameter."""
     raw = request.query.get("force")
-    if raw in (None, "", "false", "False", "0"):
+    if raw in (None, "", "0", "f", "F", "false", "FALSE", "False"):
         return False
-    if raw in ("true", "True", "1"):
+    if raw in ("1", "t", "T", "true", "TRUE", "True"):
         return True
     raise BadRequest(f'strconv.ParseBool: parsing "{raw}": invalid syntax')
 
