@@ -51,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
-                    help="serve Prometheus metrics at http://HOST:PORT/metrics")
+                    help="serve Prometheus metrics at http://HOST:PORT/metrics (a loopback "
+                    "HOST unless --metrics-bind-any)")
+    up.add_argument("--metrics-bind-any", action="store_true",
+                    help="allow --metrics-address on a non-loopback address (the metrics "
+                    "are served without authentication)")
     up.add_argument("--api-write-delay", type=float, default=0.0, metavar="SECONDS",
                     help="every API write waits this long (a slow etcd)")
     up.add_argument("--api-conflicts", action="append", default=[], metavar="KIND=COUNT",
@@ -144,6 +148,24 @@ def start_up_refusal(args: argparse.Namespace) -> str:
     return ""
 
 
+def up_refusal(args: argparse.Namespace) -> str:
+    """Why `up` cannot start with these flags ('' when it can)."""
+    if args.address not in ("127.0.0.1", "localhost"):
+        return "the API server listens on 127.0.0.1 only"
+    if not 0 <= args.port <= 65535:
+        return f"--port {args.port}: not a port number (0-65535)"
+    if args.metrics_address:
+        host, sep, port = args.metrics_address.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            return f"--metrics-address wants HOST:PORT, not {args.metrics_address!r}"
+        loopback = host in ("", "localhost", "::1", "[::1]") or host.startswith("127.")
+        if not loopback and not args.metrics_bind_any:
+            return (f"--metrics-address {args.metrics_address} is not a loopback address: "
+                    "metrics are served without authentication; add --metrics-bind-any "
+                    "to serve them there anyway")
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "conformance":
@@ -165,18 +187,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      cluster=cluster_options(args)),
                          args.scenario or None, trace_file=args.trace_file)
     if args.command == "up":
-        from kubelet_sim.up import UpOptions, run_up
+        from kubelet_sim.up import UpOptions, UpRefused, run_up
 
-        if args.address not in ("127.0.0.1", "localhost"):
-            print("kubelet_sim: the API server listens on 127.0.0.1 only", file=sys.stderr)
+        refused = up_refusal(args)
+        if refused:
+            print(f"kubelet_sim: {refused}", file=sys.stderr)
             return 2
-        return asyncio.run(run_up(UpOptions(
-            nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
-            state_dir=args.state_dir, dataplane=args.dataplane,
-            node_monitor_grace_period=args.node_monitor_grace_period,
-            metrics_address=args.metrics_address, api_faults=api_faults(args),
-            cluster={**cluster_options(args),
-                     **({"sidecars": False} if args.no_sidecars else {})})))
+        try:
+            return asyncio.run(run_up(UpOptions(
+                nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
+                state_dir=args.state_dir, dataplane=args.dataplane,
+                node_monitor_grace_period=args.node_monitor_grace_period,
+                metrics_address=args.metrics_address, api_faults=api_faults(args),
+                cluster={**cluster_options(args),
+                         **({"sidecars": False} if args.no_sidecars else {})})))
+        except UpRefused as e:
+            print(f"kubelet_sim: {e}", file=sys.stderr)
+            return 2
     from kubelet_sim.apply import apply_files
 
     return asyncio.run(apply_files(args.files, nodes=args.nodes, dataplane=args.dataplane,

@@ -98,6 +98,9 @@ class ClusterConfig:
     node_monitor_grace_period: float | None = None
     node_lease_duration_seconds: int = 40  # the kubelets' nodeLeaseDurationSeconds (renew: /4)
     cni_faults: Path | None = None  # a fault rules file our CNI plugins obey ("faults" key)
+    # The driver processes end with the simulator's process, even on kill -9 (`up`
+    # without a state dir: nothing could take them back).
+    plugins_die_with_simulator: bool = False
 
 
 class Cluster:
@@ -164,6 +167,7 @@ class Cluster:
                 args=["--mode", "controller", "--node-id", "controller", *common,
                       *fault_control(self.work_dir / "controller" / "faults.sock")],
                 log_path=self.work_dir / "logs" / "csi-controller.log",
+                die_with_parent=cfg.plugins_die_with_simulator,
             )
             self.controller_plugin.start()
             # The controller creates the shared state (the "storage array") before any node
@@ -226,7 +230,8 @@ class Cluster:
         if spec.zone:
             args += ["--topology-segment", f"topology.kubernetes.io/zone={spec.zone}"]
         proc = DriverProcess(name=f"csi-node-plugin-{spec.name}", socket=plugin_dir / "csi.sock",
-                             args=args, log_path=self.work_dir / "logs" / f"csi-{spec.name}.log")
+                             args=args, log_path=self.work_dir / "logs" / f"csi-{spec.name}.log",
+                             die_with_parent=self.config.plugins_die_with_simulator)
         proc.start()
         self.node_plugins[spec.name] = proc
 

@@ -1,5 +1,5 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, attach/detach,
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
 -resizer).
@@ -17,8 +17,10 @@ from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.base import Controller, ControllerManager
 from kubelet_sim.controllers.binder import VolumeBinder
+from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
+from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
@@ -67,6 +69,8 @@ def cluster_controllers(
         VolumeBinder(api, **common),
         StorageProtection(api, **common),
         GarbageCollector(api, **common),
+        PodGarbageCollector(api, **common),
+        DisruptionController(api, **common),
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),

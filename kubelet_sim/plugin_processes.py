@@ -4,6 +4,8 @@ plugin per node, each a real ``python -m csi_driver`` on its own unix socket."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import os
 import signal
 import socket
@@ -18,6 +20,17 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 class DriverStartError(RuntimeError):
     pass
+
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel sends it SIGTERM when its parent dies, even
+    by kill -9 (prctl PR_SET_PDEATHSIG outlives exec). The function pointer is looked
+    up before the fork, so the child only makes the call."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _running(pid: int) -> bool:
@@ -39,6 +52,9 @@ class DriverProcess:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Stop when the simulator dies, however it dies: for a cluster whose state is not
+    # kept (nothing could take the driver back after a kill -9).
+    die_with_parent: bool = False
 
     @property
     def endpoint(self) -> str:
@@ -61,6 +77,7 @@ class DriverProcess:
                 # Its own session: a Ctrl-C at the terminal reaches the simulator only,
                 # which then tears down in order and stops the driver last.
                 start_new_session=True,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self.pid_file.write_text(str(self.process.pid))
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import signal
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from kubelet_sim.apiserver.http import start_api_server
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.state_dir_lock import StateDirInUse, StateDirLock
 
 TEARDOWN_SECONDS = 120.0
 
@@ -51,16 +55,63 @@ async def wait_until_gone(api: APIServer, kinds: tuple[str, ...], timeout: float
     return True
 
 
+class UpRefused(RuntimeError):
+    """`up` cannot start as asked; said in one line, exit 2, nothing left behind."""
+
+
+def _bind(port: int) -> socket.socket:
+    """The API server's listening socket, bound before anything starts, so a port in use
+    is refused while there is nothing to undo."""
+    try:
+        return socket.create_server(("127.0.0.1", port))
+    except OSError as e:
+        raise UpRefused(f"cannot listen on 127.0.0.1:{port}: "
+                        f"{os.strerror(e.errno) if e.errno else e}") from None
+
+
+def _private_dir(path: Path) -> bool:
+    """Make ``path`` (mode 0700 when it is made here); True when it was made here."""
+    made = not path.exists()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return made
+
+
 async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
+    """Run the cluster until SIGINT/SIGTERM. Start-up failures raise :class:`UpRefused`
+    after undoing what was started (plugin processes, the temp dir)."""
     own_dir = options.state_dir is None
     state_dir = options.state_dir or Path(tempfile.mkdtemp(prefix="kubelet-sim-"))
-    state_dir.mkdir(parents=True, exist_ok=True)
+    lock: StateDirLock | None = None
+    try:
+        if not own_dir:
+            _private_dir(state_dir)
+            try:
+                lock = StateDirLock.acquire(state_dir)
+            except StateDirInUse as e:
+                raise UpRefused(str(e)) from None
+        port_file = state_dir / "apiserver" / "port"
+        port = options.port or (int(port_file.read_text()) if port_file.exists() else 0)
+        listener = _bind(port)
+        try:
+            return await _serve(options, state_dir, own_dir, listener, ready)
+        finally:
+            listener.close()
+    finally:
+        if lock is not None:
+            lock.release()
+        if own_dir:
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: socket.socket,
+                 ready: asyncio.Event | None) -> int:
     # With a state dir of the user's, the API objects are kept there too (and the port,
     # CA and token): `up` again on it is the same cluster, with the same kubeconfig.
     database = None if own_dir else state_dir / "apiserver" / "objects.db"
     config = ClusterConfig(nodes=default_nodes(options.nodes), work_dir=state_dir / "cluster",
                            dataplane=options.dataplane, api_database=database,
                            node_monitor_grace_period=options.node_monitor_grace_period,
+                           plugins_die_with_simulator=own_dir,
                            **(options.cluster or {}))
     cluster = Cluster(config)
     if options.api_faults:
@@ -69,38 +120,45 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, shutdown.set)
-    await cluster.start()
-    metrics = None
-    if options.metrics_address:
-        from kubelet_sim.utils.metrics import ClusterMetrics  # only when asked for
-
-        metrics = ClusterMetrics(cluster.driver_name)
-        cluster.trace.listeners.append(metrics.observe_call)
-        for kubelet in cluster.kubelets.values():
-            kubelet.on_pod_started = metrics.pod_started
-    port_file = state_dir / "apiserver" / "port"
-    port = options.port or (int(port_file.read_text()) if port_file.exists() else 0)
-    handle = start_api_server(cluster.api, state_dir, port=port, kubeconfig=options.kubeconfig,
-                              on_request=metrics.request if metrics else None)
-    metrics_server = metrics.serve(options.metrics_address) if metrics else None
-    if not own_dir:
-        port_file.parent.mkdir(parents=True, exist_ok=True)
-        port_file.write_text(str(handle.port))
+    handle = None
+    metrics_server = None
+    loops: asyncio.Task[None] | None = None
     stop_loops = asyncio.Event()
-    loops = asyncio.create_task(cluster.run(stop_loops))
-    print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)
-    if metrics_server is not None:
-        print(f"metrics: http://{options.metrics_address}/metrics", flush=True)
-    print(f"CSI controller plugin: {cluster.controller_endpoint}", flush=True)
-    for node, endpoint in sorted(cluster.node_csi_endpoints().items()):
-        print(f"CSI node plugin on {node}: {endpoint}", flush=True)
-    if not cluster.config.sidecars:
-        print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
-              "with --kubeconfig and --csi-address of the controller plugin", flush=True)
-    print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
-    if ready is not None:
-        ready.set()
     try:
+        await cluster.start()
+        metrics = None
+        if options.metrics_address:
+            from kubelet_sim.utils.metrics import ClusterMetrics  # only when asked for
+
+            metrics = ClusterMetrics(cluster.driver_name)
+            cluster.trace.listeners.append(metrics.observe_call)
+            for kubelet in cluster.kubelets.values():
+                kubelet.on_pod_started = metrics.pod_started
+            try:
+                metrics_server = metrics.serve(options.metrics_address)
+            except OSError as e:
+                raise UpRefused(f"cannot serve metrics on {options.metrics_address}: "
+                                f"{e.strerror}") from None
+        handle = start_api_server(cluster.api, state_dir, kubeconfig=options.kubeconfig,
+                                  on_request=metrics.request if metrics else None,
+                                  listener=listener)
+        if not own_dir:
+            port_file = state_dir / "apiserver" / "port"
+            port_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            port_file.write_text(str(handle.port))
+        loops = asyncio.create_task(cluster.run(stop_loops))
+        print(f"cluster up: {options.nodes} node(s), API server {handle.url}", flush=True)
+        if metrics_server is not None:
+            print(f"metrics: http://{options.metrics_address}/metrics", flush=True)
+        print(f"CSI controller plugin: {cluster.controller_endpoint}", flush=True)
+        for node, endpoint in sorted(cluster.node_csi_endpoints().items()):
+            print(f"CSI node plugin on {node}: {endpoint}", flush=True)
+        if not cluster.config.sidecars:
+            print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
+                  "with --kubeconfig and --csi-address of the controller plugin", flush=True)
+        print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
+        if ready is not None:
+            ready.set()
         await shutdown.wait()
         print("shutting down: deleting pods", flush=True)
         for pod in cluster.api.list("Pod").items:
@@ -114,16 +172,14 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
             print("shutting down: volumes still attached; stopping anyway", file=sys.stderr)
     finally:
         stop_loops.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await loops
-        handle.stop()
+        if loops is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await loops
+        if handle is not None:
+            handle.stop()
         if metrics_server is not None:
             metrics_server.shutdown()
             metrics_server.server_close()
         await cluster.stop()
-        if own_dir:
-            import shutil
-
-            shutil.rmtree(state_dir, ignore_errors=True)
     print("cluster down", flush=True)
     return 0

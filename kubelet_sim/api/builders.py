@@ -118,6 +118,7 @@ def persistent_volume_claim(
     access_modes: list[str] | None = None,
     volume_mode: str = "Filesystem",
     data_source: JSON | None = None,
+    volume_attributes_class: str | None = None,
 ) -> Resource:
     spec: JSON = {
         "accessModes": access_modes or ["ReadWriteOnce"],
@@ -128,6 +129,8 @@ def persistent_volume_claim(
         spec["storageClassName"] = storage_class
     if data_source:
         spec["dataSource"] = dict(data_source)
+    if volume_attributes_class is not None:
+        spec["volumeAttributesClassName"] = volume_attributes_class
     return new("PersistentVolumeClaim", name, namespace, spec=spec)
 
 
@@ -188,6 +191,11 @@ def storage_class(
     if allowed_topologies:
         body["allowedTopologies"] = list(allowed_topologies)
     return new("StorageClass", name, **body)
+
+
+def volume_attributes_class(name: str, driver: str, parameters: dict[str, str]) -> Resource:
+    """A VolumeAttributesClass: the mutable parameters ``driver`` applies to a volume."""
+    return new("VolumeAttributesClass", name, driverName=driver, parameters=dict(parameters))
 
 
 def csi_driver(

@@ -55,9 +55,14 @@ class AlreadyExists(ObjectError):
 
 
 class Conflict(ApiError):
-    """Optimistic-concurrency failure: the write carried a stale resourceVersion (409)."""
+    """Optimistic-concurrency failure: the write carried a stale resourceVersion (409).
+    With ``kind`` and ``name`` the Status names them (``details``)."""
 
     code, reason = 409, "Conflict"
+
+    def __init__(self, message: str, kind: str = "", name: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.name = kind, name
 
 
 class InjectedConflict(Conflict):
@@ -69,6 +74,17 @@ class Gone(ApiError):
     """A watch asked for a resourceVersion older than the retained history (410)."""
 
     code, reason = 410, "Expired"
+
+
+class TooManyRequests(ApiError):
+    """The request is refused for now, e.g. an eviction a disruption budget forbids (429);
+    ``causes`` are the Status's ``details.causes``."""
+
+    code, reason = 429, "TooManyRequests"
+
+    def __init__(self, message: str, causes: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.causes = causes or []
 
 
 class Invalid(ApiError):

@@ -5,7 +5,7 @@ A :class:`Resource` is a thin typed wrapper around the Kubernetes wire shape: ty
 field names (``podCIDR``, ``volumeHandle``, ...), so any manifest or JSON from a real
 cluster round-trips through :meth:`Resource.from_dict` / :meth:`Resource.to_dict`.
 Kinds whose fields sit at the top level rather than under ``spec`` (StorageClass,
-VolumeSnapshotClass) keep them in :attr:`Resource.body`.
+VolumeAttributesClass, VolumeSnapshotClass) keep them in :attr:`Resource.body`.
 
 :data:`KINDS` describes every supported kind (apiVersion, scope, status subresource).
 Small typed accessors for fields the simulator reads often live at the bottom.
@@ -53,6 +53,10 @@ KINDS: dict[str, KindInfo] = {
                                  "allowVolumeExpansion", "volumeBindingMode",
                                  "allowedTopologies"}),
         ),
+        KindInfo(
+            "VolumeAttributesClass", "storage.k8s.io/v1", False, False, has_spec=False,
+            top_level=frozenset({"driverName", "parameters"}),
+        ),
         KindInfo("CSIDriver", "storage.k8s.io/v1", False, False),
         KindInfo("CSINode", "storage.k8s.io/v1", False, False),
         KindInfo("VolumeAttachment", "storage.k8s.io/v1", False, True, {}),
@@ -64,6 +68,9 @@ KINDS: dict[str, KindInfo] = {
         ),
         KindInfo("NetworkPolicy", "networking.k8s.io/v1", True, False),
         KindInfo("Lease", "coordination.k8s.io/v1", True, False),
+        KindInfo("PodDisruptionBudget", "policy/v1", True, True, {
+            "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+            "expectedPods": 0}),
         KindInfo(
             "Event", "v1", True, False, has_spec=False,
             top_level=frozenset({"involvedObject", "reason", "message", "source",

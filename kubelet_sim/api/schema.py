@@ -1,17 +1,20 @@
-"""The fields each kind defines: one source for the OpenAPI document ``kubectl explain``
-reads and for the API server's ``fieldValidation`` (unknown fields).
+"""The fields of the kinds served here that are custom resources in a real cluster (the
+snapshot kinds of external-snapshotter's CRDs), for their OpenAPI schema and
+``fieldValidation``. The built-in kinds' fields are the type table's
+(:mod:`kubelet_sim.api.kube_types`).
 
 A schema is a tree. :class:`Obj` lists an object's fields (closed: any other field is
 unknown); :class:`Arr` is a list of one schema; :class:`Map` is an object with free keys
 (labels, parameters); :class:`Leaf` is a scalar; :data:`OPEN` is a sub-tree whose fields
 are not enumerated here and are not checked (a volume source's own fields, affinity,
-status). The names are Kubernetes' (``k8s.io/api``, the snapshot CRDs).
+status). The names are the snapshot CRDs'.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubelet_sim.api import kube_types
 from kubelet_sim.api.model import KINDS
 
 
@@ -60,111 +63,23 @@ OBJECT_META = Obj({
     "annotations": Map(), "ownerReferences": Arr(OWNER_REFERENCE), "finalizers": STRS,
     "managedFields": Arr(OPEN),
 })
-LABEL_SELECTOR = Obj({"matchLabels": Map(), "matchExpressions": Arr(Obj(
-    {"key": STR, "operator": STR, "values": STRS}))})
-
-CONTAINER = Obj({
-    "name": STR, "image": STR, "command": STRS, "args": STRS, "workingDir": STR,
-    "ports": Arr(Obj({"name": STR, "hostPort": INT, "containerPort": INT, "protocol": STR,
-                      "hostIP": STR})),
-    "volumeMounts": Arr(Obj({"name": STR, "readOnly": BOOL, "recursiveReadOnly": STR,
-                             "mountPath": STR, "subPath": STR, "mountPropagation": STR,
-                             "subPathExpr": STR})),
-    "imagePullPolicy": STR, "terminationMessagePath": STR, "terminationMessagePolicy": STR,
-    "stdin": BOOL, "stdinOnce": BOOL, "tty": BOOL,
-    **_open("envFrom", "env", "resources", "resizePolicy", "restartPolicy",
-            "restartPolicyRules", "volumeDevices", "livenessProbe", "readinessProbe",
-            "startupProbe", "lifecycle", "securityContext"),
-})
-# The volume sources a Pod's volume (and, below, a PersistentVolume) may name.
-_POD_VOLUME_SOURCES = (
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret",
-    "nfs", "iscsi", "glusterfs", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
-    "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
-    "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos",
-    "ephemeral", "image")
-VOLUME = Obj({
-    "name": STR,
-    "persistentVolumeClaim": Obj({"claimName": STR, "readOnly": BOOL}),
-    "csi": Obj({"driver": STR, "readOnly": BOOL, "fsType": STR, "volumeAttributes": Map(),
-                "nodePublishSecretRef": OPEN}),
-    **_open(*_POD_VOLUME_SOURCES),
-})
-POD_SPEC = Obj({
-    "containers": Arr(CONTAINER), "initContainers": Arr(CONTAINER),
-    "volumes": Arr(VOLUME), "restartPolicy": STR, "terminationGracePeriodSeconds": INT,
-    "activeDeadlineSeconds": INT, "dnsPolicy": STR, "nodeSelector": Map(),
-    "serviceAccountName": STR, "serviceAccount": STR, "automountServiceAccountToken": BOOL,
-    "nodeName": STR, "hostNetwork": BOOL, "hostPID": BOOL, "hostIPC": BOOL,
-    "shareProcessNamespace": BOOL, "hostname": STR, "subdomain": STR, "schedulerName": STR,
-    "priorityClassName": STR, "priority": INT, "runtimeClassName": STR,
-    "enableServiceLinks": BOOL, "preemptionPolicy": STR, "setHostnameAsFQDN": BOOL,
-    "hostUsers": BOOL, "hostnameOverride": STR,
-    **_open("ephemeralContainers", "securityContext", "imagePullSecrets", "affinity",
-            "tolerations", "hostAliases", "dnsConfig", "readinessGates", "overhead",
-            "topologySpreadConstraints", "os", "schedulingGates", "resourceClaims",
-            "resources"),
-})
-PVC_SPEC = Obj({
-    "accessModes": STRS, "selector": LABEL_SELECTOR,
-    "resources": Obj({"requests": Map(), "limits": Map()}), "volumeName": STR,
-    "storageClassName": STR, "volumeMode": STR, "volumeAttributesClassName": STR,
-    **_open("dataSource", "dataSourceRef"),
-})
-PV_SPEC = Obj({
-    "capacity": Map(), "accessModes": STRS, "persistentVolumeReclaimPolicy": STR,
-    "storageClassName": STR, "mountOptions": STRS, "volumeMode": STR,
-    "volumeAttributesClassName": STR,
-    "csi": Obj({"driver": STR, "volumeHandle": STR, "readOnly": BOOL, "fsType": STR,
-                "volumeAttributes": Map(),
-                **_open("controllerPublishSecretRef", "nodeStageSecretRef",
-                        "nodePublishSecretRef", "controllerExpandSecretRef",
-                        "nodeExpandSecretRef")}),
-    **_open("claimRef", "nodeAffinity", "local",
-            *(s for s in _POD_VOLUME_SOURCES if s not in (
-                "emptyDir", "gitRepo", "secret", "downwardAPI", "configMap", "projected",
-                "ephemeral", "image"))),
-})
 SPECS: dict[str, Node] = {
-    "Namespace": Obj({"finalizers": STRS}),
-    "Node": Obj({"podCIDR": STR, "podCIDRs": STRS, "providerID": STR, "unschedulable": BOOL,
-                 "externalID": STR, **_open("taints", "configSource")}),
-    "Pod": POD_SPEC,
-    "PersistentVolumeClaim": PVC_SPEC,
-    "PersistentVolume": PV_SPEC,
-    "CSIDriver": Obj({"attachRequired": BOOL, "podInfoOnMount": BOOL,
-                      "volumeLifecycleModes": STRS, "storageCapacity": BOOL,
-                      "fsGroupPolicy": STR, "requiresRepublish": BOOL, "seLinuxMount": BOOL,
-                      "nodeAllocatableUpdatePeriodSeconds": INT,
-                      "serviceAccountTokenInSecrets": BOOL, **_open("tokenRequests")}),
-    "CSINode": Obj({"drivers": Arr(Obj({"name": STR, "nodeID": STR, "topologyKeys": STRS,
-                                        "allocatable": Obj({"count": INT})}))}),
-    "VolumeAttachment": Obj({"attacher": STR, "nodeName": STR, "source": Obj(
-        {"persistentVolumeName": STR, "inlineVolumeSpec": OPEN})}),
     "VolumeSnapshot": Obj({"volumeSnapshotClassName": STR, "source": Obj(
         {"persistentVolumeClaimName": STR, "volumeSnapshotContentName": STR})}),
     "VolumeSnapshotContent": Obj({
         "deletionPolicy": STR, "driver": STR, "volumeSnapshotClassName": STR,
         "sourceVolumeMode": STR, "volumeSnapshotRef": OPEN,
         "source": Obj({"volumeHandle": STR, "snapshotHandle": STR})}),
-    "NetworkPolicy": Obj({
-        "podSelector": LABEL_SELECTOR, "policyTypes": STRS,
-        "ingress": Arr(Obj({"from": Arr(OPEN), "ports": Arr(OPEN)})),
-        "egress": Arr(Obj({"to": Arr(OPEN), "ports": Arr(OPEN)}))}),
-    "Lease": Obj({"holderIdentity": STR, "leaseDurationSeconds": INT, "acquireTime": STR,
-                  "renewTime": STR, "leaseTransitions": INT, "strategy": STR,
-                  "preferredHolder": STR}),
 }
 # Top-level fields of the kinds without spec (their names are in the kind registry).
-_TOP_LEVEL_TYPES: dict[str, Node] = {
-    "parameters": Map(), "mountOptions": STRS, "allowVolumeExpansion": BOOL,
-    "allowedTopologies": Arr(OPEN)}
+_TOP_LEVEL_TYPES: dict[str, Node] = {"parameters": Map()}
 
 
 def kind_schema(kind: str) -> Obj | None:
-    """The whole object's schema; None for a kind this module does not describe."""
+    """The whole object's schema; None for a kind this module does not describe (the
+    built-in kinds: see :mod:`kubelet_sim.api.kube_types`)."""
     info = KINDS.get(kind)
-    if info is None:
+    if info is None or kube_types.kind_type(info.api_version, kind) is not None:
         return None
     fields: dict[str, Node] = {"apiVersion": STR, "kind": STR, "metadata": OBJECT_META}
     if info.has_spec:

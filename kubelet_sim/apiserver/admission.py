@@ -15,6 +15,7 @@ from kubelet_sim.api.taints import default_tolerations
 PROTECTION_FINALIZERS = {
     "PersistentVolumeClaim": "kubernetes.io/pvc-protection",
     "PersistentVolume": "kubernetes.io/pv-protection",
+    "VolumeAttributesClass": "kubernetes.io/vac-protection",
 }
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
 
@@ -36,7 +37,8 @@ def admit_update(obj: Resource) -> None:
 
 
 def add_protection_finalizer(obj: Resource) -> None:
-    """StorageObjectInUseProtection: a new claim or volume gets its protection finalizer."""
+    """StorageObjectInUseProtection: a new claim, volume or VolumeAttributesClass gets its
+    protection finalizer."""
     protection = PROTECTION_FINALIZERS.get(obj.kind)
     if protection and protection not in obj.metadata.finalizers:
         obj.metadata.finalizers.append(protection)

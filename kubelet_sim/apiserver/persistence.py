@@ -10,7 +10,9 @@ member without fsync would; the process crash may not.)
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -34,7 +36,15 @@ class ObjectDatabase:
     """The objects and the resourceVersion counter of one cluster, kept at ``path``."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Readable by its owner only, as etcd's data: SQLite gives the -wal and -shm
+        # files the database file's mode, so the database is made 0600 before it opens.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        for part in (path, path.with_name(path.name + "-wal"),
+                     path.with_name(path.name + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                part.chmod(0o600)  # a database made before this rule
+        path.parent.chmod(0o700)
         self.path = path
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -41,7 +41,15 @@ from datetime import timedelta
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
-from kubelet_sim.api.model import JSON, Resource, clone, format_time, kind_info, new
+from kubelet_sim.api.model import (
+    JSON,
+    Resource,
+    clone,
+    format_time,
+    kind_info,
+    new,
+    set_condition,
+)
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
@@ -52,6 +60,7 @@ from kubelet_sim.apiserver.admission import (
 )
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
+from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore
 from kubelet_sim.apiserver.update_rules import validate_update
@@ -243,6 +252,55 @@ class APIServer:
             self._delete_namespace_contents(name)
             self._finish_namespace(name)
         return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
+
+    # ------------------------------------------------------------------ pod requests
+    @locked
+    def bind(self, name: str, namespace: str, node_name: str,
+             annotations: dict[str, str] | None = None, uid: str | None = None) -> Resource:
+        """The ``pods/binding`` subresource: set ``spec.nodeName`` of an unbound pod (and
+        the binding's annotations, and PodScheduled True). A bound or terminating pod is
+        409 Conflict, as kube-apiserver answers."""
+        current = self._current("Pod", name, namespace)
+
+        def refuse(why: str) -> Conflict:
+            return Conflict(f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
+                            "pods/binding", name)
+
+        if uid and uid != current.metadata.uid:
+            raise refuse(f"Precondition failed: UID in precondition: {uid}, UID in object "
+                         f"meta: {current.metadata.uid}")
+        if current.is_terminating:
+            raise refuse(f"pod {name} is being deleted, cannot be assigned to a host")
+        if current.spec.get("nodeName"):
+            raise refuse(f'pod {name} is already assigned to node '
+                         f'"{current.spec["nodeName"]}"')
+        updated = current.copy()
+        updated.spec["nodeName"] = node_name
+        updated.metadata.annotations.update(annotations or {})
+        set_condition(updated, {"type": "PodScheduled", "status": "True"}, self.clock.now())
+        validate(updated)
+        self._store.commit(MODIFIED, updated, current)
+        return updated.copy()
+
+    @locked
+    def evict(self, name: str, namespace: str, *, dry_run: bool = False,
+              grace_period_seconds: int | None = None, uid: str | None = None,
+              resource_version: str | None = None,
+              propagation_policy: str | None = None) -> None:
+        """The ``pods/eviction`` subresource: delete the pod if its PodDisruptionBudget
+        allows (:mod:`kubelet_sim.apiserver.eviction`), else :class:`TooManyRequests`.
+        ``uid``/``resource_version`` are preconditions on the pod as the eviction finds it
+        (the DisruptionTarget condition written before the delete moves its version)."""
+        current = self._current("Pod", name, namespace)
+        stale = resource_version and resource_version != current.metadata.resource_version
+        if (uid and uid != current.metadata.uid) or stale:
+            raise Conflict(f"Precondition failed for Pod {name!r}: uid/resourceVersion")
+
+        def delete(pod: Resource) -> Resource:
+            return self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds,
+                               uid=uid, propagation_policy=propagation_policy)
+
+        evict(self, namespace or "default", name, dry_run, delete)
 
     # ------------------------------------------------------------------ watch
     @locked

@@ -5,13 +5,16 @@ simulator's controllers run into.
   ``tolerations`` (additions), and ``nodeName`` while it is still empty (the scheduler's
   binding, which this API server accepts as a plain update).
 * PersistentVolumeClaim: the spec is immutable except ``volumeName`` while empty (the
-  binder) and, for a Bound claim, ``resources.requests``; a request may not fall
-  below ``status.capacity`` (or the previous request when there is none), and growing
-  it needs a StorageClass with ``allowVolumeExpansion`` (the PersistentVolumeClaimResize
-  admission plugin: Forbidden otherwise).
-* PersistentVolume: the volume source (``csi``, ...) is immutable.
+  binder) and, for a Bound claim, ``resources.requests`` and ``volumeAttributesClassName``;
+  a request may not fall below ``status.capacity`` (or the previous request when there is
+  none), and growing it needs a StorageClass with ``allowVolumeExpansion`` (the
+  PersistentVolumeClaimResize admission plugin: Forbidden otherwise); the class name may
+  not be cleared once ``status.currentVolumeAttributesClassName`` is set.
+* PersistentVolume: the volume source (``csi``, ...) is immutable; a set
+  ``volumeAttributesClassName`` may change but not be removed.
 * StorageClass: ``provisioner``, ``parameters``, ``reclaimPolicy`` and
   ``volumeBindingMode`` are immutable.
+* VolumeAttributesClass: ``driverName`` and ``parameters`` are immutable.
 * VolumeAttachment: the spec is immutable.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
 """
@@ -64,13 +67,20 @@ def _storage(resources: Any) -> int | None:
         return None
 
 
+_CLAIM_MUTABLE = ("resources", "volumeName")
+_BOUND_CLAIM_MUTABLE = (*_CLAIM_MUTABLE, "volumeAttributesClassName")
+
+
 def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> None:
+    mutable = _BOUND_CLAIM_MUTABLE if new.status.get("phase") == "Bound" else _CLAIM_MUTABLE
+
     def comparable(spec: JSON) -> JSON:
-        return {k: v for k, v in spec.items() if k not in ("resources", "volumeName")}
+        return {k: v for k, v in spec.items() if k not in mutable}
 
     if comparable(old.spec) != comparable(new.spec):
         raise Invalid("spec", "Forbidden: spec is immutable after creation except "
                       "resources.requests and volumeAttributesClassName for bound claims")
+    _claim_attributes_class(old, new)
     old_volume = old.spec.get("volumeName")
     if old_volume and new.spec.get("volumeName") != old_volume:
         raise Invalid("spec.volumeName", "Forbidden: spec.volumeName is immutable once set")
@@ -95,15 +105,37 @@ def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> Non
                             "storageclass that provisions the pvc must support resize")
 
 
+def _claim_attributes_class(old: Resource, new: Resource) -> None:
+    """Once a class took effect (``status.currentVolumeAttributesClassName``), the claim
+    may move to another class but not back to none."""
+    name = new.spec.get("volumeAttributesClassName")
+    if old.spec.get("volumeAttributesClassName") == name or \
+            old.status.get("currentVolumeAttributesClassName") is None or name:
+        return
+    what = "nil" if name is None else "empty string"
+    raise Invalid("spec.volumeAttributesClassName", f"Forbidden: update to {what} is forbidden "
+                  "when status.currentVolumeAttributesClassName is not nil")
+
+
 def _pv(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
     for source in ("csi", "hostPath", "local", "nfs"):
         if old.spec.get(source) != new.spec.get(source):
             raise Invalid("spec.persistentvolumesource",
                           "Forbidden: spec.persistentvolumesource is immutable after creation")
+    if old.spec.get("volumeAttributesClassName") is not None and \
+            new.spec.get("volumeAttributesClassName") is None:
+        raise Invalid("spec.volumeAttributesClassName",
+                      "Forbidden: update from non-nil value to nil is forbidden")
 
 
 def _storage_class(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
     for key in ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"):
+        if old.body.get(key) != new.body.get(key):
+            raise Invalid(key, f"Forbidden: updates to {key} are forbidden.")
+
+
+def _volume_attributes_class(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    for key in ("driverName", "parameters"):
         if old.body.get(key) != new.body.get(key):
             raise Invalid(key, f"Forbidden: updates to {key} are forbidden.")
 
@@ -123,6 +155,7 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "PersistentVolumeClaim": _pvc,
     "PersistentVolume": _pv,
     "StorageClass": _storage_class,
+    "VolumeAttributesClass": _volume_attributes_class,
     "VolumeAttachment": _volume_attachment,
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,

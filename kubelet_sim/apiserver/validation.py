@@ -183,6 +183,7 @@ def _pvc(obj: Resource) -> None:
     size = storage(requests["storage"], "spec.resources.requests.storage")
     _check(size > 0, "spec.resources.requests.storage", "must be greater than zero")
     _one_of(obj.spec.get("volumeMode", "Filesystem"), ("Filesystem", "Block"), "spec.volumeMode")
+    volume_attributes_class_name(obj.spec, "spec.volumeAttributesClassName")
 
 
 def _pv(obj: Resource) -> None:
@@ -202,6 +203,7 @@ def _pv(obj: Resource) -> None:
         ("Retain", "Delete", "Recycle"),
         "spec.persistentVolumeReclaimPolicy",
     )
+    volume_attributes_class_name(spec, "spec.volumeAttributesClassName")
 
 
 def _storage_class(obj: Resource) -> None:
@@ -212,8 +214,44 @@ def _storage_class(obj: Resource) -> None:
         ("Immediate", "WaitForFirstConsumer"),
         "volumeBindingMode",
     )
-    for key, value in (obj.body.get("parameters") or {}).items():
-        _check(isinstance(value, str), f"parameters.{key}", "must be a string")
+    _class_parameters(obj.body.get("parameters") or {}, "parameters", allow_empty=True)
+
+
+# The limits kube-apiserver puts on a class's parameters (StorageClass, VolumeAttributesClass).
+MAX_PARAMETERS = 512
+MAX_PARAMETERS_BYTES = 256 << 10
+
+
+def _class_parameters(params: Any, path: str, *, allow_empty: bool) -> None:
+    _check(isinstance(params, dict), path, "must be a map of strings")
+    _check(len(params) <= MAX_PARAMETERS, path,
+           f"Too long: may not be more than {MAX_PARAMETERS} bytes")  # sic, as upstream
+    size = 0
+    for key, value in params.items():
+        _check(key != "", path, "Invalid value: \"\": field can not be empty.")
+        _check(isinstance(value, str), f"{path}.{key}", "must be a string")
+        size += len(key) + len(value)
+    _check(size <= MAX_PARAMETERS_BYTES, path,
+           f"Too long: may not be more than {MAX_PARAMETERS_BYTES} bytes")
+    _check(allow_empty or bool(params), path,
+           "Required value: must contain at least one key/value pair")
+
+
+def _volume_attributes_class(obj: Resource) -> None:
+    """driverName a qualified name (checked lowercased, as for a provisioner); parameters
+    required, non-empty keys, within the size limits."""
+    driver = obj.body.get("driverName")
+    if not isinstance(driver, str) or not driver:
+        raise Invalid("driverName", "Required value")
+    label_key(driver.lower(), "driverName")
+    _class_parameters(obj.body.get("parameters") or {}, "parameters", allow_empty=False)
+
+
+def volume_attributes_class_name(spec: JSON, path: str) -> None:
+    """A claim's or volume's ``volumeAttributesClassName``: a class name when not empty."""
+    name = spec.get("volumeAttributesClassName")
+    if name:
+        dns_subdomain(name, path)
 
 
 def _csi_driver(obj: Resource) -> None:
@@ -358,11 +396,39 @@ def _event(event: Resource) -> None:
                "count", f"Invalid value: {count!r}: must be greater than or equal to 0")
 
 
+def _int_or_percent(value: Any, path: str) -> None:
+    """An IntOrString of a budget: a count >= 0 or a percentage up to 100%."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise Invalid(path, f"Invalid value: {value!r}: must be an integer or percentage "
+                            "(e.g '5%')")
+    if isinstance(value, str):
+        digits = value.removesuffix("%")
+        _check(value.endswith("%") and digits.isdigit(), path,
+               f"Invalid value: {value!r}: must be an integer or percentage (e.g '5%')")
+        _check(int(digits) <= 100, path,
+               f"Invalid value: {value!r}: must not be greater than 100%")
+    else:
+        _check(value >= 0, path,
+               f"Invalid value: {value}: must be greater than or equal to 0")
+
+
+def _pod_disruption_budget(pdb: Resource) -> None:
+    spec = pdb.spec
+    _check(not ("minAvailable" in spec and "maxUnavailable" in spec), "spec",
+           "Invalid value: minAvailable and maxUnavailable cannot be both set")
+    for name in ("minAvailable", "maxUnavailable"):
+        if spec.get(name) is not None:
+            _int_or_percent(spec[name], f"spec.{name}")
+    _one_of(spec.get("unhealthyPodEvictionPolicy", "IfHealthyBudget"),
+            ("IfHealthyBudget", "AlwaysAllow"), "spec.unhealthyPodEvictionPolicy")
+
+
 _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Pod": _pod,
     "PersistentVolumeClaim": _pvc,
     "PersistentVolume": _pv,
     "StorageClass": _storage_class,
+    "VolumeAttributesClass": _volume_attributes_class,
     "CSIDriver": _csi_driver,
     "CSINode": _csi_node,
     "Node": _node,
@@ -372,5 +438,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "VolumeSnapshotClass": _volume_snapshot_class,
     "NetworkPolicy": _network_policy,
     "Lease": _lease,
+    "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
 }

@@ -13,6 +13,7 @@ Semantics follow the Kubernetes watch cache:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -116,8 +117,13 @@ class EventHistory:
 class Watch:
     """A live subscription: ``async for event in watch`` until :meth:`stop`.
 
-    Events are queued without bound the moment the API server commits a write, so a
-    watcher never misses one and sees them in resourceVersion order.
+    The API server commits under its lock, in resourceVersion order, from whichever
+    thread wrote (the HTTP server's loop, a controller's loop, a worker thread); each
+    commit appends its event to this watch's buffer right there, so the buffer is in
+    commit order whatever thread the writer ran on. The consumer's event loop is only
+    woken (directly from its own thread, through ``call_soon_threadsafe`` from another):
+    a wake-up may come late or twice, an event never out of order. The buffer has no
+    bound, so a watcher never misses an event.
     """
 
     def __init__(
@@ -126,26 +132,44 @@ class Watch:
         self.kind = kind
         self._matches = matches
         self._on_stop = on_stop
-        self._queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        # appended by the committing thread, popped by the consumer; deque's append and
+        # popleft are atomic, the order is the order of the appends
+        self._buffer: deque[WatchEvent | None] = deque()  # None: the end marker
+        self._ready = asyncio.Event()  # set by a wake-up; only touched on the loop's thread
+        # a cross-thread wake-up is scheduled and has not run yet: a burst of commits from
+        # another thread schedules one callback, not one per event
+        self._wake_pending = False
         self._stopped = False
-        try:  # the loop that consumes; writes from other threads are handed to it
+        try:  # the loop that consumes; bound on the first next() when made outside one
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
 
     def _put(self, item: WatchEvent | None) -> None:
+        self._buffer.append(item)
+        self._wake()
+
+    def _wake(self) -> None:
         loop = self._loop
-        if loop is None or loop.is_closed():
-            self._queue.put_nowait(item)
-            return
+        if loop is None:
+            return  # no consumer waits yet: the first next() looks at the buffer first
         try:
             same_thread = asyncio.get_running_loop() is loop
         except RuntimeError:
             same_thread = False
         if same_thread:
-            self._queue.put_nowait(item)
-        else:
-            loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            self._ready.set()
+            return
+        if self._wake_pending:
+            return  # the scheduled wake-up runs after this append: the consumer sees it
+        self._wake_pending = True
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to wake
+            loop.call_soon_threadsafe(self._woken)
+
+    def _woken(self) -> None:
+        """On the consumer's loop: a wake-up from another thread arrives."""
+        self._wake_pending = False  # cleared first: a later append schedules its own
+        self._ready.set()
 
     def _offer(self, change: Change) -> None:
         if self._stopped:
@@ -167,20 +191,24 @@ class Watch:
     def drain(self) -> list[WatchEvent]:
         """Every event queued right now, without waiting."""
         out: list[WatchEvent] = []
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is None:
-                self._queue.put_nowait(None)  # keep the end marker for iterators
-                break
-            out.append(item)
+        while self._buffer and self._buffer[0] is not None:  # the end marker stays
+            event = self._buffer.popleft()
+            assert event is not None
+            out.append(event)
         return out
 
     async def next(self) -> WatchEvent | None:
         """The next event, or None once stopped."""
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-        return item
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        while True:
+            # cleared before looking: a wake-up for an append after the look is kept
+            self._ready.clear()
+            if self._buffer:
+                if self._buffer[0] is None:
+                    return None  # the end marker stays: every later next() ends too
+                return self._buffer.popleft()
+            await self._ready.wait()
 
     def __aiter__(self) -> Watch:
         return self

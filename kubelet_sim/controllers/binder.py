@@ -232,6 +232,10 @@ class VolumeBinder(Controller):
                 want["capacity"] = current["capacity"]  # the resizer owns it after binding
             if current == want:
                 return False
+            vac = pv.spec.get("volumeAttributesClassName")
+            if obj.status.get("phase") != "Bound" and vac:
+                # the volume's class is in effect from binding on; later the resizer's
+                obj.status["currentVolumeAttributesClassName"] = vac
             obj.status.update(want)
             return True
 

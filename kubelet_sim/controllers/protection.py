@@ -1,12 +1,15 @@
-"""Storage object in-use protection (kube-controller-manager's pvc-protection and
-pv-protection controllers, with the finalizers the StorageObjectInUseProtection admission
-plugin would have added on create).
+"""Storage object in-use protection (kube-controller-manager's pvc-protection,
+pv-protection and vac-protection controllers, with the finalizers the
+StorageObjectInUseProtection admission plugin would have added on create).
 
 - A claim carries ``kubernetes.io/pvc-protection``; once it is being deleted the finalizer
   goes only when no pod that has not terminated uses the claim, so a claim deleted under a
   running pod stays Terminating until the pod is gone.
 - A volume carries ``kubernetes.io/pv-protection``; once it is being deleted the finalizer
   goes only when it is no longer Bound.
+- A VolumeAttributesClass carries ``kubernetes.io/vac-protection``; once it is being deleted
+  the finalizer goes only when no volume's ``spec.volumeAttributesClassName`` and no
+  claim's class (asked for, current, or the target of a modification) names it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,25 @@ from kubelet_sim.controllers.common import add_finalizer, drop_finalizer, write_
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
+VAC_PROTECTION = "kubernetes.io/vac-protection"
+
+
+def _class_step_key(name: str) -> str:
+    return f"vac/{name}"
+
+
+def claim_classes(pvc: Resource) -> set[str]:
+    """The VolumeAttributesClasses a claim refers to: asked for, current, modifying to."""
+    target = (pvc.status.get("modifyVolumeStatus") or {}).get("targetVolumeAttributesClassName")
+    names = (pvc.spec.get("volumeAttributesClassName"),
+             pvc.status.get("currentVolumeAttributesClassName"), target)
+    return {str(n) for n in names if n}
+
+
+def class_in_use(cache: SharedCache, name: str) -> bool:
+    return any(pv.spec.get("volumeAttributesClassName") == name
+               for pv in cache.list("PersistentVolume")) or any(
+        name in claim_classes(pvc) for pvc in cache.list("PersistentVolumeClaim"))
 
 
 def claim_in_use(cache: SharedCache, pvc: Resource) -> bool:
@@ -35,29 +57,42 @@ def claim_in_use(cache: SharedCache, pvc: Resource) -> bool:
 
 class StorageProtection(Controller):
     name = "storage-protection"
-    kinds = ("PersistentVolumeClaim", "PersistentVolume", "Pod")
+    kinds = ("PersistentVolumeClaim", "PersistentVolume", "Pod", "VolumeAttributesClass")
 
     async def reconcile(self) -> bool:
         return await self._sync(self.cache.list("PersistentVolumeClaim"),
-                                self.cache.list("PersistentVolume"))
+                                self.cache.list("PersistentVolume"),
+                                self.cache.list("VolumeAttributesClass"))
 
     def keys_for(self, obj: Resource) -> list[str]:
+        """A claim or volume: itself and the classes it names (one being deleted may be
+        free now); a class: itself; a pod: the claims it uses."""
         if obj.kind == "PersistentVolumeClaim":
-            return [claim_step_key(obj.namespace, obj.name)]
+            return [claim_step_key(obj.namespace, obj.name),
+                    *map(_class_step_key, sorted(claim_classes(obj)))]
         if obj.kind == "PersistentVolume":
-            return [volume_step_key(obj.name)]
+            vac = obj.spec.get("volumeAttributesClassName")
+            return [volume_step_key(obj.name), *([_class_step_key(str(vac))] if vac else [])]
+        if obj.kind == "VolumeAttributesClass":
+            return [_class_step_key(obj.name)]
         return [f"pvc/{key}" for key in pod_claim_keys(obj)]  # a pod: the claims it uses
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
-        return await self._sync(*claims_and_volumes(self.cache, keys))
+        classes = [vac for key in sorted(keys) if key.startswith("vac/")
+                   if (vac := self.cache.get("VolumeAttributesClass", key[4:])) is not None]
+        storage = {key for key in keys if not key.startswith("vac/")}
+        return await self._sync(*claims_and_volumes(self.cache, storage), classes)
 
-    async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
+    async def _sync(self, claims: list[Resource], volumes: list[Resource],
+                    classes: list[Resource]) -> bool:
         changed = False
         for pvc in claims:
             changed = await self.step(claim_step_key(pvc.namespace, pvc.name), self._claim,
                                       pvc) or changed
         for pv in volumes:
             changed = await self.step(volume_step_key(pv.name), self._volume, pv) or changed
+        for vac in classes:
+            changed = await self.step(_class_step_key(vac.name), self._class, vac) or changed
         return changed
 
     async def _claim(self, pvc: Resource) -> bool:
@@ -80,3 +115,13 @@ class StorageProtection(Controller):
         if PV_PROTECTION not in pv.metadata.finalizers or pv.status.get("phase") == "Bound":
             return False
         return drop_finalizer(self.api, "PersistentVolume", pv.name, "", PV_PROTECTION)
+
+    async def _class(self, vac: Resource) -> bool:
+        if not vac.is_terminating:
+            if VAC_PROTECTION in vac.metadata.finalizers:
+                return False
+            return write_object(self.api, "VolumeAttributesClass", vac.name, "",
+                                lambda o: add_finalizer(o, VAC_PROTECTION)) is not None
+        if VAC_PROTECTION not in vac.metadata.finalizers or class_in_use(self.cache, vac.name):
+            return False
+        return drop_finalizer(self.api, "VolumeAttributesClass", vac.name, "", VAC_PROTECTION)

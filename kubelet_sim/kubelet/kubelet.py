@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,7 +46,7 @@ from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
-from kubelet_sim.kubelet.paths import KubeletPaths
+from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_waiting
@@ -74,6 +75,7 @@ class PodRecord:
     sandbox_id: str = ""
     volumes: list[CsiVolume] = field(default_factory=list)
     ips: list[str] = field(default_factory=list)
+    pod: Resource | None = None  # the pod as last seen: what a teardown needs once it is gone
 
 
 class Kubelet:
@@ -129,6 +131,8 @@ class Kubelet:
         self.runtime_status_period = runtime_status_period
         self._status_checked_at: float | None = None
         self._network_condition: NetworkCondition | None = None
+        self._host_ip = ""  # the node's InternalIP, as last read from its Node
+        self._node_missing_logged_at = -math.inf
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -180,6 +184,9 @@ class Kubelet:
         changed |= await self.sync_node_status()
         pods = self.cache.by_index("Pod", POD_NODE, self.node_name)
         for pod in pods:
+            record = self.pods.get(pod.metadata.uid)
+            if record is not None:
+                record.pod = pod
             if only is not None and pod.metadata.uid not in only:
                 continue
             if workers is not None and workers.busy(pod.metadata.uid):
@@ -196,8 +203,25 @@ class Kubelet:
             else:
                 workers.dispatch(pod.metadata.uid, sync)
         if only is None:
+            changed |= await self._clean_up_vanished(pods, workers)
             changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
                                                self.recorder, self.node_name)
+        return changed
+
+    async def _clean_up_vanished(self, pods: list[Resource], workers: PodWorkers | None) -> bool:
+        """Tear down the pods this kubelet ran that are no longer bound here in the API
+        (force-deleted, or removed by the pod garbage collector): the kubelet's
+        HandlePodCleanups kills such pods (sandbox, CNI DEL, volumes) as if deleted."""
+        present = {p.metadata.uid for p in pods}
+        changed = False
+        for uid, record in list(self.pods.items()):
+            if uid in present or record.pod is None:
+                continue
+            if workers is not None:
+                if not workers.busy(uid):
+                    workers.dispatch(uid, functools.partial(self._kill_pod, record.pod))
+            else:
+                changed |= await self._kill_pod(record.pod)
         return changed
 
     async def run(self, stop: asyncio.Event, period: float = 0.2,
@@ -230,12 +254,23 @@ class Kubelet:
         except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
             log.warning("node %s status update failed: %s", self.node_name, err)
             return True
+        except NotFound as err:
+            # Its Node was deleted: like the kubelet (which registers once) it keeps
+            # running its pods and says why the status is not written, at most once a
+            # minute; the pod garbage collector removes the pods of a missing node.
+            now = self.clock.monotonic()
+            if now - self._node_missing_logged_at >= 60.0:
+                self._node_missing_logged_at = now
+                log.error("Unable to update node status: error getting node %r: %s",
+                          self.node_name, err)
+            return False
 
     # -- pod start -------------------------------------------------------------------------
 
     async def _start_pod(self, pod: Resource) -> bool:
         uid = pod.metadata.uid
         record = self.pods.setdefault(uid, PodRecord())
+        record.pod = pod
         resolved = resolve(self.api, pod, self.node_name)
         if resolved.waiting:
             return self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
@@ -318,9 +353,11 @@ class Kubelet:
         return True
 
     def _set_running(self, pod: Resource, record: PodRecord) -> None:
-        node = self.api.get("Node", self.node_name)
-        host_ip = next((a["address"] for a in node.status.get("addresses", [])
-                        if a.get("type") == "InternalIP"), "")
+        with contextlib.suppress(NotFound):  # a deleted Node: the address it had
+            node = self.api.get("Node", self.node_name)
+            self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
+                                  if a.get("type") == "InternalIP"), "")
+        host_ip = self._host_ip
         now = self._now()
 
         def write() -> None:
@@ -364,6 +401,10 @@ class Kubelet:
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)
         self._forget_sandbox_failures(uid)
+        try:  # its volumes are unmounted: nothing of the pod stays on the node
+            await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)
+        except OSError as err:
+            log.warning("removing the directory of pod %s failed: %s", pod.name, err)
         await self.sync_node_status()
         with contextlib.suppress(NotFound):
             self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)

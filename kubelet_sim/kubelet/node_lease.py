@@ -64,6 +64,9 @@ async def keep_lease(api: APIServer, node_name: str, clock: Clock, duration_seco
         wait = interval
         try:
             renew_node_lease(api, node_name, clock.now(), duration_seconds)
+        except NotFound as err:  # its Node was deleted: no owner for a new Lease
+            log.warning("kubelet %s: failed to get node when trying to set owner ref to the "
+                        "node lease: %s", node_name, err)
         except Exception:
             log.exception("kubelet %s: renewing its Lease failed", node_name)
             wait = min(1.0, interval)

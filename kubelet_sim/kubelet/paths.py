@@ -171,6 +171,36 @@ def remove_mount_dir(mount_path: Path) -> None:
         mount_path.parent.rmdir()
 
 
+def remove_pod_dir(pod_dir: Path) -> bool:
+    """The kubelet's cleanup of a pod it no longer runs (cleanupOrphanedPodDirs): the
+    whole ``pods/<uid>`` tree, once nothing in it is a mount point or on another file
+    system; links are removed, never followed. False (nothing removed) while anything
+    is still mounted there."""
+    try:
+        device = pod_dir.lstat().st_dev
+    except FileNotFoundError:
+        return True
+    for root, dirs, _files in os.walk(pod_dir):
+        for name in dirs:
+            child = Path(root) / name
+            if os.path.ismount(child) or child.lstat().st_dev != device:
+                return False
+    for root, dirs, files in os.walk(pod_dir, topdown=False):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                (Path(root) / name).unlink()
+        for name in dirs:
+            child = Path(root) / name
+            with contextlib.suppress(FileNotFoundError):
+                if child.is_symlink():
+                    child.unlink()
+                else:
+                    child.rmdir()
+    with contextlib.suppress(FileNotFoundError):
+        pod_dir.rmdir()
+    return True
+
+
 def link_block_device(paths: KubeletPaths, pod_uid: str, spec_name: str, published: Path) -> Path:
     """The kubelet's MapBlockVolume: a link per pod in the global map dir and in the pod;
     returns the pod's link."""

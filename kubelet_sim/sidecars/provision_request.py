@@ -26,6 +26,8 @@ from kubelet_sim.csi.volume_spec import csi_access_mode
 
 ANN_DELETION_SECRET_NAME = "volume.kubernetes.io/provisioner-deletion-secret-name"
 ANN_DELETION_SECRET_NAMESPACE = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+ANN_MODIFY_SECRET_NAME = "volume.kubernetes.io/controller-modify-secret-name"
+ANN_MODIFY_SECRET_NAMESPACE = "volume.kubernetes.io/controller-modify-secret-namespace"
 PROVISIONER_IDENTITY_KEY = "storage.kubernetes.io/csiProvisionerIdentity"
 SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
 
@@ -222,6 +224,8 @@ class ProvisionedVolume:
     identity: str
     secret_refs: Mapping[str, JSON]  # PV csi field -> SecretReference
     deletion_secret: JSON | None
+    modify_secret: JSON | None = None  # for the resizer's ControllerModifyVolume
+    attributes_class: str = ""  # the claim's VolumeAttributesClass
 
 
 def persistent_volume(spec: ProvisionedVolume, pvc: Resource, storage_class: Resource,
@@ -246,6 +250,8 @@ def persistent_volume(spec: ProvisionedVolume, pvc: Resource, storage_class: Res
     }
     if storage_class.body.get("mountOptions"):
         pv_spec["mountOptions"] = list(storage_class.body["mountOptions"])
+    if spec.attributes_class:
+        pv_spec["volumeAttributesClassName"] = spec.attributes_class
     affinity = node_affinity([dict(t.segments) for t in volume.accessible_topology])
     if affinity:
         pv_spec["nodeAffinity"] = affinity
@@ -253,5 +259,8 @@ def persistent_volume(spec: ProvisionedVolume, pvc: Resource, storage_class: Res
     if spec.deletion_secret:
         annotations[ANN_DELETION_SECRET_NAME] = str(spec.deletion_secret["name"])
         annotations[ANN_DELETION_SECRET_NAMESPACE] = str(spec.deletion_secret["namespace"])
+    if spec.modify_secret:
+        annotations[ANN_MODIFY_SECRET_NAME] = str(spec.modify_secret["name"])
+        annotations[ANN_MODIFY_SECRET_NAMESPACE] = str(spec.modify_secret["namespace"])
     return new("PersistentVolume", spec.pv_name, spec=pv_spec, annotations=annotations,
                finalizers=[PROVISIONER_FINALIZER])

@@ -6,7 +6,10 @@ CreateVolume named ``pvc-<claim UID>`` with the class's parameters minus the kno
 ``csi.storage.k8s.io/`` keys (any other key with that prefix fails the claim before a call
 is made), ``required_bytes`` from the request, one capability per access mode, the
 provisioner secrets, accessibility requirements (when the plugin has
-VOLUME_ACCESSIBILITY_CONSTRAINTS) and the data source; then the PV (the binder binds it).
+VOLUME_ACCESSIBILITY_CONSTRAINTS), the data source and, for a claim naming a
+VolumeAttributesClass, the class's parameters as ``mutable_parameters`` (the driver must
+have MODIFY_VOLUME and the class must name this driver; a class that does not exist yet is
+a failure retried until it does); then the PV (the binder binds it), with the class name.
 Failures are ``ProvisioningFailed`` events and are retried with backoff; RESOURCE_EXHAUSTED
 for a claim with a selected node drops ``selected-node`` so the pod is scheduled again.
 
@@ -59,6 +62,7 @@ from kubelet_sim.sidecars.provision_request import (
     volume_capabilities,
 )
 from kubelet_sim.sidecars.secrets import (
+    CONTROLLER_MODIFY,
     FAMILIES,
     FSTYPE_KEY,
     PROVISIONER,
@@ -75,7 +79,7 @@ CLONE_FINALIZER = "provisioner.storage.kubernetes.io/cloning-protection"
 class ExternalProvisioner(CsiSidecar):
     name = COMPONENT
     kinds = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "VolumeAttachment",
-             "VolumeSnapshot", "VolumeSnapshotContent", "CSINode")
+             "VolumeSnapshot", "VolumeSnapshotContent", "CSINode", "VolumeAttributesClass")
     timeout = 10.0  # the sidecar's --timeout default
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
@@ -105,8 +109,8 @@ class ExternalProvisioner(CsiSidecar):
 
     def keys_for(self, obj: Resource) -> list[str] | None:
         """A claim: it and the volumes bound to it. A volume: it and its claim. A
-        VolumeAttachment: its volume (DeleteVolume waits for it to go). Classes,
-        snapshots and nodes may concern any claim: a full pass."""
+        VolumeAttachment: its volume (DeleteVolume waits for it to go). Classes (storage
+        or volume attributes), snapshots and nodes may concern any claim: a full pass."""
         if obj.kind == "PersistentVolumeClaim":
             return [claim_step_key(obj.namespace, obj.name),
                     *(volume_step_key(pv.name) for pv in self.cache.by_index(
@@ -221,12 +225,15 @@ class ExternalProvisioner(CsiSidecar):
         services, rpcs = await self._capabilities()
         fs_type = raw.get(FSTYPE_KEY) or self.default_fs_type
         refs = {}
+        modify_secret = None
         for family in FAMILIES:
             ref = secret_reference(family, raw, pv_name, pvc.name, pvc.namespace,
                                    None if family is PROVISIONER else
                                    pvc.metadata.annotations)
             if ref is not None and family.pv_field:
                 refs[family.pv_field] = ref
+            if family is CONTROLLER_MODIFY:
+                modify_secret = ref
         provisioner_ref = secret_reference(PROVISIONER, raw, pv_name, pvc.name, pvc.namespace)
         request = csi_pb2.CreateVolumeRequest(
             name=pv_name, parameters=parameters,
@@ -235,6 +242,9 @@ class ExternalProvisioner(CsiSidecar):
                 single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs),
             secrets=self.secrets.get(provisioner_ref))
         request.capacity_range.required_bytes = pvc_request_bytes(pvc)
+        vac_name = str(pvc.spec.get("volumeAttributesClassName") or "")
+        if vac_name:
+            request.mutable_parameters.update(self._mutable_parameters(vac_name, rpcs))
         source = content_source(self.api, self.driver, pvc, sc)
         if source is not None:
             request.volume_content_source.CopyFrom(source)
@@ -252,8 +262,25 @@ class ExternalProvisioner(CsiSidecar):
                 request.accessibility_requirements.CopyFrom(topology)
         spec = ProvisionedVolume(pv_name=pv_name, driver=self.driver, fs_type=fs_type,
                                  identity=self.identity, secret_refs=refs,
-                                 deletion_secret=provisioner_ref)
+                                 deletion_secret=provisioner_ref, modify_secret=modify_secret,
+                                 attributes_class=vac_name)
         return request, spec
+
+    def _mutable_parameters(self, vac_name: str, rpcs: frozenset[int]) -> dict[str, str]:
+        """The parameters of the claim's VolumeAttributesClass, which must exist and name
+        this driver, for a driver that can modify volumes."""
+        if CtrlRpc.MODIFY_VOLUME not in rpcs:
+            raise ProvisioningError("CSI driver does not support VolumeAttributesClass: "
+                                    "controller MODIFY_VOLUME capability is not reported")
+        vac = self.cache.get("VolumeAttributesClass", vac_name)
+        if vac is None:
+            raise ProvisioningError(
+                f'volumeattributesclasses.storage.k8s.io "{vac_name}" not found')
+        driver = vac.body.get("driverName")
+        if driver != self.driver:
+            raise ProvisioningError(f"VAC {vac_name} referenced in PVC is for driver {driver} "
+                                    f"which does not match driver name {self.driver}")
+        return dict(vac.body.get("parameters") or {})
 
     # -- delete -----------------------------------------------------------------------------
 

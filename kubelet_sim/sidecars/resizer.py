@@ -17,6 +17,9 @@ node-only driver skips it and always needs node expansion), the PV's capacity up
 A failed ControllerExpandVolume leaves a ``ControllerResizeError`` condition ("failed to
 expand pvc with ...") and is retried with backoff; an infeasible size (INVALID_ARGUMENT,
 OUT_OF_RANGE) is marked ``ControllerResizeInfeasible``.
+
+The sidecar's other controller, volume modification (a claim moved to another
+VolumeAttributesClass), is :mod:`kubelet_sim.sidecars.volume_modify`.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from kubelet_sim.controllers.common import (
     write_status,
 )
 from kubelet_sim.csi.client import CsiError
-from kubelet_sim.sidecars.base import CsiSidecar
+from kubelet_sim.sidecars.volume_modify import ModifyingSidecar
 
 COMPONENT = "csi-resizer"
 FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system resize of "
@@ -54,17 +57,20 @@ FS_RESIZE_MESSAGE = ("Waiting for user to (re-)start a pod to finish file system
 INFEASIBLE_CODES = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
 
 
-class ExternalResizer(CsiSidecar):
+class ExternalResizer(ModifyingSidecar):
     name = COMPONENT
-    kinds = ("PersistentVolumeClaim", "PersistentVolume")
+    kinds = ("PersistentVolumeClaim", "PersistentVolume", "VolumeAttributesClass")
 
     async def reconcile(self) -> bool:
         return await self._sync(self.cache.list("PersistentVolumeClaim"))
 
-    def keys_for(self, obj: Resource) -> list[str]:
-        """A claim, or the claim a volume's claimRef names."""
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        """A claim, or the claim a volume's claimRef names; a class may concern any claim
+        (one waiting for it): a full pass."""
         if obj.kind == "PersistentVolumeClaim":
             return [claim_step_key(obj.namespace, obj.name)]
+        if obj.kind == "VolumeAttributesClass":
+            return None
         return claim_ref_keys(obj)
 
     async def reconcile_keys(self, keys: set[str]) -> bool:
@@ -73,12 +79,23 @@ class ExternalResizer(CsiSidecar):
     async def _sync(self, claims: list[Resource]) -> bool:
         changed = False
         for pvc in claims:
+            key = claim_step_key(pvc.namespace, pvc.name)
             pv = self._expandable_volume(pvc)
             if pv is not None:
-                key = claim_step_key(pvc.namespace, pvc.name)
                 changed = await self.step(key, self._expand, pvc, pv) \
                     or changed
+            pv = self._modifiable_volume(pvc)
+            if pv is not None:
+                changed = await self.step(f"modify/{key}", self.modify, pvc, pv) or changed
         return changed
+
+    def _modifiable_volume(self, pvc: Resource) -> Resource | None:
+        if not self.modification_due(pvc):
+            return None
+        pv = self.cache.get("PersistentVolume", str(pvc.spec.get("volumeName")))
+        if pv is None or (pv.spec.get("csi") or {}).get("driver") != self.driver:
+            return None
+        return pv
 
     def _expandable_volume(self, pvc: Resource) -> Resource | None:
         if pvc.status.get("phase") != "Bound" or pvc.is_terminating:

@@ -3,7 +3,8 @@
 `kubelet_sim.testing.fake_csi.FakeCsiDriver` answers the node calls and basic Create/Delete/Publish;
 this subclass adds what external-provisioner, -snapshotter and -resizer call: plugin and
 controller capabilities, topology-aware CreateVolume with content sources, snapshots and
-ControllerExpandVolume, with the spec's codes.
+ControllerExpandVolume and ControllerModifyVolume (the volume keeps its mutable
+parameters), with the spec's codes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ CtrlRpc = csi_pb2.ControllerServiceCapability.RPC
 DEFAULT_CONTROLLER_CAPS = (
     CtrlRpc.CREATE_DELETE_VOLUME, CtrlRpc.PUBLISH_UNPUBLISH_VOLUME, CtrlRpc.PUBLISH_READONLY,
     CtrlRpc.CREATE_DELETE_SNAPSHOT, CtrlRpc.LIST_SNAPSHOTS, CtrlRpc.EXPAND_VOLUME,
-    CtrlRpc.CLONE_VOLUME,
+    CtrlRpc.CLONE_VOLUME, CtrlRpc.MODIFY_VOLUME,
 )
 
 
@@ -79,7 +80,8 @@ class FakeControllerDriver(FakeCsiDriver):
             if parent is None:
                 raise csi_error(method, grpc.StatusCode.NOT_FOUND, "source volume not found")
             size = max(size, parent.capacity_bytes)
-        volume = existing or FakeVolume(req.name, size, dict(req.parameters))
+        volume = existing or FakeVolume(req.name, size, dict(req.parameters),
+                                        dict(req.mutable_parameters))
         self.volumes[req.name] = volume
         response = csi_pb2.CreateVolumeResponse(volume=csi_pb2.Volume(
             volume_id=volume.volume_id, capacity_bytes=volume.capacity_bytes,
@@ -140,6 +142,15 @@ class FakeControllerDriver(FakeCsiDriver):
         return csi_pb2.ControllerExpandVolumeResponse(
             capacity_bytes=volume.capacity_bytes,
             node_expansion_required=self.node_expansion_required)
+
+    def _ControllerModifyVolume(self, req: csi_pb2.ControllerModifyVolumeRequest) -> Message:
+        method = "ControllerModifyVolume"
+        require_fields(method, volume_id=req.volume_id)
+        if CtrlRpc.MODIFY_VOLUME not in self.controller_capabilities:
+            raise csi_error(method, grpc.StatusCode.UNIMPLEMENTED, "capability not advertised")
+        volume = self._known(method, req.volume_id)
+        volume.mutable_parameters.update(req.mutable_parameters)
+        return csi_pb2.ControllerModifyVolumeResponse()
 
     def add_snapshot(self, snapshot_id: str, source_volume_id: str,
                      size_bytes: int = 1 << 30) -> FakeSnapshot:

@@ -33,6 +33,7 @@ class FakeVolume:
     volume_id: str
     capacity_bytes: int
     context: dict[str, str] = field(default_factory=dict)
+    mutable_parameters: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

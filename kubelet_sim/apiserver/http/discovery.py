@@ -6,13 +6,22 @@ The legacy form; the aggregated form (apidiscovery.k8s.io/v2) is in
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, subresources
 
-VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-cni-csi-mini",
-           "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
-           "goVersion": "", "compiler": "cpython", "platform": "linux/amd64"}
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}  # Go's GOARCH names
+
+# Every field of kube-apiserver 1.35's /version (k8s.io/apimachinery version.Info): the
+# binary and emulated version 1.35, compatible down to 1.34; built by CPython, not Go.
+VERSION = {"major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35",
+           "minCompatibilityMajor": "1", "minCompatibilityMinor": "34",
+           "gitVersion": "v1.35.0-cni-csi-mini", "gitCommit": "", "gitTreeState": "clean",
+           "buildDate": "2026-01-01T00:00:00Z",
+           "goVersion": f"cpython{platform.python_version()}", "compiler": "cpython",
+           "platform": f"{platform.system().lower()}/"
+                       f"{_ARCH.get(platform.machine(), platform.machine())}"}
 
 
 def api_versions(server_address: str) -> dict[str, Any]:
@@ -40,7 +49,9 @@ def _entries(r: ApiResource) -> list[dict[str, Any]]:
     if r.categories:
         main["categories"] = list(r.categories)
     return [main] + [{"name": f"{r.plural}/{s.name}", "singularName": "",
-                      "namespaced": r.namespaced, "kind": s.kind, "verbs": list(s.verbs)}
+                      "namespaced": r.namespaced,
+                      **({"group": s.group, "version": s.version} if s.group else {}),
+                      "kind": s.kind, "verbs": list(s.verbs)}
                      for s in subresources(r)]
 
 

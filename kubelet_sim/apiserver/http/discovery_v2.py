@@ -44,7 +44,8 @@ def _resource(r: ApiResource) -> dict[str, Any]:
     if r.categories:
         entry["categories"] = list(r.categories)
     subs = [{"subresource": s.name,
-             "responseKind": {"group": r.group, "version": r.version, "kind": s.kind},
+             "responseKind": {"group": s.group or r.group, "version": s.version or r.version,
+                              "kind": s.kind},
              "verbs": list(s.verbs)} for s in subresources(r)]
     if subs:
         entry["subresources"] = subs

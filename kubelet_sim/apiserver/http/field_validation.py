@@ -1,6 +1,10 @@
 """``fieldValidation`` on create, update and patch: what the server does with fields the
-kind does not define (:mod:`kubelet_sim.api.schema`) and with a field sent twice in one
-JSON object.
+kind does not define and with a field sent twice in one JSON object.
+
+The fields a built-in kind defines are the type table's
+(:mod:`kubelet_sim.api.kube_types`, the same the OpenAPI documents are built from), closed
+everywhere except inside the types that hold any JSON (RawExtension, FieldsV1); the kinds
+served as custom resources (the snapshot kinds) use :mod:`kubelet_sim.api.schema`.
 
 - ``Strict``: 400 BadRequest, ``strict decoding error: unknown field "spec.foo",
   duplicate field "metadata.name"``; nothing is written.
@@ -19,7 +23,9 @@ from typing import Any
 
 from aiohttp import web
 
+from kubelet_sim.api import kube_types
 from kubelet_sim.api.errors import BadRequest
+from kubelet_sim.api.kube_types import TypeRef
 from kubelet_sim.api.schema import Arr, Map, Node, Obj, kind_schema
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
@@ -67,13 +73,135 @@ def duplicate_fields(doc: Any, path: str = "") -> list[str]:
     return problems
 
 
-def drop_unknown_fields(doc: Any, kind: str) -> list[str]:
-    """Remove the fields ``kind`` does not define from ``doc``; their problems, in order."""
-    schema = kind_schema(kind)
+def drop_unknown_fields(doc: Any, kind: str, api_version: str) -> list[str]:
+    """Remove the fields ``kind`` does not define from ``doc``; their problems, in order.
+
+    A value of the wrong type (a string where the kind has an integer, an object where it
+    has a list) is not a problem to warn about but a body that cannot be decoded:
+    :class:`BadRequest` as kube-apiserver words it, whatever the directive."""
+    key = kube_types.kind_type(api_version, kind)
+    if key is not None:
+        walk = _Walk()
+        walk.value(doc, key, "", kind)
+        if walk.type_error:
+            raise BadRequest(f'{kind} in version "{api_version.rpartition("/")[2]}" cannot be '
+                             f"handled as a {kind}: {walk.type_error}")
+        return walk.problems
+    schema = kind_schema(kind)  # a kind served as a custom resource
     return _prune(doc, schema, "") if schema is not None else []
 
 
+def go_type_name(ref: TypeRef) -> str:
+    """The Go type as Go prints it in a decoding error: ``int32``, ``v1.PodSpec``,
+    ``[]v1.Container``, ``map[string]string``."""
+    if isinstance(ref, dict) and "slice" in ref:
+        return "[]" + go_type_name(ref["slice"])
+    if isinstance(ref, dict) and "map" in ref:
+        return f"map[{go_type_name(ref['map']['key'])}]{go_type_name(ref['map']['value'])}"
+    if ref in kube_types.SCALARS:
+        return "uint8" if ref == "byte" else str(ref)
+    package, _, name = str(ref).rpartition(".")
+    return f"{package.rpartition('/')[2]}.{name}"
+
+
+def _json_kind(value: Any) -> str:
+    """How Go's JSON decoder names a value it cannot store."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+class _Walk:
+    """One pass over a sent object along its type: unknown fields removed and listed, the
+    first value of a wrong type kept as Go's decoder reports it."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.type_error = ""
+        self._fields: list[str] = []  # the JSON field names from the root, as Go tracks them
+
+    def _wrong(self, value: Any, ref: TypeRef, struct: str, number: str = "") -> None:
+        if self.type_error:
+            return  # Go's decoder reports the first one
+        what = _json_kind(value) + (f" {number}" if number else "")
+        self.type_error = (f"json: cannot unmarshal {what} into Go struct field "
+                           f"{struct}.{'.'.join(self._fields)} of type {go_type_name(ref)}")
+
+    def value(self, doc: Any, ref: TypeRef, path: str, struct: str) -> None:
+        if doc is None:
+            return  # null is every type's zero value
+        resolved = kube_types.resolve(ref)
+        if isinstance(resolved, dict) and "slice" in resolved:
+            item = resolved["slice"]
+            if kube_types.resolve(item) == "byte":
+                if not isinstance(doc, str):
+                    self._wrong(doc, ref, struct)
+            elif not isinstance(doc, list):
+                self._wrong(doc, ref, struct)
+            else:
+                for i, element in enumerate(doc):
+                    self.value(element, item, f"{path}[{i}]", struct)
+            return
+        if isinstance(resolved, dict) and "map" in resolved:
+            if not isinstance(doc, dict):
+                self._wrong(doc, ref, struct)
+                return
+            for key, element in doc.items():
+                self.value(element, resolved["map"]["value"], f"{path}.{key}", struct)
+            return
+        if isinstance(resolved, str) and resolved in kube_types.SCALARS:
+            self._scalar(doc, ref, resolved, struct)
+            return
+        info = kube_types.type_info(resolved) if isinstance(resolved, str) else None
+        if info is None or info.kind != "struct":
+            return  # Quantity, Time, IntOrString, RawExtension, ...: decoded their own way
+        if not isinstance(doc, dict):
+            self._wrong(doc, ref, struct)
+            return
+        name = resolved.rpartition(".")[2]
+        for key in list(doc):
+            f = info.field(key)
+            if f is None:
+                self.problems.append(f'unknown field "{_join(path, key)}"')
+                del doc[key]
+                continue
+            self._fields.append(key)
+            self.value(doc[key], f.type, _join(path, key), name)
+            self._fields.pop()
+
+    def _scalar(self, doc: Any, ref: TypeRef, scalar: str, struct: str) -> None:
+        if scalar == "string" or scalar == "[]byte":
+            ok = isinstance(doc, str)
+        elif scalar == "bool":
+            ok = isinstance(doc, bool)
+        elif scalar in ("float32", "float64"):
+            ok = isinstance(doc, (int, float)) and not isinstance(doc, bool)
+        else:
+            ok = isinstance(doc, int) and not isinstance(doc, bool) and _fits(doc, scalar)
+            if not ok and isinstance(doc, (int, float)) and not isinstance(doc, bool):
+                self._wrong(doc, ref, struct, json.dumps(doc))
+                return
+        if not ok:
+            self._wrong(doc, ref, struct)
+
+
+_BITS = {"int8": 8, "int16": 16, "int32": 32, "int": 64, "int64": 64}
+_UBITS = {"uint8": 8, "byte": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+
+
+def _fits(value: int, scalar: str) -> bool:
+    if scalar in _UBITS:
+        return 0 <= value < 2 ** _UBITS[scalar]
+    bits = _BITS.get(scalar, 64)
+    return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+
+
 def _prune(doc: Any, schema: Node, path: str) -> list[str]:
+    """Unknown fields of a kind described by :mod:`kubelet_sim.api.schema`."""
     problems: list[str] = []
     if isinstance(schema, Obj) and isinstance(doc, dict):
         for key in list(doc):

@@ -9,6 +9,7 @@ from kubelet_sim.apiserver.http.resources import ApiResource, lookup
 
 # the Pod subresources that would reach a running container (none runs here)
 POD_CONNECT = tuple(s.name for s in CONNECT)
+POD_REQUESTS = ("binding", "eviction")  # POSTed requests about one Pod
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ def parse(group: str, version: str, segments: list[str]) -> Target | None:
     sub = segments[2] if len(segments) == 3 else ""
     if sub == "status" and not resource.has_status:
         return None
-    if sub not in ("", "status") and not (resource.kind == "Pod" and sub in POD_CONNECT):
+    if sub not in ("", "status") and not (
+            resource.kind == "Pod" and resource.stored and sub in POD_CONNECT + POD_REQUESTS):
         return None
     if name and resource.namespaced and not namespace:
         return None  # /api/v1/pods/<name> does not exist: a namespaced object needs its namespace

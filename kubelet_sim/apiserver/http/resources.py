@@ -14,6 +14,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "PersistentVolumeClaim": ("persistentvolumeclaims", ("pvc",), ()),
     "PersistentVolume": ("persistentvolumes", ("pv",), ()),
     "StorageClass": ("storageclasses", ("sc",), ()),
+    "VolumeAttributesClass": ("volumeattributesclasses", ("vac",), ()),
     "CSIDriver": ("csidrivers", (), ()),
     "CSINode": ("csinodes", (), ()),
     "VolumeAttachment": ("volumeattachments", (), ()),
@@ -22,10 +23,12 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "VolumeSnapshotClass": ("volumesnapshotclasses", ("vsclass", "vsclasses"), ()),
     "NetworkPolicy": ("networkpolicies", ("netpol",), ()),
     "Lease": ("leases", (), ()),
+    "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
     "Event": ("events", ("ev",), ()),
 }
 
-VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+CREATE_ONLY = ("create",)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class ApiResource:
     short_names: tuple[str, ...]
     categories: tuple[str, ...]
     verbs: tuple[str, ...] = VERBS
+    stored: bool = True  # False: a create-only request kind (Binding, the reviews)
 
     @property
     def group_version(self) -> str:
@@ -53,21 +57,40 @@ def _resource(kind: str) -> ApiResource:
     info = KINDS[kind]
     group, _, version = info.api_version.rpartition("/")
     plural, short, categories = _NAMES[kind]
+    # a Namespace goes one by one (its contents go with it): no deletecollection
+    verbs = tuple(v for v in VERBS if v != "deletecollection") if kind == "Namespace" else VERBS
     return ApiResource(kind, group, version, plural, info.namespaced, info.status_subresource,
-                       short, categories)
+                       short, categories, verbs)
 
 
 # The stored core/v1 Events served again in the events.k8s.io/v1 shape (see events.py).
 EVENTS_V1 = ApiResource("Event", "events.k8s.io", "v1", "events", True, False, (), ())
-RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS_V1)
+# Kinds that are requests, never stored: POST answers them (bindings, reviews).
+BINDINGS = ApiResource("Binding", "", "v1", "bindings", True, False, (), (), CREATE_ONLY,
+                       stored=False)
+SELF_SUBJECT_REVIEWS = ApiResource("SelfSubjectReview", "authentication.k8s.io", "v1",
+                                   "selfsubjectreviews", False, False, (), (), CREATE_ONLY,
+                                   stored=False)
+SELF_SUBJECT_ACCESS_REVIEWS = ApiResource(
+    "SelfSubjectAccessReview", "authorization.k8s.io", "v1", "selfsubjectaccessreviews", False,
+    False, (), (), CREATE_ONLY, stored=False)
+SELF_SUBJECT_RULES_REVIEWS = ApiResource(
+    "SelfSubjectRulesReview", "authorization.k8s.io", "v1", "selfsubjectrulesreviews", False,
+    False, (), (), CREATE_ONLY, stored=False)
+REQUESTS = (BINDINGS, SELF_SUBJECT_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS,
+            SELF_SUBJECT_RULES_REVIEWS)
+RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS_V1,
+                                      *REQUESTS)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 
 
 @dataclass(frozen=True)
 class Subresource:
     name: str
-    kind: str  # the kind its requests answer with
+    kind: str  # the kind its requests take or answer with
     verbs: tuple[str, ...]
+    group: str = ""  # with version: the kind's group version when not the resource's
+    version: str = ""
 
 
 # The Pod subresources that would reach a running container; served, always refused
@@ -78,11 +101,16 @@ POD_CONNECT = (Subresource("log", "Pod", ("get",)),
                Subresource("portforward", "PodPortForwardOptions", ("create", "get")))
 
 
+# The Pod subresources that are requests: POST a Binding (spec.nodeName) or an Eviction.
+POD_BINDING = Subresource("binding", "Binding", CREATE_ONLY)
+POD_EVICTION = Subresource("eviction", "Eviction", CREATE_ONLY, "policy", "v1")
+
+
 def subresources(r: ApiResource) -> list[Subresource]:
     """The subresources discovery lists for ``r``."""
     out = [Subresource("status", r.kind, ("get", "patch", "update"))] if r.has_status else []
-    if r.kind == "Pod":
-        out.extend(POD_CONNECT)
+    if r.kind == "Pod" and r.stored:
+        out.extend((POD_BINDING, POD_EVICTION, *POD_CONNECT))
     return out
 
 

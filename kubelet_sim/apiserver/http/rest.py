@@ -6,8 +6,12 @@ initial ADDEDs with the ``k8s.io/initial-events-end`` BOOKMARK; a too-old resour
 ends the stream with an ERROR event carrying a 410 Status), create, update (409 on a
 stale resourceVersion), delete (graceful, finalizers kept; ``propagationPolicy`` and
 ``orphanDependents`` become the garbage collector's finalizers), patch (JSON patch, merge
-patch, strategic merge patch and server-side apply, :mod:`.patch`), managedFields kept on
-every write, the status subresource and ``dryRun=All`` (validated, answered, not stored).
+patch, strategic merge patch and server-side apply, :mod:`.patch`; managedFields kept on
+every write), deletecollection (DELETE on a
+collection, with its selectors), the status subresource, ``pods/binding`` and
+``pods/eviction``, the create-only request kinds (``bindings``, the self-subject reviews)
+and ``dryRun=All`` (validated, answered, not stored). Media types are negotiated in
+:mod:`kubelet_sim.apiserver.http.negotiation` (JSON, YAML, metadata-only answers).
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import asyncio
 import base64
 import builtins
 import json
+from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from aiohttp import web
+from multidict import CIMultiDict
 
 from kubelet_sim.api.errors import (
     AlreadyExists,
@@ -34,11 +41,18 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http import list_options, pod_connect, reviews
 from kubelet_sim.apiserver.http import patch as patching
-from kubelet_sim.apiserver.http import pod_connect
 from kubelet_sim.apiserver.http.events import shown, stored
-from kubelet_sim.apiserver.http.paths import POD_CONNECT, Target
-from kubelet_sim.apiserver.http.resources import ApiResource
+from kubelet_sim.apiserver.http.negotiation import (
+    Output,
+    decode_body,
+    encode,
+    negotiate,
+    not_acceptable,
+)
+from kubelet_sim.apiserver.http.paths import POD_CONNECT, POD_REQUESTS, Target
+from kubelet_sim.apiserver.http.resources import BINDINGS, ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.patch import apply
@@ -54,14 +68,45 @@ def _json(body: Any, status: int = 200, warnings: list[str] | None = None) -> we
                         headers=fields.warning_headers(warnings or []))
 
 
+def _answer(request: web.Request, body: Any, status: int = 200,
+            warnings: list[str] | None = None) -> web.Response:
+    """``body`` in the media type the request negotiated (JSON unless it asked for YAML)."""
+    raw, media = encode(body, _output(request))
+    headers = [*fields.warning_headers(warnings or []), ("Content-Type", media)]
+    return web.Response(status=status, body=raw, headers=CIMultiDict(headers))
+
+
+OUTPUT = web.RequestKey("output", Output)  # the negotiated answer's media type
+
+
+def _output(request: web.Request) -> Output:
+    return request.get(OUTPUT) or Output()
+
+
 def wants_table(request: web.Request) -> bool:
-    return "as=Table" in request.headers.get("Accept", "")
+    return _output(request).as_kind == "Table"
+
+
+def _go_type(r: ApiResource, suffix: str = "") -> str:
+    """How kube-apiserver's messages name the Go type of an answer: ``*v1.PodList``."""
+    return f"*{r.version}.{r.kind}{suffix}"
+
+
+def _partial(obj: dict[str, Any], output: Output) -> dict[str, Any]:
+    return {"kind": "PartialObjectMetadata", "apiVersion": output.meta_api_version,
+            "metadata": obj.get("metadata") or {}}
+
+
+def _success(code: int) -> dict[str, Any]:
+    """The Status a subresource POST (binding, eviction) answers when it went through."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "code": code}
 
 
 async def _body(request: web.Request) -> Any:
     try:
-        return fields.decode(await patching.read_body(request) or b"{}")
-    except ValueError as e:
+        return decode_body(request, await patching.read_body(request), fields.decode)
+    except (ValueError, yaml.YAMLError) as e:
         raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
             from None
 
@@ -80,40 +125,55 @@ class Rest:
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
         try:
+            request[OUTPUT] = negotiate(request)
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
+            if not target.resource.stored or target.subresource in POD_REQUESTS:
+                if method != "POST" or (target.name and not target.subresource):
+                    raise _not_allowed()
+                return await self.post_request(request, target)
             if not target.name:
                 if method == "GET":
-                    if request.query.get("watch") in ("1", "true"):
+                    watching = request.query.get("watch") in ("1", "true")
+                    list_options.check(request.query, watch=watching)
+                    if watching:
                         return await self.watch(request, target)
                     return self.list(request, target)
                 if method == "POST":
-                    return self.create(target, await _body(request), _dry_run(request),
-                                       fields.directive(request),
+                    return self.create(request, target, await _body(request),
+                                       _dry_run(request), fields.directive(request),
                                        patching.field_manager(request, "CreateOptions"))
-                raise fail(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+                if method == "DELETE" and "deletecollection" in target.resource.verbs \
+                        and (target.namespace or not target.resource.namespaced):
+                    return self.delete_collection(request, target, await _body(request))
+                raise _not_allowed()
             if method == "GET":
+                list_options.check(request.query, watch=False)
                 return self.get(request, target)
             if method == "PUT":
-                return self.update(target, await _body(request), _dry_run(request),
+                return self.update(request, target, await _body(request), _dry_run(request),
                                    fields.directive(request),
                                    patching.field_manager(request, "UpdateOptions"))
             if method == "PATCH":
                 return await self.patch(request, target)
             if method == "DELETE":
                 return self.delete(request, target, await _body(request))
-            raise fail(405, "MethodNotAllowed", f"{method} is not supported on an object")
+            raise _not_allowed()
         except ApiError as err:
             return _json(error_body(err, target.resource.plural), err.code)
 
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, request: web.Request, target: Target) -> web.Response:
+        self._single_transform(request, target.resource)
         obj = self.api.get(target.resource.kind, target.name, target.namespace)
-        if wants_table(request):
-            return _json(table(target.resource.kind, [obj], obj.metadata.resource_version or "",
-                               request.query.get("includeObject", "Metadata")))
-        return _json(shown(target.resource, obj.to_dict()))
+        return _answer(request, self._shown(request, target.resource, obj))
+
+    def _single_transform(self, request: web.Request, r: ApiResource) -> None:
+        """406 when the request asked for a list's transformation of one object."""
+        if _output(request).as_kind == "PartialObjectMetadataList":
+            raise not_acceptable("you requested PartialObjectMetadataList, but the requested "
+                                 f"object is not a list ({_go_type(r)})")
 
     def list(self, request: web.Request, target: Target) -> web.Response:
         r = target.resource
@@ -121,17 +181,28 @@ class Rest:
                               label_selector=request.query.get("labelSelector") or None,
                               field_selector=request.query.get("fieldSelector") or None)
         items, token = _page(found.items, found.resource_version, request)
+        output = _output(request)
+        if output.as_kind == "PartialObjectMetadata":
+            raise not_acceptable("you requested PartialObjectMetadata, but the requested "
+                                 f"object is a list ({_go_type(r, 'List')})")
         if wants_table(request):
-            return _json(table(r.kind, items, found.resource_version,
-                               request.query.get("includeObject", "Metadata"), token))
+            return _answer(request, table(r.kind, items, found.resource_version,
+                                          request.query.get("includeObject", "Metadata"),
+                                          token, output.meta_api_version))
         meta: dict[str, Any] = {"resourceVersion": found.resource_version}
         if token:
             meta["continue"] = token
-        return _json({"kind": f"{r.kind}List", "apiVersion": r.group_version, "metadata": meta,
-                      "items": [shown(r, o.to_dict()) for o in items]})
+        if output.as_kind == "PartialObjectMetadataList":
+            return _answer(request, {
+                "kind": "PartialObjectMetadataList", "apiVersion": output.meta_api_version,
+                "metadata": meta, "items": [_partial(o.to_dict(), output) for o in items]})
+        return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+                                 "metadata": meta,
+                                 "items": [shown(r, o.to_dict()) for o in items]})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
+        self._single_transform(request, r)
         timeout = float(_int_param(request, "timeoutSeconds") or 1800)
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
@@ -185,26 +256,32 @@ class Rest:
         return response
 
     def _shown(self, request: web.Request, r: ApiResource, obj: Resource) -> dict[str, Any]:
-        """A watched object as the client asked for it: itself, or a one-row Table."""
-        if wants_table(request):
+        """An object as the client asked for it: itself, a one-row Table, or its
+        metadata alone (PartialObjectMetadata)."""
+        output = _output(request)
+        if output.as_kind == "Table":
             return table(r.kind, [obj], obj.metadata.resource_version or "",
-                         request.query.get("includeObject", "Metadata"))
+                         request.query.get("includeObject", "Metadata"),
+                         api_version=output.meta_api_version)
+        if output.as_kind == "PartialObjectMetadata":
+            return _partial(obj.to_dict(), output)
         return shown(r, obj.to_dict())
 
     # -- writes ---------------------------------------------------------------------------
 
-    def create(self, target: Target, body: Any, dry_run: bool, mode: str,
-               manager: str) -> web.Response:
+    def create(self, request: web.Request, target: Target, body: Any, dry_run: bool,
+               mode: str, manager: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
         self._record(obj, None, manager, target)
         if dry_run:
             apply_defaults(obj)
             validate(obj)
-            return _json(shown(target.resource, obj.to_dict()), 201, warnings)
-        return _json(shown(target.resource, self.api.create(obj).to_dict()), 201, warnings)
+            return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
+        return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
+                       warnings)
 
-    def update(self, target: Target, body: Any, dry_run: bool, mode: str,
-               manager: str) -> web.Response:
+    def update(self, request: web.Request, target: Target, body: Any, dry_run: bool,
+               mode: str, manager: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
         if obj.name != target.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
@@ -214,9 +291,9 @@ class Rest:
         if dry_run:
             apply_defaults(obj)
             validate(obj)
-            return _json(shown(target.resource, obj.to_dict()), warnings=warnings)
+            return _answer(request, shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
-        return _json(shown(target.resource, write(obj).to_dict()), warnings=warnings)
+        return _answer(request, shown(target.resource, write(obj).to_dict()), warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = patching.patch_type(request, target)
@@ -225,9 +302,13 @@ class Rest:
         dry_run, mode = _dry_run(request), fields.directive(request)
         if applying:
             config = patching.decode_apply(await patching.read_body(request))
-            return self._apply(target, config, manager, patching.force(request), dry_run,
-                               mode)
-        patch = await _body(request)
+            return self._apply(request, target, config, manager, patching.force(request),
+                               dry_run, mode)
+        try:  # every patch type but apply is JSON, whatever its media type says
+            patch = fields.decode(await patching.read_body(request) or b"{}")
+        except ValueError as e:
+            raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
+                from None
         problems = fields.duplicate_fields(patch)
         r = target.resource
         for attempt in range(PATCH_RETRIES):
@@ -238,7 +319,8 @@ class Rest:
                 raise Invalid("patch", f"cannot unmarshal {type(merged).__name__} into an "
                                        f"object of kind {r.kind}")
             merged = stored(r, merged)
-            warnings = fields.settle(problems + fields.drop_unknown_fields(merged, r.kind), mode)
+            warnings = fields.settle(problems + fields.drop_unknown_fields(
+                merged, r.kind, str(merged.get("apiVersion") or r.group_version)), mode)
             obj = Resource.from_dict(merged)
             # a resourceVersion the patch sets is a precondition; else the current one
             precondition = obj.metadata.resource_version not in (
@@ -249,10 +331,11 @@ class Rest:
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _json(shown(r, obj.to_dict()), warnings=warnings)
+                return _answer(request, shown(r, obj.to_dict()), warnings=warnings)
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _json(shown(r, write(obj, "patch").to_dict()), warnings=warnings)
+                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                               warnings=warnings)
             except InjectedConflict:
                 raise
             except Conflict:
@@ -260,13 +343,13 @@ class Rest:
                     raise
         raise AssertionError("unreachable")
 
-    def _apply(self, target: Target, config: dict[str, Any], manager: str, force: bool,
-               dry_run: bool, mode: str) -> web.Response:
+    def _apply(self, request: web.Request, target: Target, config: dict[str, Any],
+               manager: str, force: bool, dry_run: bool, mode: str) -> web.Response:
         """Server-side apply: create when absent (201), else merge and take ownership."""
         r = target.resource
         patching.check_apply_config(config, target)
         problems = fields.duplicate_fields(config)
-        problems += fields.drop_unknown_fields(config, r.kind)
+        problems += fields.drop_unknown_fields(config, r.kind, r.group_version)
         warnings = fields.settle(problems, mode)
         for attempt in range(PATCH_RETRIES):
             try:
@@ -288,15 +371,16 @@ class Rest:
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _json(shown(r, obj.to_dict()), 201 if current is None else 200,
+                return _answer(request, shown(r, obj.to_dict()), 201 if current is None else 200,
                              warnings)
             try:
                 if current is None:
                     obj.metadata.resource_version = ""
-                    return _json(shown(r, self.api.create(obj).to_dict()), 201, warnings)
+                    return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
                 obj.metadata.resource_version = current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update
-                return _json(shown(r, write(obj, "patch").to_dict()), warnings=warnings)
+                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                               warnings=warnings)
             except InjectedConflict:
                 raise
             except (Conflict, AlreadyExists):
@@ -313,21 +397,81 @@ class Rest:
                                manager, target)
 
     def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
-        options = options if isinstance(options, dict) else {}
-        grace = _int_param(request, "gracePeriodSeconds")
-        if grace is None and options.get("gracePeriodSeconds") is not None:
-            grace = int(options["gracePeriodSeconds"])
-        pre = options.get("preconditions") or {}
-        policy = resolve_policy(
-            request.query.get("propagationPolicy") or options.get("propagationPolicy"),
-            _orphan_dependents(request, options))
-        if _dry_run(request) or options.get("dryRun") == ["All"]:
-            return _json(shown(target.resource, self.api.get(
+        opts = _DeleteOptions.read(request, options)
+        if opts.dry_run:
+            return _answer(request, shown(target.resource, self.api.get(
                 target.resource.kind, target.name, target.namespace).to_dict()))
         obj = self.api.delete(target.resource.kind, target.name, target.namespace,
-                              grace_period_seconds=grace, propagation_policy=policy,
-                              uid=pre.get("uid"), resource_version=pre.get("resourceVersion"))
-        return _json(shown(target.resource, obj.to_dict()))
+                              grace_period_seconds=opts.grace, propagation_policy=opts.policy,
+                              uid=opts.uid, resource_version=opts.resource_version)
+        return _answer(request, shown(target.resource, obj.to_dict()))
+
+    def delete_collection(self, request: web.Request, target: Target,
+                          options: Any) -> web.Response:
+        """DELETE on a collection: each object its selectors select is deleted with the
+        DeleteOptions (a precondition would name one object: none is honoured); the answer
+        is the list of the deleted objects as each delete left them."""
+        list_options.check(request.query, watch=False)
+        r = target.resource
+        opts = _DeleteOptions.read(request, options)
+        found = self.api.list(r.kind, target.namespace or None,
+                              label_selector=request.query.get("labelSelector") or None,
+                              field_selector=request.query.get("fieldSelector") or None)
+        deleted: builtins.list[dict[str, Any]] = []
+        for obj in found.items:
+            if not opts.dry_run:
+                try:
+                    obj = self.api.delete(r.kind, obj.name, obj.namespace,
+                                          grace_period_seconds=opts.grace,
+                                          propagation_policy=opts.policy)
+                except NotFound:
+                    continue  # gone meanwhile: not this request's deletion
+            deleted.append(shown(r, obj.to_dict()))
+        return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
+                                 "metadata": {"resourceVersion": self.api.resource_version},
+                                 "items": deleted})
+
+    # -- requests that are not stored -------------------------------------------------------
+
+    async def post_request(self, request: web.Request, target: Target) -> web.Response:
+        """POST of a request kind: ``pods/binding`` or ``bindings``, ``pods/eviction``, the
+        self-subject reviews."""
+        body = await _body(request)
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        if target.subresource == "eviction":
+            return self.evict(request, target, body)
+        if target.subresource == "binding" or target.resource == BINDINGS:
+            return self.bind(request, target, body)
+        _dry_run(request)
+        return _answer(request, reviews.review(target.resource, body), 201)
+
+    def bind(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
+        _check_kind(body, "Binding", ("v1",))
+        name = (body.get("metadata") or {}).get("name") or ""
+        if target.name and name != target.name:
+            raise BadRequest("name in URL does not match name in Binding object")
+        node = body.get("target") or {}
+        if node.get("kind", "") not in ("", "Node"):
+            raise Invalid("target.kind", f'Unsupported value: "{node["kind"]}": supported '
+                          'values: "Node", "<empty>"')
+        if not node.get("name"):
+            raise Invalid("target.name", "Required value")
+        if not _dry_run(request):
+            annotations = (body.get("metadata") or {}).get("annotations") or {}
+            self.api.bind(name, target.namespace, node["name"], annotations,
+                          uid=(body.get("metadata") or {}).get("uid"))
+        return _answer(request, _success(201), 201)
+
+    def evict(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
+        _check_kind(body, "Eviction", ("policy/v1", "policy/v1beta1"))
+        if (body.get("metadata") or {}).get("name") != target.name:
+            raise BadRequest("name in URL does not match name in Eviction object")
+        opts = _DeleteOptions.read(request, body.get("deleteOptions") or {})
+        self.api.evict(target.name, target.namespace, dry_run=opts.dry_run,
+                       grace_period_seconds=opts.grace, uid=opts.uid,
+                       resource_version=opts.resource_version, propagation_policy=opts.policy)
+        return _answer(request, _success(201), 201)
 
     def _object(self, target: Target, body: Any, mode: str) -> tuple[Resource, builtins.list[str]]:
         """The object a create or update sends, without the fields its kind does not
@@ -348,8 +492,50 @@ class Rest:
                                  "namespace sent on the request")
             meta["namespace"] = target.namespace
         body = stored(r, body)
-        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(body, r.kind)
+        problems = fields.duplicate_fields(body) + fields.drop_unknown_fields(
+            body, r.kind, str(body["apiVersion"]))
         return Resource.from_dict(body), fields.settle(problems, mode)
+
+
+def _not_allowed() -> web.HTTPException:
+    return fail(405, "MethodNotAllowed",
+                "the server does not allow this method on the requested resource")
+
+
+def _check_kind(body: dict[str, Any], kind: str, api_versions: tuple[str, ...]) -> None:
+    """A request body's kind and apiVersion, when it says them, must be ``kind`` in one
+    of ``api_versions``."""
+    sent_kind, sent_version = body.get("kind", kind), body.get("apiVersion", api_versions[0])
+    if sent_kind != kind or sent_version not in api_versions:
+        raise BadRequest(f"the API version in the data ({sent_version}) and kind "
+                         f"({sent_kind}) do not match {api_versions[0]} {kind}")
+
+
+@dataclass(frozen=True)
+class _DeleteOptions:
+    """DeleteOptions from the query and the body (the query wins)."""
+
+    grace: int | None
+    policy: str | None
+    uid: str | None
+    resource_version: str | None
+    dry_run: bool
+
+    @classmethod
+    def read(cls, request: web.Request, options: Any) -> _DeleteOptions:
+        options = options if isinstance(options, dict) else {}
+        grace = _int_param(request, "gracePeriodSeconds")
+        if grace is None and options.get("gracePeriodSeconds") is not None:
+            grace = int(options["gracePeriodSeconds"])
+        pre = options.get("preconditions") or {}
+        policy = resolve_policy(
+            request.query.get("propagationPolicy") or options.get("propagationPolicy"),
+            _orphan_dependents(request, options))
+        sent = options.get("dryRun") or []
+        if any(v != "All" for v in sent):
+            raise fail(400, "BadRequest", f"unsupported dryRun value(s) {sent}: only All")
+        return cls(grace, policy, pre.get("uid"), pre.get("resourceVersion"),
+                   _dry_run(request) or bool(sent))
 
 
 def _page(items: list[Resource], resource_version: str,

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kubelet_sim.apiserver.http import debug_faults, discovery, discovery_v2, openapi
+from kubelet_sim.apiserver.http import (
+    debug_faults,
+    discovery,
+    discovery_v2,
+    openapi,
+    openapi_v2_protobuf,
+)
 from kubelet_sim.apiserver.http.credentials import Credentials, load_or_create, write_kubeconfig
 from kubelet_sim.apiserver.http.patch import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.paths import Target, parse
@@ -105,14 +111,47 @@ def make_app(api: APIServer, token: str, address: str,
             return not_found()
         return web.json_response({"kind": "APIGroup", "apiVersion": "v1", **listed[0]})
 
-    async def openapi_index(request: web.Request) -> web.Response:
-        return web.json_response(openapi.index())
+    async def openapi_index(request: web.Request) -> web.StreamResponse:
+        # built once, off the event loop (a fraction of a second of CPU the first time)
+        index = await asyncio.to_thread(openapi.built_index)
+        headers = {"ETag": index.etag, "Content-Type": openapi.JSON}
+        if request.headers.get("If-None-Match") == index.etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=index.body, headers=headers)
 
-    async def openapi_document(request: web.Request) -> web.Response:
-        tail = request.match_info["tail"]
-        gv = tail.removeprefix("apis/") if tail.startswith("apis/") else tail.removeprefix("api/")
-        body = openapi.document(gv)
-        return web.json_response(body) if body is not None else not_found()
+    def openapi_served(request: web.Request, built: openapi.Built | None, url: str,
+                       media: str) -> web.StreamResponse:
+        if built is None:
+            return not_found()
+        headers = {"ETag": built.etag, "Vary": "Accept", "Content-Type": media}
+        given = request.query.get("hash")
+        if given is not None and given != built.hash:
+            raise web.HTTPMovedPermanently(f"{url}?hash={built.hash}")
+        if given is not None:
+            headers.update(openapi.immutable_headers())
+        if request.headers.get("If-None-Match") == built.etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=built.body, headers=headers)
+
+    def not_acceptable() -> web.Response:
+        return web.Response(status=406, headers={"Vary": "Accept"})
+
+    async def openapi_document(request: web.Request) -> web.StreamResponse:
+        key = request.match_info["tail"]
+        media = openapi.negotiate(request.headers.get("Accept", ""))
+        if media is None:
+            return not_acceptable()
+        built = await asyncio.to_thread(openapi.v3_document, key)
+        return openapi_served(request, built, f"/openapi/v3/{key}", media)
+
+    async def openapi_v2(request: web.Request) -> web.StreamResponse:
+        media = openapi.negotiate(request.headers.get("Accept", ""), openapi_v2_protobuf.MEDIA_TYPE)
+        if media is None:
+            return not_acceptable()
+        json_form = media == openapi.JSON
+        built = await asyncio.to_thread(openapi.v2_document, not json_form)
+        return openapi_served(request, built, "/openapi/v2",
+                              media if json_form else openapi_v2_protobuf.CONTENT_TYPE)
 
     async def fallback(request: web.Request) -> web.Response:
         return not_found()
@@ -132,6 +171,7 @@ def make_app(api: APIServer, token: str, address: str,
     app.router.add_route("*", "/apis/{group}/{version}{tail:(/.*)?}", grouped)
     app.router.add_get("/openapi/v3", openapi_index)
     app.router.add_get("/openapi/v3/{tail:.+}", openapi_document)
+    app.router.add_get("/openapi/v2", openapi_v2)
     app.router.add_route("GET", debug_faults.PATH, faults)
     app.router.add_route("POST", debug_faults.PATH, faults)
     app.router.add_route("*", "/{tail:.*}", fallback)
@@ -166,9 +206,11 @@ class ApiServerHandle:
 
 def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", port: int = 0,
                      kubeconfig: Path | None = None,
-                     on_request: RequestObserver | None = None) -> ApiServerHandle:
-    """Serve ``api`` over HTTPS on ``host:port`` (0: any free port) from a thread of its
-    own; writes the kubeconfig (default ``state_dir/kubeconfig``, mode 0600)."""
+                     on_request: RequestObserver | None = None,
+                     listener: socket.socket | None = None) -> ApiServerHandle:
+    """Serve ``api`` over HTTPS on ``host:port`` (0: any free port), or on ``listener``
+    (a socket the caller bound already), from a thread of its own; writes the kubeconfig
+    (default ``state_dir/kubeconfig``, mode 0600)."""
     if host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the API server listens on 127.0.0.1 only, not {host!r}")
     creds = load_or_create(state_dir)
@@ -184,10 +226,10 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
                                access_log=None,
                                handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        listener = socket.create_server((host, port))  # bound here: port 0 picks one
-        site = web.SockSite(runner, listener, ssl_context=tls)
+        bound = listener or socket.create_server((host, port))  # port 0 picks one
+        site = web.SockSite(runner, bound, ssl_context=tls)
         await site.start()
-        started["port"] = listener.getsockname()[1]
+        started["port"] = bound.getsockname()[1]
         started["runner"] = runner
 
     def run() -> None:

@@ -11,9 +11,11 @@ from kubelet_sim.api.errors import (
     AlreadyExists,
     ApiError,
     ApplyConflict,
+    Conflict,
     Invalid,
     InvalidOptions,
     NotFound,
+    TooManyRequests,
 )
 
 
@@ -39,6 +41,10 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     if isinstance(err, Invalid):
         details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
                                "field": err.field}]}
+    if isinstance(err, TooManyRequests) and err.causes:
+        details = {"causes": err.causes}
+    if isinstance(err, Conflict) and err.name:
+        details = {"name": err.name, "kind": err.kind}
     if isinstance(err, ApplyConflict):
         details = {"causes": err.causes}
     if isinstance(err, InvalidOptions):
@@ -52,9 +58,10 @@ def status_response(body: dict[str, Any]) -> web.Response:
                         content_type="application/json")
 
 
-def fail(code: int, reason: str, message: str) -> web.HTTPException:
+def fail(code: int, reason: str, message: str,
+         details: dict[str, Any] | None = None) -> web.HTTPException:
     """An aiohttp exception whose body is the Status (raise it from a handler)."""
-    exc = web.HTTPException(text=json.dumps(status_body(code, reason, message)),
+    exc = web.HTTPException(text=json.dumps(status_body(code, reason, message, details)),
                             content_type="application/json")
     exc.set_status(code)
     return exc

@@ -146,6 +146,7 @@ COLUMNS: dict[str, list[Column]] = {
         ("VolumeBindingMode", "string", 0, _get("volumeBindingMode", "Immediate")),
         ("AllowVolumeExpansion", "string", 0, lambda o: str(bool(
             o.to_dict().get("allowVolumeExpansion"))).lower()), AGE],
+    "VolumeAttributesClass": [NAME, ("DriverName", "string", 0, _get("driverName", "")), AGE],
     "VolumeAttachment": [
         NAME, ("Attacher", "string", 0, _get("spec.attacher", "")),
         ("PV", "string", 0, _get("spec.source.persistentVolumeName", "")),
@@ -162,6 +163,10 @@ COLUMNS: dict[str, list[Column]] = {
         ("SnapshotClass", "string", 0, _get("spec.volumeSnapshotClassName", "")),
         ("SnapshotContent", "string", 0, _get("status.boundVolumeSnapshotContentName", "")),
         ("CreationTime", "string", 0, _get("status.creationTime", "")), AGE],
+    "PodDisruptionBudget": [
+        NAME, ("Min Available", "string", 0, _get("spec.minAvailable", "N/A")),
+        ("Max Unavailable", "string", 0, _get("spec.maxUnavailable", "N/A")),
+        ("Allowed Disruptions", "integer", 0, _get("status.disruptionsAllowed", "0")), AGE],
     "Lease": [NAME, ("Holder", "string", 0, _get("spec.holderIdentity", "")), AGE],
     "NetworkPolicy": [
         NAME, ("Pod-Selector", "string", 0, lambda o: _selector(o.spec.get("podSelector"))), AGE],
@@ -178,25 +183,25 @@ def _selector(sel: Any) -> str:
     return ",".join(parts) or "<none>"
 
 
-def _row_object(obj: Resource, include: str) -> dict[str, Any]:
+def _row_object(obj: Resource, include: str, api_version: str) -> dict[str, Any]:
     if include == "Object":
         return obj.to_dict()
     if include == "None":
         return {}
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+    return {"kind": "PartialObjectMetadata", "apiVersion": api_version,
             "metadata": obj.to_dict()["metadata"]}
 
 
 def table(kind: str, items: list[Resource], resource_version: str, include: str = "Metadata",
-          continue_token: str = "") -> dict[str, Any]:
+          continue_token: str = "", api_version: str = "meta.k8s.io/v1") -> dict[str, Any]:
     columns = COLUMNS.get(kind, [NAME, AGE])
     definitions = [{"name": name, "type": typ, "format": "name" if name == "Name" else "",
                     "description": "", "priority": priority}
                    for name, typ, priority, _ in columns]
     rows = [{"cells": [cell(obj) for _, _, _, cell in columns],
-             "object": _row_object(obj, include)} for obj in items]
+             "object": _row_object(obj, include, api_version)} for obj in items]
     meta: dict[str, Any] = {"resourceVersion": resource_version}
     if continue_token:
         meta["continue"] = continue_token
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+    return {"kind": "Table", "apiVersion": api_version, "metadata": meta,
             "columnDefinitions": definitions, "rows": rows}

@@ -49,6 +49,7 @@ def every_kind() -> list[Resource]:
                         volume_binding_mode="WaitForFirstConsumer", allow_volume_expansion=True,
                         allowed_topologies=[{"matchLabelExpressions": [
                             {"key": "topology/zone", "values": ["a"]}]}]),
+        b.volume_attributes_class("gold", DRIVER, {"iops": "5000"}),
         b.csi_driver(DRIVER, pod_info_on_mount=True,
                      volume_lifecycle_modes=["Persistent", "Ephemeral"]),
         b.csi_node("node-1", [{"name": DRIVER, "nodeID": "node-1",
@@ -64,6 +65,10 @@ def every_kind() -> list[Resource]:
                                      "volumeSnapshotRef": {"namespace": "default",
                                                            "name": "snap-1"}}}),
         b.network_policy("deny", pod_selector={}),
+        Resource.from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                            "metadata": {"name": "web", "namespace": "default"},
+                            "spec": {"minAvailable": 1,
+                                     "selector": {"matchLabels": {"app": "web"}}}}),
         Resource.from_dict({"apiVersion": "v1", "kind": "Event",
                             "metadata": {"name": "web.1880a1b2c3d4e5f6", "namespace": "default"},
                             "involvedObject": {"kind": "Pod", "namespace": "default",

@@ -290,3 +290,15 @@ async def test_an_inline_volume_publishes_with_the_secret_from_the_pods_namespac
 
     assert secured.api.get("Pod", "scratchy", "default").status["phase"] == "Running"
     assert results(secured, "NodePublishVolume") == ["OK"]
+
+
+async def test_a_deleted_pod_with_a_claim_leaves_no_directory_on_the_node(
+    one_node: Cluster,
+) -> None:
+    pod = await run_read_only_claim_pod(one_node)
+    pod_dir = one_node.kubelets["node-1"].paths.pods_dir / pod.metadata.uid
+    assert (pod_dir / "volumes" / "kubernetes.io~csi").is_dir()
+    one_node.api.delete("Pod", "reader", "default")
+    await one_node.settle()
+    assert requests(one_node, 0, "NodeUnpublishVolume")
+    assert not pod_dir.exists()

@@ -86,7 +86,7 @@ def test_server_dry_run_stores_nothing(served: Served) -> None:
 def test_explain_reads_the_openapi_schema(served: Served) -> None:
     out = served.kubectl("explain", "pods").stdout
     assert "KIND:       Pod" in out and "VERSION:    v1" in out
-    assert "spec\t<Object>" in out
+    assert "spec\t<PodSpec>" in out
 
 
 def test_watch_streams_changes_and_delete_removes(served: Served) -> None:

@@ -74,6 +74,7 @@ def test_the_v2_list_for_the_core_group(served: Served) -> None:
     assert pods["responseKind"] == {"group": "", "version": "v1", "kind": "Pod"}
     subs = {s["subresource"]: s["verbs"] for s in pods["subresources"]}
     assert subs == {"status": ["get", "patch", "update"], "log": ["get"],
+                    "binding": ["create"], "eviction": ["create"],
                     "exec": ["create", "get"], "attach": ["create", "get"],
                     "portforward": ["create", "get"]}
     nodes = next(r for r in v1["resources"] if r["resource"] == "nodes")

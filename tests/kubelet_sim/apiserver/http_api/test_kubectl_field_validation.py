@@ -103,4 +103,4 @@ def test_an_unknown_directive_is_a_bad_request(served: Served) -> None:
 def test_explain_shows_the_fields_validation_knows(served: Served) -> None:
     out = served.kubectl("explain", "pod.spec.containers").stdout
     assert "FIELDS:" in out
-    assert "volumeMounts\t<[]Object>" in out and "image\t<string>" in out
+    assert "volumeMounts\t<[]VolumeMount>" in out and "image\t<string>" in out
