@@ -319,8 +319,14 @@ class Rest:
                 raise Invalid("patch", f"cannot unmarshal {type(merged).__name__} into an "
                                        f"object of kind {r.kind}")
             merged = stored(r, merged)
-            warnings = fields.settle(problems + fields.drop_unknown_fields(
-                merged, r.kind, str(merged.get("apiVersion") or r.group_version)), mode)
+            try:
+                unknown = fields.drop_unknown_fields(
+                    merged, r.kind, str(merged.get("apiVersion") or r.group_version))
+            except BadRequest as err:
+                # what does not decode after patching is the patch's fault: 422 (the
+                # same in a body is 400)
+                raise Invalid("patch", err.message) from None
+            warnings = fields.settle(problems + unknown, mode)
             obj = Resource.from_dict(merged)
             # a resourceVersion the patch sets is a precondition; else the current one
             precondition = obj.metadata.resource_version not in (
