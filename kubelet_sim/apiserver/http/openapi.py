@@ -122,12 +122,14 @@ def built_in_definitions(resources: list[ApiResource], v3: bool) -> dict[str, An
     roots: list[str] = []
     for r in resources:
         key = type_key(r)
-        list_key = kube_types.kind_type(r.group_version, f"{r.kind}List")
-        if key is None or list_key is None:
+        if key is None:
             continue
-        roots += [key, list_key]
+        roots.append(key)
         kinds.setdefault(key, []).append(_gvk(r))
-        kinds.setdefault(list_key, []).append(_gvk(r, f"{r.kind}List"))
+        list_key = kube_types.kind_type(r.group_version, f"{r.kind}List")
+        if list_key is not None:  # a request kind (a binding, a review) has no list
+            roots.append(list_key)
+            kinds.setdefault(list_key, []).append(_gvk(r, f"{r.kind}List"))
     meta_gvks = [{"group": g, "kind": "", "version": v} for g, v in sorted(
         {(r.group, r.version) for r in resources} | {("", "v1")})]
     for meta in (defs.DELETE_OPTIONS, defs.STATUS, defs.WATCH_EVENT):
@@ -359,7 +361,8 @@ def _v2(resources: tuple[ApiResource, ...]) -> tuple[Built, Built]:
 
 
 def _served(resources: list[ApiResource]) -> tuple[ApiResource, ...]:
-    return tuple(r for r in resources if "patch" in r.verbs)  # read-only ones: no schema
+    # the writable ones; a create-only request kind (a binding, a review) is posted too
+    return tuple(r for r in resources if "patch" in r.verbs or "create" in r.verbs)
 
 
 def document_key(group_version: str) -> str:

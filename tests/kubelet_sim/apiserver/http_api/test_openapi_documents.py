@@ -139,7 +139,7 @@ def test_v2_keeps_a_ref_beside_its_siblings() -> None:
 def test_every_served_path_has_its_operations_with_field_validation_on_patch() -> None:
     paths = v3("api/v1")["paths"]
     pods = "/api/v1/namespaces/{namespace}/pods"
-    assert set(paths[pods]) == {"get", "post", "parameters"}
+    assert set(paths[pods]) == {"get", "post", "delete", "parameters"}  # delete: deletecollection
     assert set(paths[pods + "/{name}"]) == {"get", "put", "patch", "delete", "parameters"}
     assert set(paths[pods + "/{name}/status"]) == {"get", "put", "patch", "parameters"}
     assert set(paths["/api/v1/pods"]) == {"get", "parameters"}
