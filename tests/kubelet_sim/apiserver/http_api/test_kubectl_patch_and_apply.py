@@ -222,3 +222,32 @@ def test_a_body_over_three_mebibytes_is_413(served: Served) -> None:
                      body=big.encode(), content_type="application/merge-patch+json")
     assert code == 413 and body["reason"] == "RequestEntityTooLarge"
     assert body["message"] == "Request entity too large: limit is 3145728"
+
+
+CONTENT = """apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotContent
+metadata: {name: snapcontent-1}
+spec:
+  deletionPolicy: Delete
+  driver: csi-mini.example.com
+  source: {volumeHandle: vol-1}
+  volumeSnapshotRef: {name: snap, namespace: default}
+"""
+
+
+def test_csi_snapshotter_json_patches_apply_to_a_content_without_annotations_or_status(
+        served: Served) -> None:
+    served.kubectl("create", "-f", "-", stdin=CONTENT)
+    served.kubectl("patch", "volumesnapshotcontent", "snapcontent-1", "--type=json", "-p",
+                   '[{"op":"replace","path":"/metadata/annotations","value":{"a":"b"}}]')
+    served.kubectl("patch", "volumesnapshotcontent", "snapcontent-1", "--subresource=status",
+                   "--type=json", "-p", '[{"op":"replace","path":"/status","value":'
+                   '{"readyToUse":true,"snapshotHandle":"h"}}]')
+    content = json.loads(served.kubectl("get", "volumesnapshotcontent", "snapcontent-1", "-o",
+                                        "json", "--show-managed-fields").stdout)
+    assert content["metadata"]["annotations"] == {"a": "b"}
+    assert content["status"] == {"readyToUse": True, "snapshotHandle": "h"}
+    [status_writer] = [e for e in content["metadata"]["managedFields"]
+                       if e.get("subresource") == "status"]
+    assert status_writer["fieldsV1"] == {
+        "f:status": {".": {}, "f:readyToUse": {}, "f:snapshotHandle": {}}}
