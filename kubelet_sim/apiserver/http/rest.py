@@ -357,11 +357,13 @@ class Rest:
         problems = fields.duplicate_fields(config)
         problems += fields.drop_unknown_fields(config, r.kind, r.group_version)
         warnings = fields.settle(problems, mode)
+        # a resourceVersion in the configuration is a precondition, as in any write
+        wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
         for attempt in range(PATCH_RETRIES):
             try:
                 current: Resource | None = self.api.get(r.kind, target.name, target.namespace)
             except NotFound:
-                if target.subresource:
+                if target.subresource or wanted:
                     raise
                 current = None
             live = shown(r, current.to_dict()) if current is not None else None
@@ -377,20 +379,20 @@ class Rest:
             if dry_run:
                 apply_defaults(obj)
                 validate(obj)
-                return _answer(request, shown(r, obj.to_dict()), 201 if current is None else 200,
-                             warnings)
+                return _answer(request, shown(r, obj.to_dict()),
+                               201 if current is None else 200, warnings)
             try:
                 if current is None:
                     obj.metadata.resource_version = ""
                     return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
-                obj.metadata.resource_version = current.metadata.resource_version
+                obj.metadata.resource_version = wanted or current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update
                 return _answer(request, shown(r, write(obj, "patch").to_dict()),
                                warnings=warnings)
             except InjectedConflict:
                 raise
             except (Conflict, AlreadyExists):
-                if attempt == PATCH_RETRIES - 1:
+                if wanted or attempt == PATCH_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
 

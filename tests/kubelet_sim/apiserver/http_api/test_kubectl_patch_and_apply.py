@@ -251,3 +251,18 @@ def test_csi_snapshotter_json_patches_apply_to_a_content_without_annotations_or_
                        if e.get("subresource") == "status"]
     assert status_writer["fieldsV1"] == {
         "f:status": {".": {}, "f:readyToUse": {}, "f:snapshotHandle": {}}}
+
+
+def test_a_resource_version_in_an_apply_configuration_is_a_precondition(
+        served: Served) -> None:
+    served.kubectl("apply", "--server-side", "-f", "-", stdin=POD)
+    stale = POD.replace("  name: web\n", '  name: web\n  resourceVersion: "1"\n')
+    code, body = raw(served, POD_PATH + "?fieldManager=kubectl", token=_token(served),
+                     method="PATCH", body=stale.encode(),
+                     content_type="application/apply-patch+yaml")
+    assert code == 409 and body["reason"] == "Conflict"
+    served.kubectl("delete", "pod", "web")  # unscheduled: gone at once
+    code, body = raw(served, POD_PATH + "?fieldManager=kubectl", token=_token(served),
+                     method="PATCH", body=stale.encode(),
+                     content_type="application/apply-patch+yaml")
+    assert code == 404 and body["reason"] == "NotFound"  # no create with a resourceVersion
