@@ -106,10 +106,11 @@ def node_of(target: Target) -> Node:
     return kind_node(target.resource.group_version, target.resource.kind) or UNTYPED_NODE
 
 
-def write_of(target: Target) -> Write:
-    now = format_time(datetime.datetime.now(datetime.UTC))
+def write_of(target: Target, now: datetime.datetime) -> Write:
+    """Where a write to ``target`` lands, at ``now`` (the API server's clock)."""
     r = target.resource
-    return Write(node_of(target), r.group_version, target.subresource, r.has_status, now)
+    return Write(node_of(target), r.group_version, target.subresource, r.has_status,
+                 format_time(now))
 
 
 def patched(kind: str, doc: dict[str, Any], patch: Any, target: Target,
@@ -159,8 +160,8 @@ def check_apply_config(config: dict[str, Any], target: Target) -> None:
 
 
 def record_update(obj: Resource, live: dict[str, Any] | None, shown_doc: dict[str, Any],
-                  manager: str, target: Target) -> None:
+                  manager: str, target: Target, now: datetime.datetime) -> None:
     """Set ``obj``'s managedFields for a create (``live`` None) or update by ``manager``;
     ``shown_doc`` is ``obj`` as the endpoint serves it, defaults applied."""
-    managed = track_update(live, shown_doc, manager, write_of(target))
+    managed = track_update(live, shown_doc, manager, write_of(target, now))
     obj.metadata.managed_fields = managed or []

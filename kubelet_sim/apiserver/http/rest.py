@@ -367,7 +367,8 @@ class Rest:
                     raise
                 current = None
             live = shown(r, current.to_dict()) if current is not None else None
-            result = apply(live, config, manager, force, patching.write_of(target))
+            result = apply(live, config, manager, force,
+                           patching.write_of(target, self.api.clock.now()))
             doc = dict(result.obj if result.obj is not None else live or {})
             meta = dict(doc.get("metadata") or {})
             meta["managedFields"] = result.managed_fields
@@ -402,7 +403,7 @@ class Rest:
         defaulted = obj.copy()
         apply_defaults(defaulted)
         patching.record_update(obj, live, shown(target.resource, defaulted.to_dict()),
-                               manager, target)
+                               manager, target, self.api.clock.now())
 
     def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
         opts = _DeleteOptions.read(request, options)
