@@ -5,6 +5,8 @@ Callers branch on the type (``except Conflict``), never on message text.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ApiError(Exception):
     """Base of every error the simulated API server raises."""
@@ -61,6 +63,11 @@ class Conflict(ApiError):
     def __init__(self, message: str, kind: str = "", name: str = "") -> None:
         super().__init__(message)
         self.kind, self.name = kind, name
+
+
+class InjectedConflict(Conflict):
+    """A Conflict a test asked the API server to answer (fault injection): the writer
+    sees it, it is not retried inside the server."""
 
 
 class Gone(ApiError):
@@ -120,3 +127,52 @@ class InvalidObject(Invalid):
         self.args = (self.message,)
         self.errors = list(errors)
         self.qualified_kind, self.name = qualified_kind, name
+
+
+class RequestEntityTooLarge(ApiError):
+    """The request is over one of the API server's limits, e.g. JSON patch operations (413)."""
+
+    code, reason = 413, "RequestEntityTooLarge"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Request entity too large: {message}")
+
+
+class UnsupportedMediaType(ApiError):
+    """A body in a format the endpoint does not take (415)."""
+
+    code, reason = 415, "UnsupportedMediaType"
+
+
+class Unprocessable(ApiError):
+    """422 without field causes: the form kube-apiserver gives a JSON patch that does not
+    apply (its library's own message is not passed on)."""
+
+    code, reason = 422, "Invalid"
+
+
+class ApplyConflict(ApiError):
+    """Server-side apply would change fields another manager owns (409). ``causes`` are
+    the Status causes: one ``FieldManagerConflict`` per field."""
+
+    code, reason = 409, "Conflict"
+
+    def __init__(self, message: str, causes: list[dict[str, str]],
+                 conflicts: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.causes = causes
+        self.conflicts = conflicts or []  # (manager, field path) pairs, for the server
+
+
+class InvalidOptions(ApiError):
+    """The query options of a write are invalid (422), e.g. apply without
+    ``fieldManager``; ``problems`` are the Status causes (reason, field, message)."""
+
+    code, reason = 422, "Invalid"
+
+    def __init__(self, options_kind: str, problems: list[dict[str, str]]) -> None:
+        said = [f"{p['field']}: {p['message']}" for p in problems]
+        listed = said[0] if len(said) == 1 else "[" + ", ".join(said) + "]"
+        super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {listed}')
+        self.options_kind = options_kind
+        self.causes = problems

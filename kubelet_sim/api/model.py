@@ -101,6 +101,7 @@ _META_FIELDS = {
     "deletionGracePeriodSeconds": "deletion_grace_period_seconds",
     "finalizers": "finalizers",
     "ownerReferences": "owner_references",
+    "managedFields": "managed_fields",
 }
 
 
@@ -171,6 +172,7 @@ class ObjectMeta:
     deletion_grace_period_seconds: int | None = None
     finalizers: list[str] = field(default_factory=list)
     owner_references: list[JSON] = field(default_factory=list)
+    managed_fields: list[JSON] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, raw: Any, path: str = "metadata") -> ObjectMeta:
@@ -178,7 +180,7 @@ class ObjectMeta:
             return cls()
         if not isinstance(raw, dict):
             raise Invalid(path, "must be an object")
-        unknown = set(raw) - set(_META_FIELDS) - {"managedFields", "selfLink"}
+        unknown = set(raw) - set(_META_FIELDS) - {"selfLink"}
         if unknown:
             raise Invalid(f"{path}.{sorted(unknown)[0]}", "unknown field")
         kwargs: dict[str, Any] = {}
@@ -200,7 +202,9 @@ class ObjectMeta:
             elif attr in ("generation", "deletion_grace_period_seconds"):
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise Invalid(f"{path}.{wire}", "must be an integer")
-            elif attr == "owner_references":
+            elif attr in ("owner_references", "managed_fields"):
+                if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+                    raise Invalid(f"{path}.{wire}", "must be a list of objects")
                 value = copy.deepcopy(value)
             elif attr.endswith("_timestamp") and isinstance(value, datetime):
                 # YAML turns an unquoted timestamp into a datetime
@@ -268,7 +272,8 @@ class Resource:
         meta = self.metadata
         return Resource(self.kind, replace(
             meta, labels=dict(meta.labels), annotations=dict(meta.annotations),
-            finalizers=list(meta.finalizers), owner_references=clone(meta.owner_references)),
+            finalizers=list(meta.finalizers), owner_references=clone(meta.owner_references),
+            managed_fields=clone(meta.managed_fields)),
             clone(self.spec), clone(self.status), clone(self.body), self.api_version)
 
     # -- wire form -----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from kubelet_sim.api.errors import Conflict
+from kubelet_sim.api.errors import InjectedConflict
 from kubelet_sim.api.model import Resource, kind_info
 from kubelet_sim.api.taints import default_tolerations
 
@@ -81,7 +81,7 @@ class InjectedConflicts:
         pending = self._pending.get(kind)
         if pending and pending.count > 0 and verb in pending.verbs:
             pending.count -= 1
-            raise Conflict(
+            raise InjectedConflict(
                 f"Operation cannot be fulfilled on {kind}: the object has been modified; "
                 "please apply your changes to the latest version and try again (injected)"
             )

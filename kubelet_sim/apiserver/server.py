@@ -41,7 +41,15 @@ from datetime import timedelta
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from kubelet_sim.api.merge_patch import merge_patch
-from kubelet_sim.api.model import JSON, Resource, format_time, kind_info, new, set_condition
+from kubelet_sim.api.model import (
+    JSON,
+    Resource,
+    clone,
+    format_time,
+    kind_info,
+    new,
+    set_condition,
+)
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
@@ -181,17 +189,18 @@ class APIServer:
         return obj.copy()
 
     @locked
-    def update(self, obj: Resource | JSON) -> Resource:
-        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource."""
-        return self._update(obj, status_only=False, verb="update")
+    def update(self, obj: Resource | JSON, verb: str = "update") -> Resource:
+        """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource.
+        ``verb`` names the request for fault injection (``patch`` for a patch's write)."""
+        return self._update(obj, status_only=False, verb=verb)
 
     @locked
-    def update_status(self, obj: Resource | JSON) -> Resource:
+    def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
         kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
         if not kind_info(kind).status_subresource:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
-        return self._update(obj, status_only=True, verb="update_status")
+        return self._update(obj, status_only=True, verb=f"{verb}_status")
 
     @locked
     def patch(
@@ -392,6 +401,7 @@ class APIServer:
         if status_only:
             updated = current.copy()
             updated.status = obj.status
+            updated.metadata.managed_fields = obj.metadata.managed_fields
         else:
             updated = obj
             cur = current.metadata
@@ -401,6 +411,9 @@ class APIServer:
                 setattr(updated.metadata, attr, getattr(cur, attr))
             if info.status_subresource:
                 updated.status = copy.deepcopy(current.status)
+            if not updated.metadata.managed_fields:
+                # a write that does not send them keeps them, as kube-apiserver does
+                updated.metadata.managed_fields = clone(cur.managed_fields)
             if current.is_terminating:
                 added = set(updated.metadata.finalizers) - set(cur.finalizers)
                 if added:

@@ -16,7 +16,6 @@ from typing import Any
 from aiohttp import web
 
 from kubelet_sim.api.errors import BadRequest, Conflict, FieldError, InvalidObject
-from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.crd import columns
 from kubelet_sim.apiserver.crd import schema as structural
@@ -24,9 +23,10 @@ from kubelet_sim.apiserver.crd.definition import CustomKind, CustomVersion
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.http import events
 from kubelet_sim.apiserver.http import field_validation as fields
-from kubelet_sim.apiserver.http.patch import json_patch
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, lookup
 from kubelet_sim.apiserver.http.status import fail
+from kubelet_sim.apiserver.patch.json_patch import apply_json_patch, decode_operations
+from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.server import APIServer
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -231,9 +231,9 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
     if request.method == "PUT":
         wanted = sent
     elif request.headers.get("Content-Type", "").startswith("application/json-patch+json"):
-        wanted = json_patch(scale, sent)
+        wanted = apply_json_patch(scale, decode_operations(sent, True))
     else:
-        wanted = merge_patch(scale, sent)
+        wanted = apply_merge_patch(scale, sent)
     if not isinstance(wanted, dict):
         raise BadRequest("the body must be a JSON object")
     sent_version = (wanted.get("metadata") or {}).get("resourceVersion")

@@ -5,8 +5,9 @@ event per line, BOOKMARKs when asked, ``timeoutSeconds``, ``sendInitialEvents`` 
 initial ADDEDs with the ``k8s.io/initial-events-end`` BOOKMARK; a too-old resourceVersion
 ends the stream with an ERROR event carrying a 410 Status), create, update (409 on a
 stale resourceVersion), delete (graceful, finalizers kept; ``propagationPolicy`` and
-``orphanDependents`` become the garbage collector's finalizers), patch (JSON merge, JSON
-patch, strategic merge; server-side apply is 415), deletecollection (DELETE on a
+``orphanDependents`` become the garbage collector's finalizers), patch (JSON patch, merge
+patch, strategic merge patch and server-side apply, :mod:`.patch`; managedFields kept on
+every write), deletecollection (DELETE on a
 collection, with its selectors), the status subresource, ``pods/binding`` and
 ``pods/eviction``, the create-only request kinds (``bindings``, the self-subject reviews)
 and ``dryRun=All`` (validated, answered, not stored). Media types are negotiated in
@@ -25,13 +26,22 @@ from typing import Any
 
 from aiohttp import web
 
-from kubelet_sim.api.errors import ApiError, BadRequest, Conflict, Gone, Invalid, NotFound
-from kubelet_sim.api.merge_patch import merge_patch
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Gone,
+    InjectedConflict,
+    Invalid,
+    NotFound,
+)
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http import list_options, pod_connect, reviews
+from kubelet_sim.apiserver.http import patch as patching
 from kubelet_sim.apiserver.http.custom import (
     custom_parts,
     refuse_other_media,
@@ -42,7 +52,6 @@ from kubelet_sim.apiserver.http.custom import (
 )
 from kubelet_sim.apiserver.http.custom import table as custom_table
 from kubelet_sim.apiserver.http.encoding import (
-    PATCH_TYPES,
     Output,
     WatchStream,
     not_acceptable,
@@ -50,12 +59,11 @@ from kubelet_sim.apiserver.http.encoding import (
     read_body,
     respond,
 )
-from kubelet_sim.apiserver.http.events import GROUP
-from kubelet_sim.apiserver.http.patch import json_patch, strategic_merge
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, POD_REQUESTS, Target
 from kubelet_sim.apiserver.http.resources import BINDINGS, ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
+from kubelet_sim.apiserver.patch import apply
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.validation import validate
 
@@ -136,7 +144,8 @@ class Rest:
                     return self.list(request, target)
                 if method == "POST":
                     return self.create(request, target, await _body(request),
-                                       _dry_run(request), fields.directive(request))
+                                       _dry_run(request), fields.directive(request),
+                                       patching.field_manager(request, "CreateOptions"))
                 if method == "DELETE" and "deletecollection" in target.resource.verbs \
                         and (target.namespace or not target.resource.namespaced):
                     return self.delete_collection(request, target, await _body(request))
@@ -146,7 +155,8 @@ class Rest:
                 return self.get(request, target)
             if method == "PUT":
                 return self.update(request, target, await _body(request), _dry_run(request),
-                                   fields.directive(request))
+                                   fields.directive(request),
+                                   patching.field_manager(request, "UpdateOptions"))
             if method == "PATCH":
                 return await self.patch(request, target)
             if method == "DELETE":
@@ -263,8 +273,9 @@ class Rest:
     # -- writes ---------------------------------------------------------------------------
 
     def create(self, request: web.Request, target: Target, body: Any, dry_run: bool,
-               mode: str) -> web.Response:
+               mode: str, manager: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
+        self._record(obj, None, manager, target)
         if dry_run:
             apply_defaults(obj)
             obj = self.api.custom.prepare(obj, self.api.clock.now())
@@ -274,13 +285,14 @@ class Rest:
                        warnings)
 
     def update(self, request: web.Request, target: Target, body: Any, dry_run: bool,
-               mode: str) -> web.Response:
+               mode: str, manager: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
         if obj.name != target.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
                              f"the URL ({target.name})")
+        current = self.api.get(target.resource.kind, target.name, target.namespace)
+        self._record(obj, shown(target.resource, current.to_dict()), manager, target)
         if dry_run:
-            self.api.get(target.resource.kind, target.name, target.namespace)
             apply_defaults(obj)
             obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
@@ -289,58 +301,114 @@ class Rest:
         return _answer(request, shown(target.resource, write(obj).to_dict()), warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
-        kind = target.resource.kind
-        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if content_type not in PATCH_TYPES:
-            raise fail(415, "UnsupportedMediaType", f"the body of the request was in an "
-                       f"unknown format - accepted media types include: "
-                       f"{', '.join(PATCH_TYPES)}")
-        if content_type == "application/apply-patch+yaml":
-            raise fail(415, "UnsupportedMediaType",
-                       "server-side apply is not supported by this API server; use "
-                       "client-side kubectl apply (without --server-side)")
-        try:
-            patch = fields.decode(await request.read() or b"{}")
+        kind = patching.patch_type(request, target)
+        applying = kind == patching.APPLY_PATCH
+        manager = patching.field_manager(request, "PatchOptions", applying)
+        dry_run, mode = _dry_run(request), fields.directive(request)
+        if applying:
+            config = patching.decode_apply(await patching.read_body(request))
+            return self._apply(request, target, config, manager, patching.force(request),
+                               dry_run, mode)
+        try:  # every patch type but apply is JSON, whatever its media type says
+            patch = fields.decode(await patching.read_body(request) or b"{}")
         except ValueError as e:
             raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
                 from None
-        dry_run, mode = _dry_run(request), fields.directive(request)
         problems = fields.duplicate_fields(patch)
         r = target.resource
-        if (content_type == "application/merge-patch+json" and not dry_run and r.group != GROUP
-                and custom_parts(r) is None):
-            if not isinstance(patch, dict):
-                raise BadRequest("a merge patch must be a JSON object")
-            # a merge patch has the object's shape: its unknown fields are the result's
-            warnings = fields.settle(problems + fields.drop_unknown_fields(
-                patch, kind, r.group_version), mode)
-            return _answer(request, self.api.patch(kind, target.name, patch, target.namespace,
-                                        target.subresource).to_dict(), warnings=warnings)
         for attempt in range(PATCH_RETRIES):
-            current = self.api.get(kind, target.name, target.namespace)
-            doc = shown(r, current.to_dict())
-            if content_type == "application/json-patch+json":
-                merged = json_patch(doc, patch)
-            elif content_type == "application/strategic-merge-patch+json":
-                merged = strategic_merge(doc, patch)
-            else:
-                merged = merge_patch(doc, patch)
+            current = self.api.get(r.kind, target.name, target.namespace)
+            live = shown(r, current.to_dict())
+            merged = patching.patched(kind, live, patch, target, mode)
+            if not isinstance(merged, dict):
+                raise Invalid("patch", f"cannot unmarshal {type(merged).__name__} into an "
+                                       f"object of kind {r.kind}")
             merged = stored(r, merged)
-            warnings = fields.settle(problems + unknown_fields(r, merged), mode)
+            try:
+                unknown = unknown_fields(r, merged)
+            except BadRequest as err:
+                # what does not decode after patching is the patch's fault: 422 (the
+                # same in a body is 400)
+                raise Invalid("patch", err.message) from None
+            warnings = fields.settle(problems + unknown, mode)
             obj = Resource.from_dict(merged)
+            # a resourceVersion the patch sets is a precondition; else the current one
+            precondition = obj.metadata.resource_version not in (
+                "", current.metadata.resource_version)
+            obj.metadata.resource_version = (obj.metadata.resource_version
+                                             or current.metadata.resource_version)
+            self._record(obj, live, manager, target)
             if dry_run:
                 apply_defaults(obj)
                 obj = self.api.custom.prepare(obj, self.api.clock.now())
                 validate(obj)
                 return _answer(request, shown(r, obj.to_dict()), warnings=warnings)
-            obj.metadata.resource_version = current.metadata.resource_version
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _answer(request, shown(r, write(obj).to_dict()), warnings=warnings)
+                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                               warnings=warnings)
+            except InjectedConflict:
+                raise
             except Conflict:
-                if attempt == PATCH_RETRIES - 1:
+                if precondition or attempt == PATCH_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def _apply(self, request: web.Request, target: Target, config: dict[str, Any],
+               manager: str, force: bool, dry_run: bool, mode: str) -> web.Response:
+        """Server-side apply: create when absent (201), else merge and take ownership."""
+        r = target.resource
+        patching.check_apply_config(config, target)
+        problems = fields.duplicate_fields(config)
+        problems += fields.drop_unknown_fields(config, r.kind, r.group_version)
+        warnings = fields.settle(problems, mode)
+        # a resourceVersion in the configuration is a precondition, as in any write
+        wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
+        for attempt in range(PATCH_RETRIES):
+            try:
+                current: Resource | None = self.api.get(r.kind, target.name, target.namespace)
+            except NotFound:
+                if target.subresource or wanted:
+                    raise
+                current = None
+            live = shown(r, current.to_dict()) if current is not None else None
+            result = apply(live, config, manager, force,
+                           patching.write_of(target, self.api.clock.now()))
+            doc = dict(result.obj if result.obj is not None else live or {})
+            meta = dict(doc.get("metadata") or {})
+            meta["managedFields"] = result.managed_fields
+            meta.setdefault("name", target.name)
+            if r.namespaced:
+                meta.setdefault("namespace", target.namespace)
+            doc["metadata"] = meta
+            obj = Resource.from_dict(stored(r, doc))
+            if dry_run:
+                apply_defaults(obj)
+                validate(obj)
+                return _answer(request, shown(r, obj.to_dict()),
+                               201 if current is None else 200, warnings)
+            try:
+                if current is None:
+                    obj.metadata.resource_version = ""
+                    return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
+                obj.metadata.resource_version = wanted or current.metadata.resource_version
+                write = self.api.update_status if target.subresource else self.api.update
+                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                               warnings=warnings)
+            except InjectedConflict:
+                raise
+            except (Conflict, AlreadyExists):
+                if wanted or attempt == PATCH_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _record(self, obj: Resource, live: dict[str, Any] | None, manager: str,
+                target: Target) -> None:
+        """Set the managedFields ``obj`` is written with (the fields as defaulted)."""
+        defaulted = obj.copy()
+        apply_defaults(defaulted)
+        patching.record_update(obj, live, shown(target.resource, defaulted.to_dict()),
+                               manager, target, self.api.clock.now())
 
     def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
         opts = _DeleteOptions.read(request, options)

@@ -10,9 +10,11 @@ from aiohttp import web
 from kubelet_sim.api.errors import (
     AlreadyExists,
     ApiError,
+    ApplyConflict,
     Conflict,
     Invalid,
     InvalidObject,
+    InvalidOptions,
     NotFound,
     TooManyRequests,
 )
@@ -51,6 +53,11 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
         details = {"causes": err.causes}
     if isinstance(err, Conflict) and err.name:
         details = {"name": err.name, "kind": err.kind}
+    if isinstance(err, ApplyConflict):
+        details = {"causes": err.causes}
+    if isinstance(err, InvalidOptions):
+        details = {"name": "", "group": "meta.k8s.io", "kind": err.options_kind,
+                   "causes": err.causes}
     return status_body(err.code, err.reason, message, details or None)
 
 

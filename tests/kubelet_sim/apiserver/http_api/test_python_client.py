@@ -88,8 +88,12 @@ def test_not_found_invalid_and_unsupported_media(served: Served,
     core.create_namespaced_pod("default", pod_body("p3"))
     code, body = raw(served, "/api/v1/namespaces/default/pods/p3",
                      token=served.handle.credentials.token, method="PATCH",
-                     body=b"{}", content_type="application/apply-patch+yaml")
+                     body=b"{}", content_type="text/plain")
     assert code == 415 and body["reason"] == "UnsupportedMediaType"
+    assert body["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json, application/apply-patch+yaml")
 
 
 def test_limit_and_continue_page_through_a_list(served: Served,
