@@ -124,6 +124,16 @@ spec:
         claimName: data
 """
 
+CLASSES = """\
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttributesClass
+metadata:
+  name: fast
+driverName: csi-mini.example.com
+parameters:
+  iops: "6000"
+"""
+
 SNAPSHOT = """\
 apiVersion: snapshot.storage.k8s.io/v1
 kind: VolumeSnapshot
@@ -239,6 +249,15 @@ def test_the_real_sidecars_provision_attach_expand_snapshot_restore_and_delete(
             flow.wait(lambda: flow.jsonpath("pvc", "data", path="{.status.capacity.storage}")
                       == "2Gi", "the claim's capacity 2Gi")
 
+            # external-resizer's modify controller: ControllerModifyVolume to another class
+            up.kubectl("apply", "-f", "-", stdin=CLASSES)
+            up.kubectl("patch", "pvc", "data", "--type=merge", "-p",
+                       '{"spec":{"volumeAttributesClassName":"fast"}}')
+            flow.wait(lambda: flow.jsonpath(
+                "pvc", "data", path="{.status.currentVolumeAttributesClassName}") == "fast",
+                "the claim's volume attributes class fast")
+            assert flow.jsonpath("pv", pv, path="{.spec.volumeAttributesClassName}") == "fast"
+
             # snapshot-controller: the content; csi-snapshotter: CreateSnapshot
             up.kubectl("apply", "-f", "-", stdin=SNAPSHOT)
             flow.wait(lambda: flow.jsonpath("volumesnapshot", "data-snap",
@@ -252,7 +271,8 @@ def test_the_real_sidecars_provision_attach_expand_snapshot_restore_and_delete(
             # each sidecar's Events, as `kubectl describe` lists them
             assert "ProvisioningSucceeded" in flow.reasons("default", "data")
             assert "ProvisioningSucceeded" in flow.reasons("default", "data-restored")
-            assert "Resizing" in flow.reasons("default", "data")
+            assert {"Resizing", "VolumeModify", "VolumeModifySuccessful"} <= flow.reasons(
+                "default", "data")
             assert {"CreatingSnapshot", "SnapshotCreated", "SnapshotReady"} <= flow.reasons(
                 "default", "data-snap")
 
@@ -261,7 +281,9 @@ def test_the_real_sidecars_provision_attach_expand_snapshot_restore_and_delete(
             up.kubectl("delete", "pvc", "data-restored", "--wait=false")
             up.kubectl("delete", "volumesnapshot", "data-snap", "--wait=false")
             up.kubectl("delete", "pvc", "data", "--wait=false")
-            for kind in ("volumeattachments", "volumesnapshotcontents", "pv", "pvc", "pods"):
+            up.kubectl("delete", "volumeattributesclass", "fast", "--wait=false")
+            for kind in ("volumeattachments", "volumesnapshotcontents", "pv", "pvc", "pods",
+                         "volumeattributesclasses"):
                 flow.wait(flow.none_left(kind), f"no {kind} left", 120)
             with grpc.insecure_channel(controller_socket(up)) as channel:
                 stub = csi_pb2_grpc.ControllerStub(channel)
