@@ -128,6 +128,10 @@ class _Walk:
         if self.type_error:
             return  # Go's decoder reports the first one
         what = _json_kind(value) + (f" {number}" if number else "")
+        if not self._fields:  # the whole document: Go names the value, not a field
+            self.type_error = (f"json: cannot unmarshal {what} into Go value of type "
+                               f"{go_type_name(ref)}")
+            return
         self.type_error = (f"json: cannot unmarshal {what} into Go struct field "
                            f"{struct}.{'.'.join(self._fields)} of type {go_type_name(ref)}")
 

@@ -69,6 +69,9 @@ from kubelet_sim.apiserver.validation import validate
 
 BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client allows them
 PATCH_RETRIES = 5
+# Live events a watch stream may hold unsent (its client not reading): one more and the
+# watch is closed, as kube-apiserver's watch cache closes a watcher that cannot keep up.
+WATCH_BUFFER = 1000
 
 
 def _answer(request: web.Request, body: Any, status: int = 200,
@@ -219,7 +222,8 @@ class Rest:
                 # a streaming list: the current objects, then a BOOKMARK marking their end
                 found = self.api.list(r.kind, target.namespace or None, labels, fields)
                 initial, since = found.items, found.resource_version
-            watch = self.api.watch(r.kind, target.namespace or None, labels, fields, since)
+            watch = self.api.watch(r.kind, target.namespace or None, labels, fields, since,
+                                   buffer_limit=WATCH_BUFFER)
         except Gone as err:
             await _send(response, {"type": "ERROR", "object": status_body(
                 410, "Expired", f"too old resource version: {err.message}")})
@@ -252,8 +256,8 @@ class Rest:
                     break
                 await _send(response, {"type": event.type, "object": self._shown(
                     request, r, event.object)})
-        except ConnectionResetError:
-            pass  # the client went away: nothing more to send
+        except ConnectionError:
+            pass  # the client went away (reset, broken pipe, closed): nothing more to send
         finally:
             watch.stop()
         return response
@@ -544,6 +548,8 @@ class _DeleteOptions:
 
     @classmethod
     def read(cls, request: web.Request, options: Any) -> _DeleteOptions:
+        if options != {}:  # a body: decoded as kube-apiserver decodes DeleteOptions
+            fields.drop_unknown_fields(options, "DeleteOptions", "meta.k8s.io/v1")
         options = options if isinstance(options, dict) else {}
         grace = _int_param(request, "gracePeriodSeconds")
         if grace is None and options.get("gracePeriodSeconds") is not None:
@@ -594,9 +600,12 @@ def _int_param(request: web.Request, name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise fail(400, "BadRequest", f"{name}: invalid integer {raw!r}") from None
+    if not -(2**63) <= value < 2**63:  # what Go's strconv.ParseInt refuses
+        raise fail(400, "BadRequest", f"{name}: value out of range {raw!r}")
+    return value
 
 
 async def _send(response: WatchStream, event: dict[str, Any]) -> None:
