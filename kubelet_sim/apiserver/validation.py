@@ -9,6 +9,7 @@ port numbers and names, quantities.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,46 @@ ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce
 def _check(ok: bool, path: str, message: str) -> None:
     if not ok:
         raise Invalid(path, message)
+
+
+def _supported(value: Any, allowed: tuple[str, ...], path: str) -> None:
+    """field.NotSupported as kube-apiserver words it: the values quoted, in its order."""
+    listed = ", ".join(json.dumps(v) for v in allowed)
+    _check(value in allowed, path,
+           f"Unsupported value: {json.dumps(value)}: supported values: {listed}")
+
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _tolerations(tolerations: list[Any], path: str) -> None:
+    for i, toleration in enumerate(tolerations):
+        item = f"{path}[{i}]"
+        if toleration.get("key"):
+            label_key(toleration["key"], f"{item}.key")
+        operator = toleration.get("operator") or "Equal"
+        if operator == "Exists":
+            _check(not toleration.get("value"), f"{item}.operator",
+                   f"Invalid value: {json.dumps(toleration.get('value'))}: value must be "
+                   "empty when `operator` is 'Exists'")
+        else:
+            _supported(operator, ("Equal", "Exists"), f"{item}.operator")
+        if toleration.get("effect"):
+            _supported(toleration["effect"], TAINT_EFFECTS, f"{item}.effect")
+        if toleration.get("tolerationSeconds") is not None:
+            _check(toleration.get("effect") == "NoExecute", f"{item}.effect",
+                   f"Invalid value: {json.dumps(toleration.get('effect', ''))}: effect must be "
+                   "'NoExecute' when `tolerationSeconds` is set")
+
+
+def _taints(taints: list[Any], path: str) -> None:
+    for i, taint in enumerate(taints):
+        item = f"{path}[{i}]"
+        _check(bool(taint.get("key")), f"{item}.key", "Required value")
+        label_key(taint["key"], f"{item}.key")
+        _check(bool(taint.get("effect")), f"{item}.effect", "Required value")
+        _supported(taint["effect"], TAINT_EFFECTS, f"{item}.effect")
 
 
 def _one_of(value: Any, allowed: tuple[str, ...], path: str) -> None:
@@ -167,6 +208,9 @@ def _pod(obj: Resource) -> None:
             _check(bool((vol["csi"] or {}).get("driver")), f"{path}.csi.driver", "Required value")
     if obj.spec.get("nodeName"):
         dns_subdomain(obj.spec["nodeName"], "spec.nodeName")
+    if obj.spec.get("restartPolicy"):
+        _supported(obj.spec["restartPolicy"], RESTART_POLICIES, "spec.restartPolicy")
+    _tolerations(obj.spec.get("tolerations") or [], "spec.tolerations")
 
 
 def _access_modes(spec: JSON, path: str) -> None:
@@ -271,6 +315,7 @@ def _csi_node(obj: Resource) -> None:
 
 
 def _node(obj: Resource) -> None:
+    _taints(obj.spec.get("taints") or [], "spec.taints")
     if obj.spec.get("podCIDR"):
         cidr(obj.spec["podCIDR"], "spec.podCIDR")
     for i, c in enumerate(obj.spec.get("podCIDRs") or []):

@@ -26,6 +26,7 @@ from aiohttp import web
 from kubelet_sim.api import kube_types
 from kubelet_sim.api.errors import BadRequest
 from kubelet_sim.api.kube_types import TypeRef
+from kubelet_sim.api.quantity import Quantity, QuantityError
 from kubelet_sim.api.schema import Arr, Map, Node, Obj, kind_schema
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
@@ -161,8 +162,11 @@ class _Walk:
             self._scalar(doc, ref, resolved, struct)
             return
         info = kube_types.type_info(resolved) if isinstance(resolved, str) else None
+        if info is not None and info.special is not None:
+            self._special(doc, info.special, ref, struct)
+            return
         if info is None or info.kind != "struct":
-            return  # Quantity, Time, IntOrString, RawExtension, ...: decoded their own way
+            return
         if not isinstance(doc, dict):
             self._wrong(doc, ref, struct)
             return
@@ -176,6 +180,24 @@ class _Walk:
             self._fields.append(key)
             self.value(doc[key], f.type, _join(path, key), name)
             self._fields.pop()
+
+    def _special(self, doc: Any, special: str, ref: TypeRef, struct: str) -> None:
+        """The types that decode themselves: a Quantity is a string (or number) in its
+        grammar, an IntOrString an int32 or a string; the others take what JSON has."""
+        if self.type_error:
+            return
+        if special == "Quantity":
+            if isinstance(doc, bool) or not isinstance(doc, (str, int, float)):
+                self._wrong(doc, ref, struct)
+                return
+            try:
+                Quantity.parse(doc if isinstance(doc, str) else str(doc))
+            except QuantityError:
+                self.type_error = ("quantities must match the regular expression "
+                                   "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        elif special == "IntOrString" and (isinstance(doc, bool)
+                                           or not isinstance(doc, (str, int))):
+            self._wrong(doc, "int32", struct)
 
     def _scalar(self, doc: Any, ref: TypeRef, scalar: str, struct: str) -> None:
         if scalar == "string" or scalar == "[]byte":

@@ -63,3 +63,39 @@ def test_a_field_of_the_wrong_type_is_refused_naming_it(
     assert "cannot unmarshal" in status["message"]
     after = call_json(served, "GET", path)[1]
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize(("change", "field", "said"), [
+    ({"restartPolicy": "Sometimes"}, "spec.restartPolicy",
+     'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'),
+    ({"tolerations": [{"key": "a", "operator": "Maybe"}]}, "spec.tolerations[0].operator",
+     'Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
+    ({"tolerations": [{"key": "a", "effect": "Later"}]}, "spec.tolerations[0].effect",
+     'Unsupported value: "Later"'),
+])
+def test_values_outside_an_enum_are_422_naming_the_field(
+        served: Served, change: dict[str, Any], field: str, said: str) -> None:
+    body = pod("p")
+    body["spec"].update(change)
+    code, status = call_json(served, "POST", PODS, body)
+    assert (code, status["reason"]) == (422, "Invalid"), status
+    assert field in status["message"] and said in status["message"]
+    assert call_json(served, "GET", f"{PODS}/p")[0] == 404
+
+
+def test_a_node_taint_with_a_bad_effect_is_422(served: Served) -> None:
+    code, status = call_json(served, "PATCH", "/api/v1/nodes/node-1",
+                             {"spec": {"taints": [{"key": "a", "effect": "Bogus"}]}},
+                             content_type="application/merge-patch+json")
+    assert (code, status["reason"]) == (422, "Invalid")
+    assert "spec.taints[0].effect" in status["message"]
+
+
+def test_a_memory_limit_that_is_no_quantity_is_400(served: Served) -> None:
+    body = pod("p")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"memory": "lots"}}
+    code, status = call_json(served, "POST", PODS, body)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"] == ('Pod in version "v1" cannot be handled as a Pod: quantities '
+                                 "must match the regular expression "
+                                 "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
