@@ -60,9 +60,10 @@ class Conflict(ApiError):
 
     code, reason = 409, "Conflict"
 
-    def __init__(self, message: str, kind: str = "", name: str = "") -> None:
+    def __init__(self, message: str, kind: str = "", name: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.kind, self.name = kind, name
+        self.detail = detail  # after "Operation cannot be fulfilled on <resource> <name>: "
 
 
 class InjectedConflict(Conflict):

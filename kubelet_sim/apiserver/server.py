@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import json
 import random
 import threading
 import uuid
@@ -391,11 +392,15 @@ class APIServer:
         current = self._current(obj.kind, obj.metadata.name, obj.metadata.namespace)
         self._conflicts.take(obj.kind, verb)
         sent = obj.metadata
+        if sent.resource_version and not sent.resource_version.isdigit():
+            raise BadRequest(f"resourceVersion: Invalid value: {json.dumps(sent.resource_version)}"
+                             f": strconv.ParseUint: parsing {json.dumps(sent.resource_version)}: "
+                             "invalid syntax")
         if sent.resource_version and sent.resource_version != current.metadata.resource_version:
-            raise Conflict(
-                f"Operation cannot be fulfilled on {obj.kind} {sent.name!r}: the object has "
-                "been modified; please apply your changes to the latest version and try again"
-            )
+            stale = ("the object has been modified; please apply your changes to the latest "
+                     "version and try again")
+            raise Conflict(f"Operation cannot be fulfilled on {obj.kind} {sent.name!r}: {stale}",
+                           kind=obj.kind, name=sent.name, detail=stale)
         if sent.uid and sent.uid != current.metadata.uid:
             raise Conflict(f"Precondition failed: UID in object meta: {sent.uid}")
         if status_only:

@@ -39,6 +39,7 @@ def _supported(value: Any, allowed: tuple[str, ...], path: str) -> None:
            f"Unsupported value: {json.dumps(value)}: supported values: {listed}")
 
 
+TOTAL_ANNOTATION_SIZE = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -161,6 +162,9 @@ def validate(obj: Resource) -> None:
         )
     for key in meta.annotations:
         label_key(key, f"metadata.annotations[{key}]")
+    size = sum(len(k) + len(v) for k, v in meta.annotations.items())
+    _check(size <= TOTAL_ANNOTATION_SIZE, "metadata.annotations",
+           f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes")
     validator = _VALIDATORS.get(obj.kind)
     if validator is None:
         return

@@ -52,7 +52,10 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     if isinstance(err, TooManyRequests) and err.causes:
         details = {"causes": err.causes}
     if isinstance(err, Conflict) and err.name:
-        details = {"name": err.name, "kind": err.kind}
+        details = {"name": err.name, "kind": plural or err.kind}
+        if plural and err.detail:  # as Kubernetes words it: ... on pods "web": ...
+            message = f'Operation cannot be fulfilled on {plural} "{err.name}": {err.detail}'
+
     if isinstance(err, ApplyConflict):
         details = {"causes": err.causes}
     if isinstance(err, InvalidOptions):

@@ -99,3 +99,37 @@ def test_a_memory_limit_that_is_no_quantity_is_400(served: Served) -> None:
     assert status["message"] == ('Pod in version "v1" cannot be handled as a Pod: quantities '
                                  "must match the regular expression "
                                  "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+def test_an_update_with_a_resource_version_that_is_no_number_is_400(served: Served) -> None:
+    code, created = call_json(served, "POST", PODS, pod("p"))
+    assert code == 201
+    created["metadata"]["resourceVersion"] = "abc"
+    code, status = call_json(served, "PUT", f"{PODS}/p", created)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"] == ('resourceVersion: Invalid value: "abc": strconv.ParseUint: '
+                                 'parsing "abc": invalid syntax')
+
+
+def test_a_stale_update_is_a_conflict_worded_as_kube_apiserver_words_it(served: Served) -> None:
+    code, created = call_json(served, "POST", PODS, pod("p"))
+    assert code == 201
+    assert call_json(served, "PUT", f"{PODS}/p", created)[0] == 200  # a no-op: same version
+    created["metadata"]["labels"] = {"x": "1"}
+    assert call_json(served, "PUT", f"{PODS}/p", created)[0] == 200
+    created["metadata"]["labels"] = {"x": "2"}
+    code, status = call_json(served, "PUT", f"{PODS}/p", created)
+    assert (code, status["reason"]) == (409, "Conflict")
+    assert status["message"] == ('Operation cannot be fulfilled on pods "p": the object has '
+                                 "been modified; please apply your changes to the latest "
+                                 "version and try again")
+    assert status["details"] == {"name": "p", "kind": "pods"}
+
+
+def test_annotations_over_256_kib_are_422(served: Served) -> None:
+    body = pod("p")
+    body["metadata"]["annotations"] = {"big": "x" * (300 * 1024)}
+    code, status = call_json(served, "POST", PODS, body)
+    assert (code, status["reason"]) == (422, "Invalid")
+    assert "metadata.annotations: Too long: may not be more than 262144 bytes" in \
+        status["message"]
