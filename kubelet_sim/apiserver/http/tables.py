@@ -11,6 +11,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http import events
 
@@ -24,20 +25,7 @@ def age(obj: Resource, now: datetime.datetime | None = None) -> str:
         return "<unknown>"
     then = datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
     seconds = int(((now or datetime.datetime.now(datetime.UTC)) - then).total_seconds())
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = minutes // 60
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    return f"{days}d" if hours % 24 == 0 or days >= 8 else f"{days}d{hours % 24}h"
+    return human_duration(max(seconds, 0))
 
 
 def _pod_status(pod: Resource) -> str:
