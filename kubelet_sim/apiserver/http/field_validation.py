@@ -48,9 +48,34 @@ def _object(pairs: list[tuple[str, Any]]) -> _Decoded:
     return out
 
 
+# How deep a body may nest. Go's decoder stops at 10,000 levels ("exceeded max depth");
+# the server's own walks over an object recurse in Python, so it stops far sooner here.
+MAX_DEPTH = 500
+TOO_DEEP = "json: exceeded max depth"
+
+
+def within_depth(doc: Any) -> Any:
+    """``doc``, or a ValueError when it nests deeper than :data:`MAX_DEPTH` (measured
+    without recursion)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(TOO_DEEP)
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+    return doc
+
+
 def decode(raw: bytes) -> Any:
-    """JSON as ``json.loads`` reads it (the last duplicate wins), duplicates remembered."""
-    return json.loads(raw, object_pairs_hook=_object)
+    """JSON as ``json.loads`` reads it (the last duplicate wins), duplicates remembered;
+    a ValueError for a body nested too deep."""
+    try:
+        return within_depth(json.loads(raw, object_pairs_hook=_object))
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def directive(request: web.Request) -> str:

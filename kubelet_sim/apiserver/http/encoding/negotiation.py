@@ -196,9 +196,11 @@ async def read_body(request: web.Request,
         if not raw.strip():
             return {}
         try:
-            return yaml.safe_load(raw)
+            return fields.within_depth(yaml.safe_load(raw))
         except yaml.YAMLError as e:
             raise ValueError(str(e)) from None
+        except RecursionError:
+            raise ValueError(fields.TOO_DEEP) from None
     if kind != PROTOBUF:
         raise _unsupported(served_types(wire.has_protobuf))
     if request.method == "PATCH":  # a patch is never an object

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.kubelet_sim.apiserver.http_api.conftest import Served
-from tests.kubelet_sim.apiserver.http_api.test_request_forms import PODS, call_json, pod
+from tests.kubelet_sim.apiserver.http_api.test_request_forms import PODS, call, call_json, pod
 
 
 @pytest.mark.parametrize(("options", "said"), [
@@ -133,3 +133,16 @@ def test_annotations_over_256_kib_are_422(served: Served) -> None:
     assert (code, status["reason"]) == (422, "Invalid")
     assert "metadata.annotations: Too long: may not be more than 262144 bytes" in \
         status["message"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+@pytest.mark.parametrize("depth", [600, 100_000])
+def test_a_body_nested_too_deep_is_a_400_not_a_crash(
+        served: Served, content_type: str, depth: int) -> None:
+    body = ('{"a":' * depth + "1" + "}" * depth).encode()
+    code, media, raw = call(served, "POST", PODS, raw_body=body, content_type=content_type)
+    assert (code, media) == (400, "application/json")
+    assert b"exceeded max depth" in raw
+    code, _, raw = call(served, "PATCH", f"{PODS}/none?fieldManager=m", raw_body=body,
+                        content_type="application/apply-patch+yaml")
+    assert code == 400 and b"exceeded max depth" in raw
