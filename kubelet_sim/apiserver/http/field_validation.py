@@ -28,6 +28,7 @@ from kubelet_sim.api.errors import BadRequest
 from kubelet_sim.api.kube_types import TypeRef
 from kubelet_sim.api.quantity import Quantity, QuantityError
 from kubelet_sim.api.schema import Arr, Map, Node, Obj, kind_schema
+from kubelet_sim.apiserver.http import nesting
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 
@@ -50,7 +51,7 @@ def _object(pairs: list[tuple[str, Any]]) -> _Decoded:
 
 def decode(raw: bytes) -> Any:
     """JSON as ``json.loads`` reads it (the last duplicate wins), duplicates remembered."""
-    return json.loads(raw, object_pairs_hook=_object)
+    return nesting.loads_json(raw, object_pairs_hook=_object)
 
 
 def directive(request: web.Request) -> str:

@@ -32,6 +32,7 @@ from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http import nesting
 from kubelet_sim.apiserver.http.connections import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import fail, status_body
@@ -196,7 +197,7 @@ async def read_body(request: web.Request,
         if not raw.strip():
             return {}
         try:
-            return yaml.safe_load(raw)
+            return nesting.loads_yaml(raw)
         except yaml.YAMLError as e:
             raise ValueError(str(e)) from None
     if kind != PROTOBUF:

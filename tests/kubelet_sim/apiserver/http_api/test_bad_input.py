@@ -99,3 +99,38 @@ def test_a_memory_limit_that_is_no_quantity_is_400(served: Served) -> None:
     assert status["message"] == ('Pod in version "v1" cannot be handled as a Pod: quantities '
                                  "must match the regular expression "
                                  "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+
+
+def _deep(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [600, 3000])
+@pytest.mark.parametrize(("method", "path", "content_type", "body"), [
+    ("POST", PODS, "application/json",
+     '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":%s}'),
+    ("POST", PODS, "application/yaml",
+     '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":%s}'),
+    ("PATCH", f"{PODS}/keep", "application/merge-patch+json", '{"spec":%s}'),
+    ("PATCH", f"{PODS}/keep", "application/strategic-merge-patch+json", '{"spec":%s}'),
+    ("PATCH", f"{PODS}/keep", "application/json-patch+json",
+     '[{"op":"add","path":"/metadata/annotations","value":%s}]'),
+    ("PATCH", f"{PODS}/keep?fieldManager=m", "application/apply-patch+yaml",
+     '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"keep"},"spec":%s}'),
+])
+def test_a_body_nested_hundreds_deep_is_400_exceeded_max_depth(
+        served: Served, depth: int, method: str, path: str, content_type: str,
+        body: str) -> None:
+    assert call_json(served, "POST", PODS, pod("keep"))[0] == 201
+    code, status = call_json(served, method, path, raw_body=(body % _deep(depth)).encode(),
+                             content_type=content_type)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert "exceeded max depth" in status["message"]
+
+
+def test_a_member_nested_ninety_deep_is_still_read(served: Served) -> None:
+    body = ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":'
+            '[{"name":"c","image":"busybox"}],"unknown":' + _deep(90) + "}}")
+    code, created = call_json(served, "POST", PODS, raw_body=body.encode())
+    assert code == 201, created
+    assert "unknown" not in created["spec"]
