@@ -234,10 +234,18 @@ def _protobuf(obj: Any) -> bytes | None:
         return None
 
 
+class _YamlDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, writing a mapping of any dict type (a decoded body that
+    remembers duplicate keys, echoed by the reviews) as the mapping it is."""
+
+
+_YamlDumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
+
+
 def encode(body: Any, out: Output) -> tuple[bytes, str]:
     """The answer's bytes and their Content-Type."""
     if out.media == YAML:
-        return yaml.safe_dump(body, sort_keys=False).encode(), YAML
+        return yaml.dump(body, Dumper=_YamlDumper, sort_keys=False).encode(), YAML
     if out.media == PROTOBUF:
         data = _protobuf(body)
         if data is not None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.kubelet_sim.apiserver.http_api.conftest import Served
-from tests.kubelet_sim.apiserver.http_api.test_request_forms import PODS, call_json, pod
+from tests.kubelet_sim.apiserver.http_api.test_request_forms import PODS, call, call_json, pod
 
 
 @pytest.mark.parametrize(("options", "said"), [
@@ -134,3 +135,18 @@ def test_a_member_nested_ninety_deep_is_still_read(served: Served) -> None:
     code, created = call_json(served, "POST", PODS, raw_body=body.encode())
     assert code == 201, created
     assert "unknown" not in created["spec"]
+
+
+@pytest.mark.parametrize(("path", "review"), [
+    ("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+     {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
+      "metadata": {"labels": {"a": "b"}}}),
+    ("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+     {"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+      "metadata": {"labels": {"a": "b"}}, "spec": {"namespace": "default"}}),
+])
+def test_a_review_answered_in_yaml_keeps_the_metadata_it_was_sent(
+        served: Served, path: str, review: dict[str, Any]) -> None:
+    code, kind, raw = call(served, "POST", path, review, accept="application/yaml")
+    assert (code, kind) == (201, "application/yaml"), raw
+    assert yaml.safe_load(raw)["metadata"]["labels"] == {"a": "b"}
