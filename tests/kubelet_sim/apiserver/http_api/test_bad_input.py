@@ -4,6 +4,9 @@ fields of the wrong JSON type anywhere in a built-in kind."""
 
 from __future__ import annotations
 
+import http.client
+import json
+import ssl
 from typing import Any
 
 import pytest
@@ -150,3 +153,26 @@ def test_a_review_answered_in_yaml_keeps_the_metadata_it_was_sent(
     code, kind, raw = call(served, "POST", path, review, accept="application/yaml")
     assert (code, kind) == (201, "application/yaml"), raw
     assert yaml.safe_load(raw)["metadata"]["labels"] == {"a": "b"}
+
+
+@pytest.mark.parametrize(("member", "named"), [
+    ("a\x00b", r'unknown field \"spec.a\\x00b\"'),
+    ("x\ny", r'unknown field \"spec.x\\ny\"'),
+    ("\ud96d", 'unknown field \\"spec.\ufffd\\"'),
+])
+def test_an_unknown_field_with_control_characters_is_named_as_go_quotes_it(
+        served: Served, member: str, named: str) -> None:
+    body = pod("p")
+    body["spec"][member] = 1
+    tls = ssl.create_default_context(cafile=str(served.handle.credentials.ca_cert))
+    conn = http.client.HTTPSConnection("127.0.0.1", served.handle.port, context=tls, timeout=10)
+    conn.request("POST", PODS, body=json.dumps(body).encode(),
+                 headers={"Authorization": f"Bearer {served.handle.credentials.token}",
+                          "Content-Type": "application/json"})
+    answer = conn.getresponse()
+    answer.read()
+    conn.close()
+    assert answer.status == 201
+    # http.client reads header bytes as Latin-1; the server wrote UTF-8
+    warning = (answer.getheader("Warning") or "").encode("latin-1").decode()
+    assert warning == f'299 - "{named}"'
