@@ -274,6 +274,17 @@ def error_response(request: web.Request, exc: web.HTTPException) -> web.StreamRe
     return respond(request, body, exc.status)
 
 
+def status_response(request: web.Request, body: dict[str, Any]) -> web.Response:
+    """A Status answered before the request reached a resource (a refused token): in
+    the form the Accept header prefers — protobuf too, a Status always has one — else
+    JSON."""
+    accept = request.headers.get("Accept", "").strip()
+    chosen = next((out for r in _ranges(accept)
+                   if (out := _acceptable(r, True)) is not None), None) if accept else None
+    data, media = encode(body, Output(chosen.media if chosen and not chosen.as_kind else JSON))
+    return web.Response(status=int(body["code"]), body=data, headers={"Content-Type": media})
+
+
 class WatchStream(web.StreamResponse):
     """A watch answer: newline-separated JSON events, or protobuf frames."""
 

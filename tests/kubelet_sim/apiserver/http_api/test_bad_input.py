@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from k8s_protos import meta_v1_pb2, runtime_pb2
 from tests.kubelet_sim.apiserver.http_api.conftest import Served
 from tests.kubelet_sim.apiserver.http_api.test_request_forms import PODS, call, call_json, pod
 
@@ -164,15 +165,41 @@ def test_an_unknown_field_with_control_characters_is_named_as_go_quotes_it(
         served: Served, member: str, named: str) -> None:
     body = pod("p")
     body["spec"][member] = 1
-    tls = ssl.create_default_context(cafile=str(served.handle.credentials.ca_cert))
-    conn = http.client.HTTPSConnection("127.0.0.1", served.handle.port, context=tls, timeout=10)
-    conn.request("POST", PODS, body=json.dumps(body).encode(),
-                 headers={"Authorization": f"Bearer {served.handle.credentials.token}",
-                          "Content-Type": "application/json"})
-    answer = conn.getresponse()
-    answer.read()
-    conn.close()
+    answer, _ = _send(served, "POST", PODS, json.dumps(body).encode(),
+                      {"Authorization": f"Bearer {served.handle.credentials.token}",
+                       "Content-Type": "application/json"})
     assert answer.status == 201
     # http.client reads header bytes as Latin-1; the server wrote UTF-8
     warning = (answer.getheader("Warning") or "").encode("latin-1").decode()
     assert warning == f'299 - "{named}"'
+
+
+def _send(served: Served, method: str, path: str, body: bytes | None,
+          headers: dict[str, str]) -> tuple[http.client.HTTPResponse, bytes]:
+    tls = ssl.create_default_context(cafile=str(served.handle.credentials.ca_cert))
+    conn = http.client.HTTPSConnection("127.0.0.1", served.handle.port, context=tls, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        answer = conn.getresponse()
+        return answer, answer.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("token", [None, "forged"])
+def test_a_refused_token_is_a_401_status_in_the_form_the_client_asked_for(
+        served: Served, token: str | None) -> None:
+    headers = {"Accept": "application/vnd.kubernetes.protobuf, */*"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    answer, raw = _send(served, "GET", PODS, None, headers)
+    assert (answer.status, answer.getheader("Content-Type")) == (
+        401, "application/vnd.kubernetes.protobuf")
+    assert raw[:4] == b"k8s\x00"
+    unknown = runtime_pb2.Unknown.FromString(raw[4:])
+    status = meta_v1_pb2.Status.FromString(unknown.raw)
+    assert (unknown.typeMeta.kind, status.code, status.reason) == ("Status", 401, "Unauthorized")
+    answer, raw = _send(served, "GET", PODS, None, {**headers, "Accept": "application/yaml"})
+    assert yaml.safe_load(raw)["reason"] == "Unauthorized"
+    answer, raw = _send(served, "GET", PODS, None, {**headers, "Accept": "text/html"})
+    assert (answer.status, json.loads(raw)["code"]) == (401, 401)
