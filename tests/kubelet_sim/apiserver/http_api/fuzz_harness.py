@@ -14,6 +14,8 @@ import json
 import os
 import ssl
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -41,6 +43,9 @@ class Request:
     token: str | None = ""  # "": the cluster's token; None: no Authorization header
     watch: bool = False
     verb: str = ""  # how the counts name it: create, patch/merge, status/update, ...
+    # a kind served in JSON only: custom resources (the snapshot kinds), and here also the
+    # CustomResourceDefinitions (kube-apiserver has their protobuf form)
+    json_only: bool = False
 
     def short(self) -> str:
         shown = (self.body or b"")[:300]
@@ -140,7 +145,9 @@ def violation(request: Request, answer: Answer) -> str | None:
         return f"{answer.status} with a Status of code {status.get('code')}"
     if not status.get("reason"):
         return f"{answer.status} Status without a reason"
-    if PROTOBUF in request.accept.split(",")[0] and PROTOBUF not in answer.content_type:
+    json_only = request.json_only and request.token == ""  # a 401 comes before the kind
+    if PROTOBUF in request.accept.split(",")[0] and PROTOBUF not in answer.content_type \
+            and not json_only:
         return f"{answer.status} asked in protobuf, answered {answer.content_type}"
     return None
 
@@ -154,9 +161,13 @@ class Tally:
     by_verb: dict[str, Counter[int]] = field(default_factory=dict)
     violations: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # the shortest per violation
+    slowest: list[tuple[float, str]] = field(default_factory=list)  # (seconds, request)
 
-    def record(self, request: Request, answer: Answer | None, problem: str | None) -> None:
+    def record(self, request: Request, answer: Answer | None, problem: str | None,
+               seconds: float = 0.0) -> None:
         self.sent += 1
+        self.slowest = sorted([*self.slowest, (seconds, request.short()[:200])],
+                              reverse=True)[:5]
         code = answer.status if answer is not None else 0
         self.codes[code] += 1
         self.by_verb.setdefault(request.verb, Counter())[code] += 1
@@ -173,6 +184,8 @@ class Tally:
         for verb in sorted(self.by_verb):
             lines.append(f"  {verb}: " + ", ".join(
                 f"{c}: {n}" for c, n in sorted(self.by_verb[verb].items())))
+        lines.append("slowest answers:")
+        lines.extend(f"  {seconds * 1e3:.0f} ms: {shown}" for seconds, shown in self.slowest)
         if self.violations:
             lines.append(f"violations ({sum(self.violations.values())}):")
             for key, n in self.violations.most_common():
@@ -181,34 +194,39 @@ class Tally:
 
 
 class HealthWatch:
-    """Asks `/healthz` every 50 ms from a thread of its own and keeps the times."""
+    """Asks `/healthz` every 50 ms and keeps the answer times. The asking runs in a
+    process of its own (``python -m ...fuzz_harness``): a thread beside the fuzzer would
+    wait for the interpreter lock while Hypothesis draws, and measure that too."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
         self.times: list[float] = []
         self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="healthz-watch", daemon=True)
+        self._proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, cwd=Path(__file__).resolve().parents[4])
+        assert self._proc.stdin is not None
+        ca = self.client.tls.get_ca_certs(binary_form=True)
+        self._proc.stdin.write(json.dumps({
+            "host": self.client.host, "port": self.client.port, "token": self.client.token,
+            "ca": [ssl.DER_cert_to_PEM_cert(c) for c in ca]}) + "\n")
+        self._proc.stdin.flush()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
-        self.client.close()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            began = time.perf_counter()
-            try:
-                answer = self.client.send(Request("GET", "/healthz"))
-            except Exception as e:
-                self.failures.append(f"{type(e).__name__}: {e}")
-                continue
-            self.times.append(time.perf_counter() - began)
-            if (answer.status, answer.body) != (200, b"ok"):
-                self.failures.append(f"{answer.status} {answer.body[:100]!r}")
+        """End the asking (closing its stdin) and collect the times."""
+        if self._proc is None:
+            return
+        out, _ = self._proc.communicate(timeout=30)
+        self._proc = None
+        for line in out.splitlines():
+            what, _, rest = line.partition(" ")
+            if what == "ok":
+                self.times.append(float(rest))
+            else:
+                self.failures.append(rest)
 
     def summary(self) -> str:
         if not self.times:
@@ -220,8 +238,39 @@ class HealthWatch:
                 f"{len(self.failures)} failures")
 
 
+def _probe() -> None:
+    """The asking process: its server and token on the first line of stdin; asks until
+    stdin closes; prints ``ok SECONDS`` or ``fail WHAT`` per question."""
+    config = json.loads(sys.stdin.readline())
+    tls = ssl.create_default_context(cadata="".join(config["ca"]))
+    client = Client(config["host"], int(config["port"]), config["token"], tls)
+    done = threading.Event()
+
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        done.set()
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
+    while not done.wait(0.05):
+        began = time.perf_counter()
+        try:
+            answer = client.send(Request("GET", "/healthz"))
+        except Exception as e:
+            print(f"fail {type(e).__name__}: {e}", flush=True)
+            continue
+        took = time.perf_counter() - began
+        if (answer.status, answer.body) == (200, b"ok"):
+            print(f"ok {took:.6f}", flush=True)
+        else:
+            print(f"fail {answer.status} {answer.body[:100]!r}", flush=True)
+    client.close()
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise AssertionError(f"no VmRSS for {pid}")
+
+
+if __name__ == "__main__":
+    _probe()

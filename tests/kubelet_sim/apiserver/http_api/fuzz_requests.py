@@ -35,6 +35,7 @@ from tests.kubelet_sim.apiserver.http_api.fuzz_bodies import (
 from tests.kubelet_sim.apiserver.http_api.fuzz_harness import PROTOBUF, Request
 
 JSON_TYPE = "application/json"
+JSON_ONLY_GROUPS = ("snapshot.storage.k8s.io", "apiextensions.k8s.io")
 PATCH_TYPES = {"json": "application/json-patch+json", "merge": "application/merge-patch+json",
                "strategic": "application/strategic-merge-patch+json",
                "apply": "application/apply-patch+yaml"}
@@ -231,4 +232,4 @@ def requests(draw: st.DrawFn, target: Target) -> Request:
     token: str | None = draw(st.sampled_from([""] * 30 + [None, "forged", "", "a" * 5000]))
     full = path + ("?" + encoded(query) if query else "")
     return Request(method, full, body, content_type, accept, token, watch,
-                   f"{r.plural}:{label}")
+                   f"{r.plural}:{label}", r.group in JSON_ONLY_GROUPS)

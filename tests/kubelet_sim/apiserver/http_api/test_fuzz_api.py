@@ -26,6 +26,7 @@ import os
 import signal
 import ssl
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,10 +55,10 @@ from .conftest import needs_kubectl
 pytestmark = needs_kubectl
 
 SCALE = int(os.environ.get("KSIM_FUZZ_SCALE", "1"))
-EXAMPLES_PER_TARGET = 12 * SCALE
+EXAMPLES_PER_TARGET = 20 * SCALE
 HEALTHZ_P99_SECONDS = 0.1  # the bound
-HEALTHZ_MAX_SECONDS = 1.0  # a single slow answer on a loaded machine is not a finding
-RSS_GROWTH_MIB = 150
+HEALTHZ_MAX_SECONDS = 0.5  # one slow answer on a loaded, shared machine is not a finding
+RSS_GROWTH_MIB = 50
 
 
 @dataclass
@@ -132,6 +133,7 @@ def fuzz_settings(max_examples: int) -> settings:
 
 
 def send(fuzz: Fuzzing, request: Request) -> None:
+    began = time.perf_counter()
     try:
         answer = fuzz.client.send(request)
     except (TimeoutError, ConnectionError, OSError) as e:
@@ -139,7 +141,7 @@ def send(fuzz: Fuzzing, request: Request) -> None:
         assert REPORT, f"no answer to {request.short()}: {e}"
         return
     problem = violation(request, answer)
-    fuzz.tally.record(request, answer, problem)
+    fuzz.tally.record(request, answer, problem, time.perf_counter() - began)
     assert REPORT or problem is None, (
         f"{problem}: {request.short()}\n-> {answer.content_type} {answer.body[:500]!r}")
 
