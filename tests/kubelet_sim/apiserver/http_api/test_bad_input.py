@@ -218,3 +218,28 @@ def test_a_yaml_body_of_100k_brackets_is_refused_at_once(served: Served,
     took = time.perf_counter() - began
     assert (code, status["reason"]) == (400, "BadRequest")
     assert took < 0.5, f"{took:.2f} s of the event loop"  # pure-Python YAML: 1.4 s
+
+
+@pytest.mark.parametrize(("path", "body", "said"), [
+    ("/api/v1/namespaces/default/bindings",
+     {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "keep"}, "target": "x"},
+     "cannot unmarshal string into Go struct field Binding.target of type v1.ObjectReference"),
+    (f"{PODS}/keep/binding",
+     {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "keep"}, "target": ["x"]},
+     "cannot unmarshal array into Go struct field Binding.target of type v1.ObjectReference"),
+    (f"{PODS}/keep/eviction",
+     {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "keep"},
+      "deleteOptions": {"gracePeriodSeconds": "x"}},
+     "DeleteOptions.deleteOptions.gracePeriodSeconds of type int64"),
+    ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+     {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+      "spec": {"resourceAttributes": "x"}},
+     "SelfSubjectAccessReviewSpec.spec.resourceAttributes of type v1.ResourceAttributes"),
+])
+def test_a_request_kind_with_a_field_of_the_wrong_type_is_400_naming_it(
+        served: Served, path: str, body: dict[str, Any], said: str) -> None:
+    assert call_json(served, "POST", PODS, pod("keep"))[0] == 201
+    code, status = call_json(served, "POST", path, body)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert said in status["message"]
+    assert call_json(served, "GET", f"{PODS}/keep")[1]["spec"].get("nodeName") is None
