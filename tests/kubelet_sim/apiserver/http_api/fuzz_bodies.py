@@ -291,7 +291,8 @@ def merge_patches(draw: st.DrawFn, r: ApiResource, base: JSON) -> Any:
     part = {k: v for k, v in base.items() if k in ("metadata", "spec")}
     if not part:
         part = {"metadata": {"labels": {"x": "y"}}}
-    patch = draw(st.one_of(st.just(part), grown(r, {}), mutated(part)))
+    # a copy: the directive goes in below, and a drawn value must not change later
+    patch = copy.deepcopy(draw(st.one_of(st.just(part), grown(r, {}), mutated(part))))
     if draw(st.booleans()):
         directive = draw(st.sampled_from([
             ("$patch", "delete"), ("$patch", "replace"), ("$patch", 5), ("$patch", "bogus"),
