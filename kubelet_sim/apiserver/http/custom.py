@@ -109,7 +109,8 @@ def unknown_fields(r: ApiResource, doc: Any) -> list[str]:
     if parts is None:
         return fields.drop_unknown_fields(
             doc, r.kind, str(doc.get("apiVersion") or r.group_version))
-    return [f'unknown field "{path}"' for path in structural.prune(doc, parts[1].schema)]
+    return [f"unknown field {fields.go_quoted(path)}"
+            for path in structural.prune(doc, parts[1].schema)]
 
 
 # -- media types -------------------------------------------------------------------------------

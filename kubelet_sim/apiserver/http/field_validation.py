@@ -28,6 +28,7 @@ from kubelet_sim.api.errors import BadRequest
 from kubelet_sim.api.kube_types import TypeRef
 from kubelet_sim.api.quantity import Quantity, QuantityError
 from kubelet_sim.api.schema import Arr, Map, Node, Obj, kind_schema
+from kubelet_sim.apiserver.http import nesting
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 
@@ -48,34 +49,9 @@ def _object(pairs: list[tuple[str, Any]]) -> _Decoded:
     return out
 
 
-# How deep a body may nest. Go's decoder stops at 10,000 levels ("exceeded max depth");
-# the server's own walks over an object recurse in Python, so it stops far sooner here.
-MAX_DEPTH = 500
-TOO_DEEP = "json: exceeded max depth"
-
-
-def within_depth(doc: Any) -> Any:
-    """``doc``, or a ValueError when it nests deeper than :data:`MAX_DEPTH` (measured
-    without recursion)."""
-    stack = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ValueError(TOO_DEEP)
-        if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node)
-    return doc
-
-
 def decode(raw: bytes) -> Any:
-    """JSON as ``json.loads`` reads it (the last duplicate wins), duplicates remembered;
-    a ValueError for a body nested too deep."""
-    try:
-        return within_depth(json.loads(raw, object_pairs_hook=_object))
-    except RecursionError:
-        raise ValueError(TOO_DEEP) from None
+    """JSON as ``json.loads`` reads it (the last duplicate wins), duplicates remembered."""
+    return nesting.loads_json(raw, object_pairs_hook=_object)
 
 
 def directive(request: web.Request) -> str:
@@ -90,7 +66,7 @@ def duplicate_fields(doc: Any, path: str = "") -> list[str]:
     problems: list[str] = []
     if isinstance(doc, dict):
         for key in getattr(doc, "duplicates", ()):
-            problems.append(f'duplicate field "{_join(path, key)}"')
+            problems.append(f"duplicate field {go_quoted(_join(path, key))}")
         for key, value in doc.items():
             problems += duplicate_fields(value, _join(path, key))
     elif isinstance(doc, list):
@@ -199,7 +175,7 @@ class _Walk:
         for key in list(doc):
             f = info.field(key)
             if f is None:
-                self.problems.append(f'unknown field "{_join(path, key)}"')
+                self.problems.append(f"unknown field {go_quoted(_join(path, key))}")
                 del doc[key]
                 continue
             self._fields.append(key)
@@ -257,7 +233,7 @@ def _prune(doc: Any, schema: Node, path: str) -> list[str]:
     if isinstance(schema, Obj) and isinstance(doc, dict):
         for key in list(doc):
             if key not in schema.fields:
-                problems.append(f'unknown field "{_join(path, key)}"')
+                problems.append(f"unknown field {go_quoted(_join(path, key))}")
                 del doc[key]
             else:
                 problems += _prune(doc[key], schema.fields[key], _join(path, key))
@@ -279,10 +255,39 @@ def settle(problems: list[str], mode: str) -> list[str]:
     return problems
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def go_quoted(text: str) -> str:
+    """``text`` as Go's ``%q`` writes it (how the strict decoder names a field): control
+    and unprintable characters escaped, a lone surrogate as the U+FFFD Go's JSON decoder
+    reads it as."""
+    out = ['"']
+    for c in text:
+        code = ord(c)
+        if c in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[c])
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\ufffd")
+        elif c.isprintable():
+            out.append(c)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
     """RFC 7234 warning headers as the API server sends them (code 299, agent "-")."""
-    return [("Warning", '299 - "{}"'.format(w.replace("\\", "\\\\").replace('"', '\\"')))
-            for w in warnings]
+    # a line break cannot be in a header: Go's server writes it as a space
+    return [("Warning", '299 - "{}"'.format(
+        w.replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ").replace("\n", " ")))
+        for w in warnings]
 
 
 def _join(path: str, key: str) -> str:

@@ -18,9 +18,10 @@ from kubelet_sim.api.errors import (
     UnsupportedMediaType,
 )
 from kubelet_sim.api.model import Resource, format_time
+from kubelet_sim.apiserver.http import nesting
 from kubelet_sim.apiserver.http.connections import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.custom import custom_parts
-from kubelet_sim.apiserver.http.field_validation import IGNORE, TOO_DEEP, within_depth
+from kubelet_sim.apiserver.http.field_validation import IGNORE
 from kubelet_sim.apiserver.http.paths import Target
 from kubelet_sim.apiserver.patch import (
     Write,
@@ -131,11 +132,9 @@ def patched(kind: str, doc: dict[str, Any], patch: Any, target: Target,
 def decode_apply(raw: bytes) -> dict[str, Any]:
     """An apply configuration: YAML (JSON is YAML), one object."""
     try:
-        config = within_depth(yaml.safe_load(raw.decode("utf-8"))) if raw else None
-    except (yaml.YAMLError, UnicodeDecodeError, ValueError) as err:
+        config = nesting.loads_yaml(raw.decode("utf-8")) if raw else None
+    except (yaml.YAMLError, UnicodeDecodeError, nesting.TooDeep) as err:
         raise BadRequest(f"error decoding YAML: {err}") from None
-    except RecursionError:
-        raise BadRequest(f"error decoding YAML: {TOO_DEEP}") from None
     if not isinstance(config, dict):
         raise BadRequest(f"error decoding YAML: cannot unmarshal {type(config).__name__} "
                          "into an object")

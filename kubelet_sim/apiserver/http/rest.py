@@ -112,6 +112,15 @@ async def _body(request: web.Request) -> Any:
             from None
 
 
+def _request_kind(target: Target, body: dict[str, Any]) -> tuple[str, str]:
+    """The kind and apiVersion a POST of a request kind is decoded as."""
+    if target.subresource == "eviction":
+        return "Eviction", str(body.get("apiVersion") or "policy/v1")
+    if target.subresource == "binding":
+        return "Binding", "v1"
+    return target.resource.kind, target.resource.group_version
+
+
 def _dry_run(request: web.Request) -> bool:
     values = request.query.getall("dryRun", [])
     if any(v != "All" for v in values):
@@ -457,6 +466,8 @@ class Rest:
         body = await _body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
+        # a field of the wrong type is the decode error kube-apiserver answers (400)
+        fields.drop_unknown_fields(body, *_request_kind(target, body))
         if target.subresource == "eviction":
             return self.evict(request, target, body)
         if target.subresource == "binding" or target.resource == BINDINGS:

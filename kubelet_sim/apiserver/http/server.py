@@ -89,7 +89,8 @@ def make_app(api: APIServer, token: str, address: str,
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            return status_response(status_body(401, "Unauthorized", "Unauthorized"))
+            return encoding.status_response(
+                request, status_body(401, "Unauthorized", "Unauthorized"))
         return await handler(request)
 
     async def version(request: web.Request) -> web.Response:

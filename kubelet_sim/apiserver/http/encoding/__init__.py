@@ -20,7 +20,9 @@ from kubelet_sim.apiserver.http.encoding.negotiation import (
     output,
     read_body,
     respond,
+    status_response,
 )
 
 __all__ = ["PATCH_TYPES", "PROTOBUF", "Output", "WatchStream", "error_response", "negotiate",
-           "not_acceptable", "output", "read_body", "respond"]
+           "not_acceptable", "output", "read_body", "respond",
+           "status_response"]

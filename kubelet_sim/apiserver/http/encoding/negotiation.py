@@ -32,6 +32,7 @@ from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http import nesting
 from kubelet_sim.apiserver.http.connections import MAX_REQUEST_BODY_BYTES
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import fail, status_body
@@ -196,11 +197,9 @@ async def read_body(request: web.Request,
         if not raw.strip():
             return {}
         try:
-            return fields.within_depth(yaml.safe_load(raw))
+            return nesting.loads_yaml(raw)
         except yaml.YAMLError as e:
             raise ValueError(str(e)) from None
-        except RecursionError:
-            raise ValueError(fields.TOO_DEEP) from None
     if kind != PROTOBUF:
         raise _unsupported(served_types(wire.has_protobuf))
     if request.method == "PATCH":  # a patch is never an object
@@ -235,10 +234,18 @@ def _protobuf(obj: Any) -> bytes | None:
         return None
 
 
+class _YamlDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, writing a mapping of any dict type (a decoded body that
+    remembers duplicate keys, echoed by the reviews) as the mapping it is."""
+
+
+_YamlDumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
+
+
 def encode(body: Any, out: Output) -> tuple[bytes, str]:
     """The answer's bytes and their Content-Type."""
     if out.media == YAML:
-        return yaml.safe_dump(body, sort_keys=False).encode(), YAML
+        return yaml.dump(body, Dumper=_YamlDumper, sort_keys=False).encode(), YAML
     if out.media == PROTOBUF:
         data = _protobuf(body)
         if data is not None:
@@ -265,6 +272,17 @@ def error_response(request: web.Request, exc: web.HTTPException) -> web.StreamRe
     if not isinstance(body, dict) or body.get("kind") != "Status":
         return exc
     return respond(request, body, exc.status)
+
+
+def status_response(request: web.Request, body: dict[str, Any]) -> web.Response:
+    """A Status answered before the request reached a resource (a refused token): in
+    the form the Accept header prefers — protobuf too, a Status always has one — else
+    JSON."""
+    accept = request.headers.get("Accept", "").strip()
+    chosen = next((out for r in _ranges(accept)
+                   if (out := _acceptable(r, True)) is not None), None) if accept else None
+    data, media = encode(body, Output(chosen.media if chosen and not chosen.as_kind else JSON))
+    return web.Response(status=int(body["code"]), body=data, headers={"Content-Type": media})
 
 
 class WatchStream(web.StreamResponse):
