@@ -240,6 +240,11 @@ class APIServer:
                 found.remaining_item_count = page.remaining
         return found
 
+    def encoded_json(self, obj: Resource) -> str:
+        """The JSON of an object :meth:`read_list` handed out, kept until it is next
+        written (no lock needed)."""
+        return self._store.encoded_json(obj)
+
     # ------------------------------------------------------------------ writes
     @locked
     def create(self, obj: Resource | JSON) -> Resource:

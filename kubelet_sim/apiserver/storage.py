@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import json
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Mapping
@@ -69,22 +70,26 @@ def _prefix_end(prefix: str) -> str | None:
 
 
 class _KindIndex:
-    """One kind's objects by storage key, and the keys sorted."""
+    """One kind's objects by storage key, the keys sorted, and the JSON of the objects
+    listed since their last write (each with the object it encodes)."""
 
-    __slots__ = ("keys", "objects")
+    __slots__ = ("encoded", "keys", "objects")
 
     def __init__(self) -> None:
         self.objects: dict[str, Resource] = {}
         self.keys: list[str] = []
+        self.encoded: dict[str, tuple[Resource, str]] = {}
 
     def put(self, key: str, obj: Resource) -> None:
         if key not in self.objects:
             insort(self.keys, key)
         self.objects[key] = obj
+        self.encoded.pop(key, None)
 
     def drop(self, key: str) -> None:
         if self.objects.pop(key, None) is not None:
             del self.keys[bisect_left(self.keys, key)]
+        self.encoded.pop(key, None)
 
     def span(self, begin: str, end: str | None) -> tuple[int, int]:
         """The positions of the keys in [begin, end)."""
@@ -161,6 +166,21 @@ class ObjectStore:
                 lo, hi = index.span(prefix, _prefix_end(prefix))
                 found += [(kind, key[len(prefix):]) for key in index.keys[lo:hi]]
         return found
+
+    def encoded_json(self, obj: Resource) -> str:
+        """``json.dumps(obj.to_dict())`` of a stored object, made once per stored version
+        (as kube-apiserver's watch cache keeps an object's serialized forms): a LIST of
+        thousands then builds no objects, which also spares the GIL long collections.
+        Safe without the lock: an entry is used only for the very object it encodes."""
+        key = storage_key(obj.namespace, obj.name)
+        index = self._objects.get(obj.kind)
+        entry = index.encoded.get(key) if index is not None else None
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        text = json.dumps(obj.to_dict())
+        if index is not None and index.objects.get(key) is obj:
+            index.encoded[key] = (obj, text)
+        return text
 
     def page(self, kind: str, prefix: str, start: str, matches: Predicate, limit: int,
              at: int | None = None) -> Page:

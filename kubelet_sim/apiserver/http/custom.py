@@ -94,6 +94,11 @@ def shown(r: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def served_as_stored(r: ApiResource) -> bool:
+    """Whether :func:`shown` leaves every object of ``r`` as stored."""
+    return custom_parts(r) is None and events.served_as_stored(r)
+
+
 def stored(r: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
     """A sent object in the stored version."""
     parts = custom_parts(r)

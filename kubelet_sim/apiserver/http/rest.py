@@ -44,12 +44,15 @@ from kubelet_sim.apiserver.http.custom import (
     custom_parts,
     refuse_other_media,
     serve_scale,
+    served_as_stored,
     shown,
     stored,
     unknown_fields,
 )
 from kubelet_sim.apiserver.http.custom import table as custom_table
 from kubelet_sim.apiserver.http.encoding import (
+    JSON,
+    EncodedItems,
     Output,
     WatchStream,
     not_acceptable,
@@ -227,9 +230,12 @@ class Rest:
                 "kind": "PartialObjectMetadataList", "apiVersion": output.meta_api_version,
                 "metadata": meta,
                 "items": [_partial({"metadata": o.metadata.to_dict()}, output) for o in items]})
+        if output.media == JSON and served_as_stored(r):
+            listed: builtins.list[Any] = EncodedItems(self.api.encoded_json(o) for o in items)
+        else:
+            listed = [shown(r, o.to_dict()) for o in items]
         return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
-                                 "metadata": meta,
-                                 "items": [shown(r, o.to_dict()) for o in items]})
+                                 "metadata": meta, "items": listed})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource

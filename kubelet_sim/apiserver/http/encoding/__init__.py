@@ -10,8 +10,10 @@ client speaks).
 """
 
 from kubelet_sim.apiserver.http.encoding.negotiation import (
+    JSON,
     PATCH_TYPES,
     PROTOBUF,
+    EncodedItems,
     Output,
     WatchStream,
     error_response,
@@ -22,5 +24,5 @@ from kubelet_sim.apiserver.http.encoding.negotiation import (
     respond,
 )
 
-__all__ = ["PATCH_TYPES", "PROTOBUF", "Output", "WatchStream", "error_response", "negotiate",
-           "not_acceptable", "output", "read_body", "respond"]
+__all__ = ["JSON", "PATCH_TYPES", "PROTOBUF", "EncodedItems", "Output", "WatchStream",
+           "error_response", "negotiate", "not_acceptable", "output", "read_body", "respond"]
