@@ -207,10 +207,11 @@ class APIServer:
         "0" (any, as the watch cache serves it) ``limit`` is ignored, as kube-apiserver
         does."""
         info = kind_info(kind)
-        matches = query_predicate(kind, namespace, label_selector, field_selector)
-        if where is not None:
-            selected, extra = matches, where
-            matches = lambda o: selected(o) and extra(o)  # noqa: E731
+        selected = query_predicate(kind, namespace, label_selector, field_selector)
+
+        def matches(obj: Resource) -> bool:
+            return selected(obj) and (where is None or where(obj))
+
         prefix = key_prefix(namespace if info.namespaced else None)
         start, at = "", None
         if continue_from:
