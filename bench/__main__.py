@@ -1,4 +1,4 @@
-"""``python -m bench [csi|cni|podman|cluster|api-abuse] [args]``: run one benchmark, or
+"""``python -m bench [csi|cni|podman|cluster|lists|api-abuse] [args]``: run one benchmark, or
 every one with no name."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import importlib
 import sys
 
 BENCHES = {"csi": "bench.csi_bench", "cni": "bench.cni_bench", "podman": "bench.podman_bench",
-           "cluster": "bench.cluster_bench", "api-abuse": "bench.api_abuse_bench"}
+           "cluster": "bench.cluster_bench", "lists": "bench.lists_bench",
+           "api-abuse": "bench.api_abuse_bench"}
 
 
 def main(argv: list[str] | None = None) -> int:

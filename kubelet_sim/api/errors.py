@@ -77,6 +77,26 @@ class Gone(ApiError):
     code, reason = 410, "Expired"
 
 
+class ExpiredContinue(Gone):
+    """A list's ``continue`` token older than the kept history (410): the Status carries
+    ``continue_token``, a token that goes on from the same key at the newest
+    resourceVersion (the rest of the list is then not consistent with its start)."""
+
+    def __init__(self, message: str, continue_token: str) -> None:
+        super().__init__(message)
+        self.continue_token = continue_token
+
+
+class TooLargeResourceVersion(ApiError):
+    """A read at a resourceVersion the server has not reached (504 Timeout, with
+    kube-apiserver's ``ResourceVersionTooLarge`` cause and a retry after 1 s)."""
+
+    code, reason = 504, "Timeout"
+
+    def __init__(self, wanted: int, current: int) -> None:
+        super().__init__(f"Timeout: Too large resource version: {wanted}, current: {current}")
+
+
 class TooManyRequests(ApiError):
     """The request is refused for now, e.g. an eviction a disruption budget forbids (429);
     ``causes`` are the Status's ``details.causes``."""

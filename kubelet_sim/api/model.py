@@ -221,7 +221,7 @@ class ObjectMeta:
             value = getattr(self, attr)
             if value in (None, "", 0, {}, []):
                 continue
-            out[wire] = copy.deepcopy(value)
+            out[wire] = clone(value)
         return out
 
 
@@ -283,11 +283,11 @@ class Resource:
         has_spec = (KINDS.get(self.kind) or _CUSTOM_KINDS.get(self.kind) or _GONE).has_spec
         out: JSON = {"apiVersion": self.api_version, "kind": self.kind}
         out["metadata"] = self.metadata.to_dict()
-        out.update(copy.deepcopy(self.body))
+        out.update(clone(self.body))
         if has_spec:
-            out["spec"] = copy.deepcopy(self.spec)
+            out["spec"] = clone(self.spec)
         if self.status:
-            out["status"] = copy.deepcopy(self.status)
+            out["status"] = clone(self.status)
         return out
 
     @classmethod

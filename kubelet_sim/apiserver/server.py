@@ -25,7 +25,14 @@ API server's:
 
 All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in
 memory) and serialised by a lock, so worker threads may call them too; ``watch`` hands
-back an async iterator. Returned objects are private copies.
+back an async iterator. Returned objects are private copies. A list holds the lock only
+to pick its objects (stored objects are never changed in place): copying them, and
+encoding them for the wire, happen outside it.
+
+Lists page as kube-apiserver's do (``limit`` and ``continue``,
+:mod:`kubelet_sim.apiserver.continue_token`): a page starts after the last key of the
+previous one and shows the objects as they were at the first page's resourceVersion,
+while the kept history reaches back to it (then 410 with a token to go on at the newest).
 """
 
 from __future__ import annotations
@@ -40,7 +47,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    ExpiredContinue,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    TooLargeResourceVersion,
+)
 from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import (
     JSON,
@@ -52,6 +69,7 @@ from kubelet_sim.api.model import (
     set_condition,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
+from kubelet_sim.apiserver import continue_token
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
     admit_new,
@@ -65,7 +83,7 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.persistence import ObjectDatabase
-from kubelet_sim.apiserver.storage import ObjectStore
+from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
 from kubelet_sim.apiserver.verbs import locked
@@ -78,14 +96,25 @@ __all__ = [
 ]
 
 EVENT_TTL_SECONDS = 3600.0  # kube-apiserver --event-ttl: an Event lasts 1 h after its last write
+# etcd3's and the watch cache's wording when a continue token's resourceVersion is gone
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You "
+    "can start a new list without the continue parameter, or use the continue token in "
+    "this response to retrieve the remainder of the results. Continuing with the provided "
+    "token results in an inconsistent list - objects that were created, modified, or "
+    "deleted between the time the first chunk was returned and now may show up in the list.")
 
 
 @dataclass
 class ResourceList:
-    """A list answer: the items and the resourceVersion to start a watch from."""
+    """A list answer: the items, the resourceVersion to start a watch from, and when a
+    ``limit`` cut it short the token of the next page and (without selectors) how many
+    objects remain after this page."""
 
     items: list[Resource]
     resource_version: str
+    continue_token: str = ""
+    remaining_item_count: int | None = None
 
 
 class APIServer:
@@ -132,7 +161,6 @@ class APIServer:
         """The object, or :class:`NotFound`."""
         return self._current(kind, name, namespace).copy()
 
-    @locked
     def list(
         self,
         kind: str,
@@ -140,15 +168,84 @@ class APIServer:
         label_selector: str | LabelSelector | None = None,
         field_selector: str | None = None,
         where: Callable[[Resource], bool] | None = None,
+        *,
+        limit: int = 0,
+        continue_from: str = "",
+        resource_version: str = "",
     ) -> ResourceList:
-        """Objects of ``kind`` (in ``namespace``; None or "" = all), filtered, sorted by
-        namespace then name. ``where`` is an extra in-process filter (an informer
-        index's role): it sees the stored object and must not modify it."""
-        matches = query_predicate(kind, namespace, label_selector, field_selector)
-        items = [
-            o.copy() for o in self._store.sorted(kind) if matches(o) and (where is None or where(o))
-        ]
-        return ResourceList(items, self.resource_version)
+        """Objects of ``kind`` (in ``namespace``; None or "" = all), filtered, in key
+        order (namespace, then name). ``where`` is an extra in-process filter (an
+        informer index's role): it sees the stored object and must not modify it.
+        ``limit``, ``continue_from`` (a token) and ``resource_version`` are the list
+        options of :meth:`read_list`."""
+        found = self.read_list(kind, namespace, label_selector, field_selector, where,
+                               limit=limit, continue_from=continue_from,
+                               resource_version=resource_version)
+        found.items = [o.copy() for o in found.items]
+        return found
+
+    def read_list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | LabelSelector | None = None,
+        field_selector: str | None = None,
+        where: Callable[[Resource], bool] | None = None,
+        *,
+        limit: int = 0,
+        continue_from: str = "",
+        resource_version: str = "",
+    ) -> ResourceList:
+        """:meth:`list` handing out the stored objects themselves, to read (encode) and
+        never to modify: the lock is held while they are picked, not while they are
+        copied or written out.
+
+        ``limit`` > 0 cuts the list after that many objects, with a ``continue`` token
+        for the rest; ``continue_from`` is such a token (400 when it does not decode or
+        comes with a ``resource_version`` other than "0"; 410 with a token going on at
+        the newest resourceVersion when the kept history no longer reaches its own;
+        504 when it names one the server has not reached). With ``resource_version``
+        "0" (any, as the watch cache serves it) ``limit`` is ignored, as kube-apiserver
+        does."""
+        info = kind_info(kind)
+        selected = query_predicate(kind, namespace, label_selector, field_selector)
+
+        def matches(obj: Resource) -> bool:
+            return selected(obj) and (where is None or where(obj))
+
+        prefix = key_prefix(namespace if info.namespaced else None)
+        start, at = "", None
+        if continue_from:
+            continuation = continue_token.decode(continue_from, prefix)
+            if resource_version not in ("", "0"):
+                raise BadRequest("specifying resource version is not allowed when using "
+                                 "continue")
+            start = continuation.key
+            if continuation.resource_version > 0:
+                at = continuation.resource_version
+        elif resource_version == "0":
+            limit = 0
+        with self._lock:
+            self._store.expire()  # what outlived its TTL goes first, as etcd's leases do
+            if at is not None and at > self._store.version:
+                raise TooLargeResourceVersion(at, self._store.version)
+            try:
+                page = self._store.page(kind, prefix, start, matches, max(limit, 0), at)
+            except Gone:
+                raise ExpiredContinue(INCONSISTENT_CONTINUE, continue_token.encode(
+                    start[len(prefix):], continue_token.LATEST)) from None
+        found = ResourceList(page.items, str(page.resource_version))
+        if limit > 0 and page.remaining:
+            found.continue_token = continue_token.after(page.last_key, prefix,
+                                                        page.resource_version)
+            if not label_selector and not field_selector and where is None:
+                found.remaining_item_count = page.remaining
+        return found
+
+    def encoded_json(self, obj: Resource) -> str:
+        """The JSON of an object :meth:`read_list` handed out, kept until it is next
+        written (no lock needed)."""
+        return self._store.encoded_json(obj)
 
     # ------------------------------------------------------------------ writes
     @locked

@@ -6,6 +6,13 @@ every commit), records each commit in the bounded :class:`~kubelet_sim.apiserver
 and fans it out to live watches. It applies no API rules: defaulting, validation,
 concurrency and deletion semantics live in :mod:`kubelet_sim.apiserver.server`, which also
 serialises access with its lock.
+
+Each kind's objects are kept by their storage key (etcd's key after
+``/registry/<resource>/``: ``<namespace>/<name>``, or ``<name>`` for a cluster-scoped
+kind) with the keys in etcd's (byte) order, so a page of a list starts by bisecting the
+keys and costs its own size. A page can show an older resourceVersion, as etcd's MVCC
+does, while the retained history reaches back to it: the current objects with the
+changes made since undone (each change keeps the object before it).
 """
 
 from __future__ import annotations
@@ -13,8 +20,11 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import json
 import time
-from collections.abc import Callable, Mapping
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 
 from kubelet_sim.api.model import Resource, kind_info, parse_time
 from kubelet_sim.apiserver.persistence import ObjectDatabase
@@ -43,14 +53,71 @@ def _last_written(obj: Resource) -> float:
     return time.time()
 
 
+def storage_key(namespace: str, name: str) -> str:
+    """An object's key within its kind, as etcd orders them: ``namespace/name``, or
+    ``name`` for a cluster-scoped object."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def key_prefix(namespace: str | None) -> str:
+    """The prefix of the keys in ``namespace`` ("" for every namespace)."""
+    return f"{namespace}/" if namespace else ""
+
+
+def _prefix_end(prefix: str) -> str | None:
+    """The first key after every key starting with ``prefix`` (None: no bound)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else None
+
+
+class _KindIndex:
+    """One kind's objects by storage key, the keys sorted, and the JSON of the objects
+    listed since their last write (each with the object it encodes)."""
+
+    __slots__ = ("encoded", "keys", "objects")
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Resource] = {}
+        self.keys: list[str] = []
+        self.encoded: dict[str, tuple[Resource, str]] = {}
+
+    def put(self, key: str, obj: Resource) -> None:
+        if key not in self.objects:
+            insort(self.keys, key)
+        self.objects[key] = obj
+        self.encoded.pop(key, None)
+
+    def drop(self, key: str) -> None:
+        if self.objects.pop(key, None) is not None:
+            del self.keys[bisect_left(self.keys, key)]
+        self.encoded.pop(key, None)
+
+    def span(self, begin: str, end: str | None) -> tuple[int, int]:
+        """The positions of the keys in [begin, end)."""
+        return (bisect_left(self.keys, begin),
+                len(self.keys) if end is None else bisect_left(self.keys, end))
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of a list: the stored objects (to read, never to modify), the
+    resourceVersion it shows, the key of its last object, and how many objects (matching
+    or not) follow that one in the listed range."""
+
+    items: list[Resource]
+    resource_version: int
+    last_key: str
+    remaining: int
+
+
 class ObjectStore:
-    """Objects by kind and (namespace, name). Returned objects are the stored ones: the
-    API server copies before handing them out."""
+    """Objects by kind and storage key. Returned objects are the stored ones, never
+    changed once stored (a write stores a new one): the API server copies them, inside
+    its lock or after it, before handing them out."""
 
     def __init__(self, history_limit: int, database: ObjectDatabase | None = None, *,
                  ttl: Mapping[str, float] | None = None,
                  now: Callable[[], float] = time.time) -> None:
-        self._objects: dict[str, dict[tuple[str, str], Resource]] = {}
+        self._objects: dict[str, _KindIndex] = {}
         self.version = 0
         self._history = EventHistory(history_limit)
         self._watches: list[Watch] = []
@@ -63,7 +130,7 @@ class ObjectStore:
         if database is not None:
             self.version, objects = database.load()
             for obj in objects:
-                self._objects.setdefault(obj.kind, {})[(obj.namespace, obj.name)] = obj
+                self._index(obj.kind).put(storage_key(obj.namespace, obj.name), obj)
                 self._schedule_expiry(obj, written=_last_written(obj))
             # No change before the restart is retained: a watch from an older
             # resourceVersion is 410 Gone, and the client relists.
@@ -71,27 +138,89 @@ class ObjectStore:
         self._counter = itertools.count(self.version + 1)
 
     # ------------------------------------------------------------------ reads
+    def _index(self, kind: str) -> _KindIndex:
+        index = self._objects.get(kind)
+        if index is None:
+            index = self._objects[kind] = _KindIndex()
+        return index
+
     def lookup(self, kind: str, namespace: str, name: str) -> Resource | None:
-        return self._objects.get(kind, {}).get((namespace, name))
+        index = self._objects.get(kind)
+        return None if index is None else index.objects.get(storage_key(namespace, name))
 
     def sorted(self, kind: str) -> list[Resource]:
-        """Every stored object of ``kind``, by namespace then name."""
+        """Every stored object of ``kind``, in key order (namespace, then name)."""
         kind_info(kind)
-        objects = self._objects.get(kind, {})
-        return [objects[k] for k in sorted(objects)]
+        index = self._objects.get(kind)
+        return [] if index is None else [index.objects[k] for k in index.keys]
 
     def kinds(self) -> list[str]:
         return sorted(self._objects)
 
     def names_in_namespace(self, namespace: str) -> list[tuple[str, str]]:
         """(kind, name) of every namespaced object in ``namespace``."""
-        return [
-            (kind, name)
-            for kind, objects in sorted(self._objects.items())
-            if objects and kind_info(kind).namespaced
-            for ns, name in sorted(objects)
-            if ns == namespace
-        ]
+        prefix = key_prefix(namespace)
+        found = []
+        for kind, index in sorted(self._objects.items()):
+            if index.keys and kind_info(kind).namespaced:
+                lo, hi = index.span(prefix, _prefix_end(prefix))
+                found += [(kind, key[len(prefix):]) for key in index.keys[lo:hi]]
+        return found
+
+    def encoded_json(self, obj: Resource) -> str:
+        """``json.dumps(obj.to_dict())`` of a stored object, made once per stored version
+        (as kube-apiserver's watch cache keeps an object's serialized forms): a LIST of
+        thousands then builds no objects, which also spares the GIL long collections.
+        Safe without the lock: an entry is used only for the very object it encodes."""
+        key = storage_key(obj.namespace, obj.name)
+        index = self._objects.get(obj.kind)
+        entry = index.encoded.get(key) if index is not None else None
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        text = json.dumps(obj.to_dict())
+        if index is not None and index.objects.get(key) is obj:
+            index.encoded[key] = (obj, text)
+        return text
+
+    def page(self, kind: str, prefix: str, start: str, matches: Predicate, limit: int,
+             at: int | None = None) -> Page:
+        """Up to ``limit`` (0: every) objects of ``kind`` that ``matches``, with keys
+        under ``prefix`` from the key ``start`` on, as they were at resourceVersion
+        ``at`` (None: now; :class:`Gone` when the kept history does not reach back)."""
+        kind_info(kind)
+        index = self._objects.get(kind) or _KindIndex()
+        end = _prefix_end(prefix)
+        begin = max(prefix, start)
+        lo, hi = index.span(begin, end)
+        before = self._undone(kind, begin, end, at)
+        total = hi - lo + sum((old is not None) - (key in index.objects)
+                              for key, old in before.items())
+        items: list[Resource] = []
+        last, seen = "", 0
+        for key, obj in _merged(index, lo, hi, before):
+            seen += 1
+            if matches(obj):
+                items.append(obj)
+                last = key
+                if len(items) == limit:
+                    break
+        version = self.version if at is None else at
+        return Page(items, version, last, total - seen)
+
+    def _undone(self, kind: str, begin: str, end: str | None,
+                at: int | None) -> dict[str, Resource | None]:
+        """The objects of ``kind`` in [begin, end) that changed after ``at``, each as it
+        was at ``at`` (None: not there yet)."""
+        if at is None or at >= self.version:
+            return {}
+        before: dict[str, Resource | None] = {}
+        for change in reversed(list(self._history.since(at))):  # newest first: oldest wins
+            if change.obj.kind != kind:
+                continue
+            key = storage_key(change.obj.namespace, change.obj.name)
+            if begin <= key and (end is None or key < end):
+                before[key] = change.prev
+        return before
 
     # ------------------------------------------------------------------ writes
     def commit(self, event_type: str, obj: Resource, prev: Resource | None) -> Resource:
@@ -103,11 +232,11 @@ class ObjectStore:
             self._database.commit(version, obj, deleted=event_type == DELETED)
         self.version = version
         stored = obj.copy()
-        key = (obj.namespace, obj.name)
+        key = storage_key(obj.namespace, obj.name)
         if event_type == DELETED:
-            self._objects.get(obj.kind, {}).pop(key, None)
+            self._index(obj.kind).drop(key)
         else:
-            self._objects.setdefault(obj.kind, {})[key] = stored
+            self._index(obj.kind).put(key, stored)
         if event_type != DELETED:
             self._schedule_expiry(stored, written=self._now())
         change = Change(event_type, stored, prev)
@@ -187,3 +316,31 @@ class ObjectStore:
     def _unsubscribe(self, watch: Watch) -> None:
         if watch in self._watches:
             self._watches.remove(watch)
+
+
+def _merged(index: _KindIndex, lo: int, hi: int,
+            before: dict[str, Resource | None]) -> Iterator[tuple[str, Resource]]:
+    """(key, object) in key order: the keys ``index`` has in [lo, hi) with the objects
+    in ``before`` instead of the current ones (dropped where None, added where new)."""
+    keys, objects = index.keys, index.objects
+    if not before:
+        for i in range(lo, hi):
+            key = keys[i]
+            yield key, objects[key]
+        return
+    older = sorted(before)
+    i = j = 0
+    while lo + i < hi or j < len(older):
+        current = keys[lo + i] if lo + i < hi else None
+        changed = older[j] if j < len(older) else None
+        if changed is None or (current is not None and current < changed):
+            i += 1
+            assert current is not None
+            yield current, objects[current]
+            continue
+        if current == changed:
+            i += 1
+        j += 1
+        old = before[changed]
+        if old is not None:
+            yield changed, old

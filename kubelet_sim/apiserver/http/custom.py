@@ -25,6 +25,7 @@ from kubelet_sim.apiserver.http import events
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, lookup
 from kubelet_sim.apiserver.http.status import fail
+from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.patch.json_patch import apply_json_patch, decode_operations
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.server import APIServer
@@ -91,6 +92,11 @@ def shown(r: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
     doc["apiVersion"] = r.group_version
     structural.apply_defaults(doc, parts[1].schema)
     return doc
+
+
+def served_as_stored(r: ApiResource) -> bool:
+    """Whether :func:`shown` leaves every object of ``r`` as stored."""
+    return custom_parts(r) is None and events.served_as_stored(r)
 
 
 def stored(r: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
@@ -217,8 +223,9 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> None:
 
 
 async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name: str,
-                      namespace: str) -> dict[str, Any]:
-    """GET, PUT or PATCH (merge or JSON patch on the Scale) of ``<plural>/<name>/scale``."""
+                      namespace: str, workers: Workers) -> dict[str, Any]:
+    """GET, PUT or PATCH (merge or JSON patch on the Scale) of ``<plural>/<name>/scale``;
+    the write runs in ``workers``' write pool."""
     current = api.get(r.kind, name, namespace)
     if request.method == "GET":
         return scale_of(r, current)
@@ -249,4 +256,4 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
             f"Invalid value: {json.dumps(replicas)}: must be greater than or equal to 0")])
     doc = current.to_dict()
     _set(doc, _scale_paths(r)["specReplicasPath"], replicas)
-    return scale_of(r, api.update(Resource.from_dict(doc)))
+    return scale_of(r, await workers.write(api.update, Resource.from_dict(doc)))

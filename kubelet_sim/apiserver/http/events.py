@@ -44,6 +44,11 @@ def shown(resource: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def served_as_stored(resource: ApiResource) -> bool:
+    """Whether :func:`shown` leaves ``resource``'s objects unchanged."""
+    return not (resource.kind == "Event" and resource.group == GROUP)
+
+
 def stored(resource: ApiResource, doc: dict[str, Any]) -> dict[str, Any]:
     """A sent object in the stored (core/v1) shape."""
     if resource.kind == "Event" and resource.group == GROUP:

@@ -18,9 +18,7 @@ metadata-only answers), which reads the bodies and writes the answers.
 from __future__ import annotations
 
 import asyncio
-import base64
 import builtins
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +44,15 @@ from kubelet_sim.apiserver.http.custom import (
     custom_parts,
     refuse_other_media,
     serve_scale,
+    served_as_stored,
     shown,
     stored,
     unknown_fields,
 )
 from kubelet_sim.apiserver.http.custom import table as custom_table
 from kubelet_sim.apiserver.http.encoding import (
+    JSON,
+    EncodedItems,
     Output,
     WatchStream,
     not_acceptable,
@@ -63,6 +64,7 @@ from kubelet_sim.apiserver.http.paths import POD_CONNECT, POD_REQUESTS, Target
 from kubelet_sim.apiserver.http.resources import BINDINGS, ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
+from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.patch import apply
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.validation import validate
@@ -72,6 +74,8 @@ PATCH_RETRIES = 5
 # Live events a watch stream may hold unsent (its client not reading): one more and the
 # watch is closed, as kube-apiserver's watch cache closes a watcher that cannot keep up.
 WATCH_BUFFER = 1000
+# initial events of a streaming list written before the loop serves anything else
+INITIAL_EVENTS_PER_TURN = 100
 
 
 def _answer(request: web.Request, body: Any, status: int = 200,
@@ -129,8 +133,13 @@ def _dry_run(request: web.Request) -> bool:
 
 
 class Rest:
-    def __init__(self, api: APIServer) -> None:
+    """The verbs of every stored resource. What can take long runs in ``workers``' threads,
+    never on the event loop: lists, a watch's start, and every write (the write-delay
+    fault sleeps in it, and the API server's lock may be held by another thread)."""
+
+    def __init__(self, api: APIServer, workers: Workers) -> None:
         self.api = api
+        self.workers = workers
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
@@ -140,7 +149,8 @@ class Rest:
                 refuse_other_media(request)  # custom resources are JSON only
             if custom and target.subresource == "scale":
                 return _answer(request, await serve_scale(
-                    self.api, request, target.resource, target.name, target.namespace))
+                    self.api, request, target.resource, target.name, target.namespace,
+                    self.workers))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
             if not target.resource.stored or target.subresource in POD_REQUESTS:
@@ -153,26 +163,32 @@ class Rest:
                     list_options.check(request.query, watch=watching)
                     if watching:
                         return await self.watch(request, target)
-                    return self.list(request, target)
+                    return await self.list(request, target)
                 if method == "POST":
-                    return self.create(request, target, await _body(request),
-                                       _dry_run(request), fields.directive(request),
-                                       patching.field_manager(request, "CreateOptions"))
+                    body = await _body(request)
+                    return await self.workers.write(
+                        self.create, request, target, body, _dry_run(request),
+                        fields.directive(request),
+                        patching.field_manager(request, "CreateOptions"))
                 if method == "DELETE" and "deletecollection" in target.resource.verbs \
                         and (target.namespace or not target.resource.namespaced):
-                    return self.delete_collection(request, target, await _body(request))
+                    body = await _body(request)
+                    return await self.workers.write(self.delete_collection, request, target,
+                                                    body)
                 raise _not_allowed()
             if method == "GET":
                 list_options.check(request.query, watch=False)
                 return self.get(request, target)
             if method == "PUT":
-                return self.update(request, target, await _body(request), _dry_run(request),
-                                   fields.directive(request),
-                                   patching.field_manager(request, "UpdateOptions"))
+                body = await _body(request)
+                return await self.workers.write(
+                    self.update, request, target, body, _dry_run(request),
+                    fields.directive(request), patching.field_manager(request, "UpdateOptions"))
             if method == "PATCH":
                 return await self.patch(request, target)
             if method == "DELETE":
-                return self.delete(request, target, await _body(request))
+                body = await _body(request)
+                return await self.workers.write(self.delete, request, target, body)
             raise _not_allowed()
         except ApiError as err:
             return _answer(request, error_body(err, target.resource.plural), err.code)
@@ -190,30 +206,45 @@ class Rest:
             raise not_acceptable("you requested PartialObjectMetadataList, but the requested "
                                  f"object is not a list ({_go_type(r)})")
 
-    def list(self, request: web.Request, target: Target) -> web.Response:
+    async def list(self, request: web.Request, target: Target) -> web.Response:
+        """A LIST, picked, copied and encoded in the read pool: never on the loop."""
+        return await self.workers.read(self._list, request, target)
+
+    def _list(self, request: web.Request, target: Target) -> web.Response:
         r = target.resource
-        found = self.api.list(r.kind, target.namespace or None,
-                              label_selector=request.query.get("labelSelector") or None,
-                              field_selector=request.query.get("fieldSelector") or None)
-        items, token = _page(found.items, found.resource_version, request)
+        found = self.api.read_list(r.kind, target.namespace or None,
+                                   label_selector=request.query.get("labelSelector") or None,
+                                   field_selector=request.query.get("fieldSelector") or None,
+                                   limit=_int_param(request, "limit") or 0,
+                                   continue_from=request.query.get("continue", ""),
+                                   resource_version=request.query.get("resourceVersion", ""))
+        items = found.items  # the stored objects: read through to_dict (a copy) only
         output = _output(request)
         if output.as_kind == "PartialObjectMetadata":
             raise not_acceptable("you requested PartialObjectMetadata, but the requested "
                                  f"object is a list ({_go_type(r, 'List')})")
-        if wants_table(request):
-            return _answer(request, _table(r, items, found.resource_version,
-                                           request.query.get("includeObject", "Metadata"),
-                                           token, output.meta_api_version))
         meta: dict[str, Any] = {"resourceVersion": found.resource_version}
-        if token:
-            meta["continue"] = token
+        if found.continue_token:
+            meta["continue"] = found.continue_token
+        if found.remaining_item_count is not None:
+            meta["remainingItemCount"] = found.remaining_item_count
+        if wants_table(request):
+            body = _table(r, items, found.resource_version,
+                          request.query.get("includeObject", "Metadata"),
+                          found.continue_token, output.meta_api_version)
+            body["metadata"] = meta
+            return _answer(request, body)
         if output.as_kind == "PartialObjectMetadataList":
             return _answer(request, {
                 "kind": "PartialObjectMetadataList", "apiVersion": output.meta_api_version,
-                "metadata": meta, "items": [_partial(o.to_dict(), output) for o in items]})
+                "metadata": meta,
+                "items": [_partial({"metadata": o.metadata.to_dict()}, output) for o in items]})
+        if output.media == JSON and served_as_stored(r):
+            listed: builtins.list[Any] = EncodedItems(self.api.encoded_json(o) for o in items)
+        else:
+            listed = [shown(r, o.to_dict()) for o in items]
         return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
-                                 "metadata": meta,
-                                 "items": [shown(r, o.to_dict()) for o in items]})
+                                 "metadata": meta, "items": listed})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource
@@ -229,10 +260,12 @@ class Rest:
         try:
             if request.query.get("sendInitialEvents") in ("1", "true"):
                 # a streaming list: the current objects, then a BOOKMARK marking their end
-                found = self.api.list(r.kind, target.namespace or None, labels, fields)
+                found = await self.workers.read(self.api.read_list, r.kind,
+                                                target.namespace or None, labels, fields)
                 initial, since = found.items, found.resource_version
-            watch = self.api.watch(r.kind, target.namespace or None, labels, fields, since,
-                                   buffer_limit=WATCH_BUFFER)
+            # without a resourceVersion it starts with every object: off the loop too
+            watch = await self.workers.read(self.api.watch, r.kind, target.namespace or None,
+                                            labels, fields, since, buffer_limit=WATCH_BUFFER)
         except Gone as err:
             await _send(response, {"type": "ERROR", "object": status_body(
                 410, "Expired", f"too old resource version: {err.message}")})
@@ -241,9 +274,11 @@ class Rest:
             await _send(response, {"type": "ERROR", "object": error_body(err, r.plural)})
             return response
         if initial is not None:
-            for obj in initial:
+            for sent, obj in enumerate(initial, 1):
                 await _send(response, {"type": "ADDED",
                                        "object": self._shown(request, r, obj)})
+                if sent % INITIAL_EVENTS_PER_TURN == 0:
+                    await asyncio.sleep(0)  # other requests get the loop in between
             await _send(response, {"type": "BOOKMARK", "object": {
                 "kind": r.kind, "apiVersion": r.group_version,
                 "metadata": {"resourceVersion": since,
@@ -320,13 +355,20 @@ class Rest:
         dry_run, mode = _dry_run(request), fields.directive(request)
         if applying:
             config = patching.decode_apply(await patching.read_body(request))
-            return self._apply(request, target, config, manager, patching.force(request),
-                               dry_run, mode)
+            return await self.workers.write(self._apply, request, target, config, manager,
+                                            patching.force(request), dry_run, mode)
         try:  # every patch type but apply is JSON, whatever its media type says
             patch = fields.decode(await patching.read_body(request) or b"{}")
         except ValueError as e:
             raise fail(400, "BadRequest", f"the body of the request could not be decoded: {e}") \
                 from None
+        return await self.workers.write(self._patch, request, target, kind, patch, manager,
+                                        dry_run, mode)
+
+    def _patch(self, request: web.Request, target: Target, kind: str, patch: Any,
+               manager: str, dry_run: bool, mode: str) -> web.Response:
+        """A JSON, merge or strategic merge patch, retried on a conflict it did not ask
+        for (no resourceVersion in it)."""
         problems = fields.duplicate_fields(patch)
         r = target.resource
         for attempt in range(PATCH_RETRIES):
@@ -469,9 +511,9 @@ class Rest:
         # a field of the wrong type is the decode error kube-apiserver answers (400)
         fields.drop_unknown_fields(body, *_request_kind(target, body))
         if target.subresource == "eviction":
-            return self.evict(request, target, body)
+            return await self.workers.write(self.evict, request, target, body)
         if target.subresource == "binding" or target.resource == BINDINGS:
-            return self.bind(request, target, body)
+            return await self.workers.write(self.bind, request, target, body)
         _dry_run(request)
         return _answer(request, reviews.review(target.resource, body), 201)
 
@@ -574,27 +616,6 @@ class _DeleteOptions:
             raise fail(400, "BadRequest", f"unsupported dryRun value(s) {sent}: only All")
         return cls(grace, policy, pre.get("uid"), pre.get("resourceVersion"),
                    _dry_run(request) or bool(sent))
-
-
-def _page(items: list[Resource], resource_version: str,
-          request: web.Request) -> tuple[list[Resource], str]:
-    """``limit`` items from the ``continue`` token on, and the next token ("" at the end)."""
-    start = 0
-    token = request.query.get("continue")
-    if token:
-        try:
-            start = int(json.loads(base64.urlsafe_b64decode(token))["start"])
-        except (ValueError, KeyError, TypeError):
-            raise fail(400, "BadRequest", "invalid continue token") from None
-    limit = _int_param(request, "limit") or 0
-    if limit <= 0:
-        return items[start:], ""
-    end = start + limit
-    if end >= len(items):
-        return items[start:], ""
-    next_token = base64.urlsafe_b64encode(json.dumps(
-        {"rv": resource_version, "start": end}).encode()).decode()
-    return items[start:end], next_token
 
 
 def _orphan_dependents(request: web.Request, options: dict[str, Any]) -> bool | None:

@@ -36,6 +36,7 @@ from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
+from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.server import APIServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -68,7 +69,8 @@ async def too_large(request: web.Request, handler: Handler) -> web.StreamRespons
 
 def make_app(api: APIServer, token: str, address: str,
              on_request: RequestObserver | None = None) -> web.Application:
-    rest = Rest(api)
+    workers = Workers()
+    rest = Rest(api, workers)
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
@@ -200,6 +202,11 @@ def make_app(api: APIServer, token: str, address: str,
 
     app = web.Application(middlewares=[too_large, authenticate],
                           client_max_size=MAX_REQUEST_BODY_BYTES)
+
+    async def stop_workers(app: web.Application) -> None:
+        workers.shutdown()
+
+    app.on_cleanup.append(stop_workers)
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
         app.router.add_get(path, health)

@@ -12,10 +12,12 @@ from kubelet_sim.api.errors import (
     ApiError,
     ApplyConflict,
     Conflict,
+    ExpiredContinue,
     Invalid,
     InvalidObject,
     InvalidOptions,
     NotFound,
+    TooLargeResourceVersion,
     TooManyRequests,
 )
 
@@ -61,7 +63,14 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     if isinstance(err, InvalidOptions):
         details = {"name": "", "group": "meta.k8s.io", "kind": err.options_kind,
                    "causes": err.causes}
-    return status_body(err.code, err.reason, message, details or None)
+    if isinstance(err, TooLargeResourceVersion):
+        details = {"causes": [{"reason": "ResourceVersionTooLarge",
+                               "message": "Too large resource version"}],
+                   "retryAfterSeconds": 1}
+    body = status_body(err.code, err.reason, message, details or None)
+    if isinstance(err, ExpiredContinue):
+        body["metadata"] = {"continue": err.continue_token}
+    return body
 
 
 def status_response(body: dict[str, Any]) -> web.Response:

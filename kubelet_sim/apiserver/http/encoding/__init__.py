@@ -10,8 +10,10 @@ client speaks).
 """
 
 from kubelet_sim.apiserver.http.encoding.negotiation import (
+    JSON,
     PATCH_TYPES,
     PROTOBUF,
+    EncodedItems,
     Output,
     WatchStream,
     error_response,
@@ -23,6 +25,6 @@ from kubelet_sim.apiserver.http.encoding.negotiation import (
     status_response,
 )
 
-__all__ = ["PATCH_TYPES", "PROTOBUF", "Output", "WatchStream", "error_response", "negotiate",
-           "not_acceptable", "output", "read_body", "respond",
+__all__ = ["JSON", "PATCH_TYPES", "PROTOBUF", "EncodedItems", "Output", "WatchStream",
+           "error_response", "negotiate", "not_acceptable", "output", "read_body", "respond",
            "status_response"]

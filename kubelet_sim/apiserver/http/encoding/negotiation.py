@@ -20,6 +20,7 @@ request, :func:`read_body` gives them the JSON object whatever the wire, and
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from aiohttp import web
+from aiohttp import payload, web
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
@@ -48,6 +50,8 @@ PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
 META_GROUP = "meta.k8s.io"
 META_VERSIONS = ("v1", "v1beta1")
 TRANSFORMS = ("Table", "PartialObjectMetadata", "PartialObjectMetadataList")
+WRITE_SLICE = 128 * 1024  # bytes of an answer written before the loop serves others
+ENCODE_PIECES_FROM = 100  # list members past which a JSON answer is encoded member by member
 _IGNORED_PARAMS = ("charset", "pretty", "stream", "includeObject")
 _SERVED = {"*/*": JSON, "application/*": JSON, JSON: JSON, YAML: YAML, PROTOBUF: PROTOBUF}
 _log = logging.getLogger(__name__)
@@ -242,6 +246,32 @@ class _YamlDumper(yaml.SafeDumper):
 _YamlDumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
 
 
+class EncodedItems(list[str]):
+    """A list's items already in JSON (stored objects' cached encodings), written as they
+    are by a JSON answer. One object for the whole list: no new object per item, so
+    a LIST of thousands leaves nothing for the garbage collector (whose full
+    collections stop every thread)."""
+
+
+def _member(value: Any) -> str:
+    if isinstance(value, EncodedItems):
+        return "[" + ", ".join(value) + "]"
+    if isinstance(value, list) and len(value) > ENCODE_PIECES_FROM:
+        return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def _json(body: Any) -> bytes:
+    """``json.dumps(body)``, a list's items (or a Table's rows) encoded one by one (or
+    taken as they are, :class:`EncodedItems`): the C encoder holds the GIL for a whole
+    call, and one call over thousands of objects would stop every other thread (the
+    event loop too) for its duration."""
+    if not isinstance(body, dict) or not any(isinstance(v, list) for v in body.values()):
+        return json.dumps(body).encode()
+    return ("{" + ", ".join(f"{json.dumps(key)}: {_member(value)}"
+                            for key, value in body.items()) + "}").encode()
+
+
 def encode(body: Any, out: Output) -> tuple[bytes, str]:
     """The answer's bytes and their Content-Type."""
     if out.media == YAML:
@@ -250,15 +280,39 @@ def encode(body: Any, out: Output) -> tuple[bytes, str]:
         data = _protobuf(body)
         if data is not None:
             return data, PROTOBUF
-    return json.dumps(body).encode(), JSON
+    return _json(body), JSON
+
+
+class _Slices(payload.Payload):
+    """A big answer's bytes, written a slice at a time with the loop free in between:
+    TLS encrypts what is written on the loop's thread, megabytes at once would hold
+    every other request up."""
+
+    _autoclose = True
+
+    def __init__(self, data: bytes, content_type: str) -> None:
+        super().__init__(data, content_type=content_type)
+        self._size = len(data)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return bytes(self._value).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        view = memoryview(self._value)
+        for start in range(0, len(view), WRITE_SLICE):
+            await writer.write(view[start:start + WRITE_SLICE])
+            await asyncio.sleep(0)  # whatever else is ready runs between two slices
 
 
 def respond(request: web.Request, body: Any, status: int = 200,
             headers: LooseHeaders | None = None) -> web.Response:
-    """``body`` (an API object, list or Status) in the form ``request`` negotiated."""
+    """``body`` (an API object, list or Status) in the form ``request`` negotiated.
+    May run in a worker thread (it only builds the answer)."""
     data, media = encode(body, output(request))
     merged: CIMultiDict[str] = CIMultiDict(headers or {})
     merged["Content-Type"] = media
+    if len(data) > WRITE_SLICE:
+        return web.Response(status=status, body=_Slices(data, media), headers=merged)
     return web.Response(status=status, body=data, headers=merged)
 
 
