@@ -54,7 +54,8 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     if isinstance(err, TooManyRequests) and err.causes:
         details = {"causes": err.causes}
     if isinstance(err, Conflict) and err.name:
-        details = {"name": err.name, "kind": plural or err.kind}
+        # the resource, as kube-apiserver names it ("pods"; a subresource keeps its own)
+        details = {"name": err.name, "kind": err.kind if "/" in err.kind else plural or err.kind}
         if plural and err.detail:  # as Kubernetes words it: ... on pods "web": ...
             message = f'Operation cannot be fulfilled on {plural} "{err.name}": {err.detail}'
 
