@@ -235,6 +235,9 @@ class Resource:
     status: JSON = field(default_factory=dict)
     body: JSON = field(default_factory=dict)
     api_version: str = ""
+    # the JSON of a stored object, made the first time a LIST writes it out (a stored
+    # object never changes: a write stores a new one); copies start without it
+    encoded: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.api_version:

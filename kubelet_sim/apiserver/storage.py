@@ -70,26 +70,22 @@ def _prefix_end(prefix: str) -> str | None:
 
 
 class _KindIndex:
-    """One kind's objects by storage key, the keys sorted, and the JSON of the objects
-    listed since their last write (each with the object it encodes)."""
+    """One kind's objects by storage key, and the keys sorted."""
 
-    __slots__ = ("encoded", "keys", "objects")
+    __slots__ = ("keys", "objects")
 
     def __init__(self) -> None:
         self.objects: dict[str, Resource] = {}
         self.keys: list[str] = []
-        self.encoded: dict[str, tuple[Resource, str]] = {}
 
     def put(self, key: str, obj: Resource) -> None:
         if key not in self.objects:
             insort(self.keys, key)
         self.objects[key] = obj
-        self.encoded.pop(key, None)
 
     def drop(self, key: str) -> None:
         if self.objects.pop(key, None) is not None:
             del self.keys[bisect_left(self.keys, key)]
-        self.encoded.pop(key, None)
 
     def span(self, begin: str, end: str | None) -> tuple[int, int]:
         """The positions of the keys in [begin, end)."""
@@ -167,20 +163,16 @@ class ObjectStore:
                 found += [(kind, key[len(prefix):]) for key in index.keys[lo:hi]]
         return found
 
-    def encoded_json(self, obj: Resource) -> str:
-        """``json.dumps(obj.to_dict())`` of a stored object, made once per stored version
-        (as kube-apiserver's watch cache keeps an object's serialized forms): a LIST of
-        thousands then builds no objects, which also spares the GIL long collections.
-        Safe without the lock: an entry is used only for the very object it encodes."""
-        key = storage_key(obj.namespace, obj.name)
-        index = self._objects.get(obj.kind)
-        entry = index.encoded.get(key) if index is not None else None
-        if entry is not None and entry[0] is obj:
-            return entry[1]
-        text = json.dumps(obj.to_dict())
-        if index is not None and index.objects.get(key) is obj:
-            index.encoded[key] = (obj, text)
-        return text
+    @staticmethod
+    def encoded_json(obj: Resource) -> str:
+        """``json.dumps(obj.to_dict())`` of a stored object (current or kept in the
+        history), made once and kept on it (as kube-apiserver's watch cache keeps an
+        object's serialized forms): a LIST of thousands then builds no objects, and
+        leaves nothing behind for the garbage collector, whose full collections stop
+        every thread. Safe without the lock: stored objects never change."""
+        if obj.encoded is None:
+            obj.encoded = json.dumps(obj.to_dict())
+        return obj.encoded
 
     def page(self, kind: str, prefix: str, start: str, matches: Predicate, limit: int,
              at: int | None = None) -> Page:
