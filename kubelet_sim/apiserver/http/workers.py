@@ -22,7 +22,7 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-LIST_THREADS = 2
+LIST_THREADS = 1  # two: /healthz p99 96 ms with eight big LISTs, one: 77 ms
 WRITE_THREADS = 16
 
 
