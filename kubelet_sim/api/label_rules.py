@@ -1,6 +1,7 @@
-"""The rules for label keys and values, with the messages apimachinery's
-``util/validation`` gives (``IsValidLabelValue``, ``IsQualifiedName``): one place for the
-object validation and the label selector parser."""
+"""The rules for names, label keys and values, with the messages apimachinery's
+``util/validation`` gives (``IsValidLabelValue``, ``IsQualifiedName``, ``IsDNS1123Label``,
+``IsDNS1123Subdomain``): one place for the object validation and the label selector
+parser."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 MAX_LABEL_VALUE = 63
 
 _VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, "
@@ -19,6 +21,13 @@ _NAME_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.
               "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
               "or '123-abc', regex used for validation is "
               "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_SUBDOMAIN_RULE = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                   "characters, '-' or '.', and must start and end with an alphanumeric "
+                   "character (e.g. 'example.com', regex used for validation is "
+                   "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+_LABEL_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+               "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',"
+               "  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 _PREFIX_RULE = ("prefix part a lowercase RFC 1123 subdomain must consist of lower case "
                 "alphanumeric characters, '-' or '.', and must start and end with an "
                 "alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -57,4 +66,24 @@ def qualified_name_errors(key: str) -> list[str]:
         errors.append(f"name part must be no more than {MAX_LABEL_VALUE} characters")
     if name and not _NAME_PART.fullmatch(name):
         errors.append(_NAME_RULE)
+    return errors
+
+
+def dns_subdomain_errors(value: str) -> list[str]:
+    """What is wrong with a DNS-1123 subdomain, e.g. most objects' names (empty: nothing)."""
+    errors = []
+    if len(value) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _DNS_SUBDOMAIN.fullmatch(value):
+        errors.append(_SUBDOMAIN_RULE)
+    return errors
+
+
+def dns_label_errors(value: str) -> list[str]:
+    """What is wrong with a DNS-1123 label, e.g. a namespace's name (empty: nothing)."""
+    errors = []
+    if len(value) > MAX_LABEL_VALUE:
+        errors.append(f"must be no more than {MAX_LABEL_VALUE} characters")
+    if not _DNS_LABEL.fullmatch(value):
+        errors.append(_LABEL_RULE)
     return errors

@@ -58,7 +58,6 @@ from kubelet_sim.api.errors import (
     NotFound,
     TooLargeResourceVersion,
 )
-from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import (
     JSON,
     Resource,
@@ -82,6 +81,7 @@ from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
+from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
 from kubelet_sim.apiserver.update_rules import validate_update
@@ -309,7 +309,7 @@ class APIServer:
         if subresource not in ("", "status"):
             raise NotFound(f"{kind}/{subresource}", name)
         current = self._current(kind, name, namespace)
-        merged = merge_patch(current.to_dict(), patch)
+        merged = apply_merge_patch(current.to_dict(), patch)
         verb = "patch_status" if subresource else "patch"
         return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
 

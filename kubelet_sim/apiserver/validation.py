@@ -15,13 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelet_sim.api.errors import Invalid
+from kubelet_sim.api.label_rules import (
+    dns_label_errors,
+    dns_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -74,23 +77,16 @@ def _taints(taints: list[Any], path: str) -> None:
 
 
 def _one_of(value: Any, allowed: tuple[str, ...], path: str) -> None:
-    _check(value in allowed, path, f"Unsupported value: {value!r}: supported values: {allowed}")
+    _supported(value, allowed, path)
 
 
-_DNS_RULES = {  # the pattern, the longest value, the rule's wording in the message
-    "subdomain": (_DNS_SUBDOMAIN, 253, "a lowercase RFC 1123 subdomain must consist of lower "
-                  "case alphanumeric characters, '-' or '.', and must start and end with an "
-                  "alphanumeric"),
-    "label": (_DNS_LABEL, 63, "a lowercase RFC 1123 label must consist of lower case "
-              "alphanumeric characters or '-', start and end with an alphanumeric, at most 63"),
-}
+_DNS_RULES = {"subdomain": dns_subdomain_errors, "label": dns_label_errors}
 
 
 def _dns_name(kind: str, value: Any, path: str) -> None:
-    pattern, longest, rule = _DNS_RULES[kind]
     _check(isinstance(value, str) and bool(value), path, "Required value")
-    _check(len(value) <= longest and bool(pattern.fullmatch(value)), path,
-           f"Invalid value: {value!r}: {rule}")
+    for message in _DNS_RULES[kind](value):
+        raise Invalid(path, f"Invalid value: {json.dumps(value)}: {message}")
 
 
 def dns_subdomain(value: Any, path: str) -> None:
@@ -102,15 +98,10 @@ def dns_label(value: Any, path: str) -> None:
 
 
 def label_key(key: str, path: str) -> None:
-    prefix, _, name = key.rpartition("/")
-    if prefix:
-        dns_subdomain(prefix, path)
-    _check(
-        0 < len(name) <= 63 and bool(_LABEL_VALUE.fullmatch(name)),
-        path,
-        f"Invalid value: {key!r}: name part must be at most 63 alphanumeric characters, "
-        "'-', '_' or '.', starting and ending with an alphanumeric",
-    )
+    """A label or annotation key: a qualified name; the error names the map, as
+    apimachinery's ``ValidateLabelName`` does."""
+    for message in qualified_name_errors(key):
+        raise Invalid(path, f"Invalid value: {json.dumps(key)}: {message}")
 
 
 def port_name(value: Any, path: str) -> None:
@@ -123,19 +114,19 @@ def port_name(value: Any, path: str) -> None:
         and "--" not in value
         and any(c.isalpha() for c in value)
     )
-    _check(ok, path, f"Invalid value: {value!r}: must be an IANA_SVC_NAME")
+    _check(ok, path, f"Invalid value: {json.dumps(value)}: must be an IANA_SVC_NAME")
 
 
 def port_number(value: Any, path: str) -> None:
     ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
-    _check(ok, path, f"Invalid value: {value!r}: must be between 1 and 65535, inclusive")
+    _check(ok, path, f"Invalid value: {json.dumps(value)}: must be between 1 and 65535, inclusive")
 
 
 def cidr(value: Any, path: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     try:
         return ipaddress.ip_network(str(value), strict=False)
     except ValueError:
-        raise Invalid(path, f"Invalid value: {value!r}: must be a valid CIDR") from None
+        raise Invalid(path, f"Invalid value: {json.dumps(value)}: must be a valid CIDR") from None
 
 
 def storage(value: Any, path: str) -> int:
@@ -153,15 +144,13 @@ def validate(obj: Resource) -> None:
     else:
         dns_subdomain(meta.name, "metadata.name")
     for key, value in meta.labels.items():
-        label_key(key, f"metadata.labels[{key}]")
-        _check(
-            value == "" or (len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))),
-            f"metadata.labels[{key}]",
-            f"Invalid value: {value!r}: a label value must be empty or at most 63 "
-            "alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric",
-        )
+        label_key(key, "metadata.labels")
+        for message in label_value_errors(value):
+            raise Invalid(f"metadata.labels[{key}]",
+                          f"Invalid value: {json.dumps(value)}: {message}")
     for key in meta.annotations:
-        label_key(key, f"metadata.annotations[{key}]")
+        for message in qualified_name_errors(key.lower()):
+            raise Invalid("metadata.annotations", f"Invalid value: {json.dumps(key)}: {message}")
     size = sum(len(k) + len(v) for k, v in meta.annotations.items())
     _check(size <= TOTAL_ANNOTATION_SIZE, "metadata.annotations",
            f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes")
@@ -183,7 +172,7 @@ def _pod(obj: Resource) -> None:
         path = f"spec.containers[{i}]"
         _check(isinstance(c, dict), path, "must be an object")
         dns_label(c.get("name"), f"{path}.name")
-        _check(c["name"] not in seen, f"{path}.name", f"Duplicate value: {c['name']!r}")
+        _check(c["name"] not in seen, f"{path}.name", f"Duplicate value: {json.dumps(c['name'])}")
         seen.add(c["name"])
         _check(bool(c.get("image")), f"{path}.image", "Required value")
         names: set[str] = set()
@@ -388,7 +377,7 @@ def _peer(peer: JSON, path: str) -> None:
             _check(
                 sub.version == net.version and sub.subnet_of(net) and sub != net,  # type: ignore[arg-type]
                 f"{path}.ipBlock.except[{k}]",
-                f"Invalid value: {exc!r}: must be a strict subset of `cidr`",
+                f"Invalid value: {json.dumps(exc)}: must be a strict subset of `cidr`",
             )
     for key in ("podSelector", "namespaceSelector"):
         if key in present:
@@ -416,11 +405,11 @@ def _lease(lease: Resource) -> None:
     duration = lease.spec.get("leaseDurationSeconds")
     if duration is not None:
         _check(isinstance(duration, int) and duration > 0, "spec.leaseDurationSeconds",
-               f"Invalid value: {duration!r}: must be greater than 0")
+               f"Invalid value: {json.dumps(duration)}: must be greater than 0")
     transitions = lease.spec.get("leaseTransitions")
     if transitions is not None:
         _check(isinstance(transitions, int) and transitions >= 0, "spec.leaseTransitions",
-               f"Invalid value: {transitions!r}: must be greater than or equal to 0")
+               f"Invalid value: {json.dumps(transitions)}: must be greater than or equal to 0")
 
 
 def _event(event: Resource) -> None:
@@ -429,33 +418,33 @@ def _event(event: Resource) -> None:
     namespace = involved.get("namespace") or ""
     if namespace:
         _check(namespace == event.namespace, "involvedObject.namespace",
-               f"Invalid value: {namespace!r}: does not match event.namespace")
+               f"Invalid value: {json.dumps(namespace)}: does not match event.namespace")
     else:  # a cluster-scoped object's events live in "default"
         _check(event.namespace in ("", "default"), "involvedObject.namespace",
-               f"Invalid value: {namespace!r}: does not match event.namespace")
+               f"Invalid value: {json.dumps(namespace)}: does not match event.namespace")
     kind = event.body.get("type") or ""
     _check(kind in ("", "Normal", "Warning"), "type",
-           f'Unsupported value: {kind!r}: supported values: "Normal", "Warning"')
+           f'Unsupported value: {json.dumps(kind)}: supported values: "Normal", "Warning"')
     reason = event.body.get("reason") or ""
     _check(isinstance(reason, str) and len(reason) <= 128, "reason",
            "Too long: may not be more than 128 bytes")
     count = event.body.get("count")
     if count is not None:
         _check(isinstance(count, int) and not isinstance(count, bool) and count >= 0,
-               "count", f"Invalid value: {count!r}: must be greater than or equal to 0")
+               "count", f"Invalid value: {json.dumps(count)}: must be greater than or equal to 0")
 
 
 def _int_or_percent(value: Any, path: str) -> None:
     """An IntOrString of a budget: a count >= 0 or a percentage up to 100%."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise Invalid(path, f"Invalid value: {value!r}: must be an integer or percentage "
+        raise Invalid(path, f"Invalid value: {json.dumps(value)}: must be an integer or percentage "
                             "(e.g '5%')")
     if isinstance(value, str):
         digits = value.removesuffix("%")
         _check(value.endswith("%") and digits.isdigit(), path,
-               f"Invalid value: {value!r}: must be an integer or percentage (e.g '5%')")
+               f"Invalid value: {json.dumps(value)}: must be an integer or percentage (e.g '5%')")
         _check(int(digits) <= 100, path,
-               f"Invalid value: {value!r}: must not be greater than 100%")
+               f"Invalid value: {json.dumps(value)}: must not be greater than 100%")
     else:
         _check(value >= 0, path,
                f"Invalid value: {value}: must be greater than or equal to 0")

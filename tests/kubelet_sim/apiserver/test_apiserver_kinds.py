@@ -171,7 +171,7 @@ INVALID: list[tuple[str, Any, str]] = [
     ("Pod", lambda: b.pod("p", volumes=[{"name": "v", "csi": {}}]), "spec.volumes[0].csi.driver"),
     ("Pod", lambda: b.pod("p", volumes=[b.pvc_volume("v", "c"), b.pvc_volume("v", "d")]),
      "spec.volumes[1].name"),
-    ("Pod", lambda: b.pod("p", labels={"bad key!": "v"}), "metadata.labels[bad key!]"),
+    ("Pod", lambda: b.pod("p", labels={"bad key!": "v"}), "metadata.labels"),
     ("Pod", lambda: b.pod("p", labels={"k": "-bad-"}), "metadata.labels[k]"),
     ("Pod", lambda: b.pod("UPPER"), "metadata.name"),
     ("PersistentVolumeClaim", lambda: b.persistent_volume_claim("c", storage="ten"),
@@ -244,3 +244,21 @@ def test_new_claim_has_empty_status(api: APIServer) -> None:
     claim = b.persistent_volume_claim("c", storage="1Gi")
     claim.status = {"phase": "Bound"}
     assert api.create(claim).status == {}
+
+
+def test_name_and_label_errors_carry_apimachinerys_wording_and_go_quoting(api: APIServer) -> None:
+    with pytest.raises(Invalid) as err:
+        api.create(b.pod("Bad_Name"))
+    assert str(err.value) == (
+        'metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist '
+        "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    with pytest.raises(Invalid) as err:
+        api.create(b.pod("p", labels={"a/b/c": "v"}))
+    assert str(err.value).startswith('metadata.labels: Invalid value: "a/b/c": a qualified name '
+                                     "must consist of alphanumeric characters")
+    with pytest.raises(Invalid) as err:
+        api.create(b.pod("p", labels={"k": "x" * 64}))
+    assert str(err.value) == (f'metadata.labels[k]: Invalid value: "{"x" * 64}": '
+                              "must be no more than 63 characters")

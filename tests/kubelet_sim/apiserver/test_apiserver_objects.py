@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubelet_sim.api.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
-from kubelet_sim.api.merge_patch import merge_patch
 from kubelet_sim.api.model import NAMESPACE_NAME_LABEL, Resource, new
+from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.testing.fake_clock import FakeClock
 
@@ -191,7 +191,7 @@ def test_kinds_without_status_subresource_write_everything_in_update(api: APISer
 
 def test_merge_patch_merges_objects_and_null_deletes() -> None:
     target = {"a": {"b": 1, "c": 2}, "l": [1, 2], "k": "v"}
-    assert merge_patch(target, {"a": {"b": None, "d": 3}, "l": [9], "k": None}) == {
+    assert apply_merge_patch(target, {"a": {"b": None, "d": 3}, "l": [9], "k": None}) == {
         "a": {"c": 2, "d": 3}, "l": [9]}
 
 
