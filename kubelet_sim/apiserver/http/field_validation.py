@@ -184,7 +184,8 @@ class _Walk:
 
     def _special(self, doc: Any, special: str, ref: TypeRef, struct: str) -> None:
         """The types that decode themselves: a Quantity is a string (or number) in its
-        grammar, an IntOrString an int32 or a string; the others take what JSON has."""
+        grammar, an IntOrString an int32 or a string, apiextensions' JSONSchemaPropsOrBool
+        a boolean or a schema object; the others take what JSON has."""
         if self.type_error:
             return
         if special == "Quantity":
@@ -199,6 +200,8 @@ class _Walk:
         elif special == "IntOrString" and (isinstance(doc, bool)
                                            or not isinstance(doc, (str, int))):
             self._wrong(doc, "int32", struct)
+        elif special == "JSONSchemaPropsOrBool" and not isinstance(doc, (bool, dict)):
+            self.type_error = "boolean or JSON schema expected"  # its own decoder's words
 
     def _scalar(self, doc: Any, ref: TypeRef, scalar: str, struct: str) -> None:
         if scalar == "string" or scalar == "[]byte":

@@ -14,8 +14,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-GROUP = "gadgets.example.com"
-
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "what a gadget should be",
@@ -77,21 +75,23 @@ LEGACY_SCHEMA_PARTS: dict[str, Any] = {
 }
 
 
-def gadgets_crd(name_prefix: str = "gadgets") -> dict[str, Any]:
-    """A definition of a namespaced kind with two versions and the subresources."""
-    group = f"{name_prefix}.example.com" if name_prefix != "gadgets" else GROUP
+def gadgets_crd(name_prefix: str = "gadgets", kind: str = "Gadget") -> dict[str, Any]:
+    """A definition of a namespaced kind with two versions and the subresources (the group
+    ``<name_prefix>.example.com``)."""
+    group = f"{name_prefix}.example.com"
+    singular = kind.lower()
     schema = {"type": "object", "properties": {
         "spec": copy.deepcopy(SPEC_SCHEMA),
         "status": {"type": "object", "properties": {
             "size": {"type": "integer"}, "selector": {"type": "string"}}}}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{group}", "labels": {"sample": "gadgets"},
+        "metadata": {"name": f"{singular}s.{group}", "labels": {"sample": "gadgets"},
                      "annotations": {"note": "protobuf"}},
         "spec": {
             "group": group, "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget",
-                      "listKind": "GadgetList", "shortNames": ["gd"],
+            "names": {"plural": f"{singular}s", "singular": singular, "kind": kind,
+                      "listKind": f"{kind}List", "shortNames": [singular[:2]],
                       "categories": ["examples"]},
             "versions": [
                 {"name": "v1", "served": True, "storage": True,

@@ -46,7 +46,7 @@ def test_a_definition_comes_back_from_protobuf_as_the_same_json(crd: dict[str, A
 
 
 def test_a_definition_list_comes_back_with_its_items() -> None:
-    first, second = gadgets_crd(), gadgets_crd("widgets")
+    first, second = gadgets_crd(), gadgets_crd("widgets", "Widget")
     listed = {"apiVersion": API_VERSION, "kind": "CustomResourceDefinitionList",
               "metadata": {"resourceVersion": "42"}, "items": [first, second]}
     back = envelope.decode(envelope.encode(listed) or b"")
