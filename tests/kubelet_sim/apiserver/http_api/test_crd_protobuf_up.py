@@ -260,3 +260,34 @@ def test_additional_properties_neither_boolean_nor_schema_cannot_be_decoded(
     assert (status["reason"], status["message"]) == (
         "BadRequest", 'CustomResourceDefinition in version "v1" cannot be handled as a '
         "CustomResourceDefinition: boolean or JSON schema expected")
+
+
+def _content_types(document: dict[str, Any], path: str) -> dict[str, set[str]]:
+    """Each operation of ``path`` → the media types its request and 200 answer list."""
+    out: dict[str, set[str]] = {}
+    for method, operation in document["paths"][path].items():
+        if not isinstance(operation, dict) or "responses" not in operation:
+            continue
+        types = set(operation["responses"]["200"].get("content", {}))
+        types |= set(operation.get("requestBody", {}).get("content", {}))
+        out[method] = types
+    return out
+
+
+def test_openapi_lists_protobuf_for_definitions_and_not_for_their_custom_resources(
+        cluster: Cluster, created: dict[str, Any]) -> None:
+    raw = cluster.raw
+    index = raw.send("GET", "/openapi/v3", accept=JSON).json()["paths"]
+
+    def document(key: str) -> dict[str, Any]:
+        answer = raw.send("GET", index[key]["serverRelativeURL"], accept=JSON)
+        assert answer.status == 200, key
+        return dict(answer.json())
+
+    definitions = _content_types(document("apis/apiextensions.k8s.io/v1"), CRDS)
+    assert {PROTOBUF, f"{PROTOBUF};stream=watch"} <= definitions["get"]
+    assert PROTOBUF in definitions["post"]
+    gadgets = _content_types(document("apis/gadgets.example.com/v1"),
+                             "/apis/gadgets.example.com/v1/namespaces/{namespace}/gadgets")
+    assert gadgets["get"] == {JSON, "application/yaml"}
+    assert gadgets["post"] == {JSON, "application/yaml"}
