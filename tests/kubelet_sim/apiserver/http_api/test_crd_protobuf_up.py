@@ -107,13 +107,30 @@ def test_a_definition_created_in_protobuf_reads_back_in_json_as_one_created_in_j
     assert answer.metadata.uid == from_protobuf["metadata"]["uid"]
 
 
+def _comparable_message(crd: ext.CustomResourceDefinition) -> ext.CustomResourceDefinition:
+    """:func:`_comparable` for a definition read in protobuf."""
+    out = ext.CustomResourceDefinition()
+    out.CopyFrom(crd)
+    for name in ("name", "uid", "resourceVersion", "creationTimestamp", "managedFields",
+                 "generation"):
+        out.metadata.ClearField(name)
+    out.spec.ClearField("group")
+    out.spec.ClearField("names")
+    out.status.ClearField("acceptedNames")
+    for condition in out.status.conditions:
+        condition.ClearField("lastTransitionTime")
+    return out
+
+
 def test_a_definition_read_in_protobuf_holds_the_schema_in_apiextensions_messages(
         cluster: Cluster, created: dict[str, Any]) -> None:
     raw = cluster.raw
+    read: list[ext.CustomResourceDefinition] = []
     for name in ("gadgets.gadgets.example.com", "gizmos.twins.example.com"):
         got = raw.send("GET", f"{CRDS}/{name}")
         assert got.status == 200 and got.content_type == PROTOBUF
         crd = _definition(got.body)
+        read.append(crd)
         version = crd.spec.versions[0]
         spec = version.schema.openAPIV3Schema.properties["spec"]
         assert json.loads(spec.properties["size"].default.raw) == 3
@@ -137,6 +154,8 @@ def test_a_definition_read_in_protobuf_holds_the_schema_in_apiextensions_message
         assert established["Established"] == "True"
         assert crd.status.conditions[0].lastTransitionTime.seconds > 0
         assert list(crd.status.storedVersions) == ["v1"]
+    # the one created in protobuf and the one created in JSON: the same message
+    assert _comparable_message(read[0]) == _comparable_message(read[1])
 
 
 def test_definitions_are_listed_in_protobuf(cluster: Cluster,
