@@ -3,8 +3,12 @@ kind does not define and with a field sent twice in one JSON object.
 
 The fields a built-in kind defines are the type table's
 (:mod:`kubelet_sim.api.kube_types`, the same the OpenAPI documents are built from), closed
-everywhere except inside the types that hold any JSON (RawExtension, FieldsV1); the kinds
-served as custom resources (the snapshot kinds) use :mod:`kubelet_sim.api.schema`.
+everywhere except inside the types that hold any JSON (RawExtension, FieldsV1,
+apiextensions' JSON); the kinds served as custom resources (the snapshot kinds) use
+:mod:`kubelet_sim.api.schema`. The schemas inside a CustomResourceDefinition's
+``JSONSchemaPropsOr*`` unions are read as their own Go decoders read them: a value of the
+wrong type is an error, unknown fields are dropped without a word (the decoder inside is
+not the strict one).
 
 - ``Strict``: 400 BadRequest, ``strict decoding error: unknown field "spec.foo",
   duplicate field "metadata.name"``; nothing is written.
@@ -202,6 +206,22 @@ class _Walk:
             self._wrong(doc, "int32", struct)
         elif special == "JSONSchemaPropsOrBool" and not isinstance(doc, (bool, dict)):
             self.type_error = "boolean or JSON schema expected"  # its own decoder's words
+        elif special in _SCHEMA_UNIONS:
+            self._union(doc, special, kube_types.resolve(ref))
+
+    def _union(self, doc: Any, special: str, key: str) -> None:
+        """A schema (an object) or, for an array, schemas (``items``) or names
+        (``dependencies``) — walked apart; any other value Go's decoder leaves empty."""
+        inner = _Walk()
+        schema = f"{key.rpartition('.')[0]}.JSONSchemaProps"
+        if isinstance(doc, dict):
+            inner.value(doc, schema, "", "JSONSchemaProps")
+        elif isinstance(doc, list):
+            item_type = schema if special == "JSONSchemaPropsOrArray" else "string"
+            if special != "JSONSchemaPropsOrBool":
+                for item in doc:
+                    inner.value(item, item_type, "", "JSONSchemaProps")
+        self.type_error = inner.type_error
 
     def _scalar(self, doc: Any, ref: TypeRef, scalar: str, struct: str) -> None:
         if scalar == "string" or scalar == "[]byte":
@@ -219,6 +239,8 @@ class _Walk:
             self._wrong(doc, ref, struct)
 
 
+_SCHEMA_UNIONS = frozenset({"JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool",
+                            "JSONSchemaPropsOrStringArray"})
 _BITS = {"int8": 8, "int16": 16, "int32": 32, "int": 64, "int64": 64}
 _UBITS = {"uint8": 8, "byte": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 
