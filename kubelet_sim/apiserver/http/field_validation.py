@@ -125,10 +125,14 @@ class _Walk:
     """One pass over a sent object along its type: unknown fields removed and listed, the
     first value of a wrong type kept as Go's decoder reports it."""
 
-    def __init__(self) -> None:
+    def __init__(self, fields: list[str] | None = None, struct: str = "") -> None:
         self.problems: list[str] = []
         self.type_error = ""
-        self._fields: list[str] = []  # the JSON field names from the root, as Go tracks them
+        # the JSON field names from the root, as Go tracks them
+        self._fields: list[str] = list(fields or [])
+        # a walk inside a type that decodes itself: the struct holding it, whose name Go's
+        # outer decoder puts on the inner decoder's type errors
+        self._outer_struct = struct
 
     def _wrong(self, value: Any, ref: TypeRef, struct: str, number: str = "") -> None:
         if self.type_error:
@@ -139,7 +143,8 @@ class _Walk:
                                f"{go_type_name(ref)}")
             return
         self.type_error = (f"json: cannot unmarshal {what} into Go struct field "
-                           f"{struct}.{'.'.join(self._fields)} of type {go_type_name(ref)}")
+                           f"{self._outer_struct or struct}.{'.'.join(self._fields)} of type "
+                           f"{go_type_name(ref)}")
 
     def value(self, doc: Any, ref: TypeRef, path: str, struct: str) -> None:
         if doc is None:
@@ -207,12 +212,12 @@ class _Walk:
         elif special == "JSONSchemaPropsOrBool" and not isinstance(doc, (bool, dict)):
             self.type_error = "boolean or JSON schema expected"  # its own decoder's words
         elif special in _SCHEMA_UNIONS:
-            self._union(doc, special, kube_types.resolve(ref))
+            self._union(doc, special, kube_types.resolve(ref), struct)
 
-    def _union(self, doc: Any, special: str, key: str) -> None:
+    def _union(self, doc: Any, special: str, key: str, struct: str) -> None:
         """A schema (an object) or, for an array, schemas (``items``) or names
         (``dependencies``) — walked apart; any other value Go's decoder leaves empty."""
-        inner = _Walk()
+        inner = _Walk(self._fields, self._outer_struct or struct)
         schema = f"{key.rpartition('.')[0]}.JSONSchemaProps"
         if isinstance(doc, dict):
             inner.value(doc, schema, "", "JSONSchemaProps")
