@@ -31,6 +31,7 @@ MODULES = {
         "core/v1", "storage/v1", "coordination/v1", "networking/v1", "events/v1",
         "policy/v1", "authentication/v1", "authorization/v1", "apps/v1", "batch/v1",
         "discovery/v1", "autoscaling/v1")},
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1": "apiextensions_v1_pb2",
 }
 
 
@@ -63,7 +64,7 @@ def generate(out_dir: Path) -> list[Path]:
             raise RuntimeError("protoc failed on the Kubernetes schema")
         for directory, module in MODULES.items():
             for suffix in (".py", ".pyi"):
-                made = Path(raw) / directory.replace(".", "/") / f"generated_pb2{suffix}"
+                made = Path(raw) / (_dotted(directory).replace(".", "/") + suffix)
                 path = out_dir / f"{module}{suffix}"
                 path.write_text(_rename(made.read_text()))
                 written.append(path)

@@ -1,5 +1,5 @@
-"""The committed Kubernetes schema is k8s.io/api and k8s.io/apimachinery v0.35.7's, and the
-generated code is current."""
+"""The committed Kubernetes schema is k8s.io/api, k8s.io/apimachinery and
+k8s.io/apiextensions-apiserver v0.35.7's, and the generated code is current."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ UPSTREAM_V0_35_7_DESCRIPTOR_SHA256 = {
     "batch_v1_pb2": "cbb65c5b68a891c4123f4ea24dca0938d693c2e69b4d44596252bd7aa7228185",
     "discovery_v1_pb2": "c5be25110cdf1709a8b1838a89e3a61536c752aa5cf5974c0eafc39ec29cec59",
     "autoscaling_v1_pb2": "87c79ad67d657768ed8ccc7bf513b4fbb490e04fdbd163ea3fe5a9cb3c4b41b3",
+    # k8s.io/apiextensions-apiserver's pkg/apis/apiextensions/v1 at the same tag
+    "apiextensions_v1_pb2": "acfb13a114ecd2509add50e09bc9a86696cdae69d48fd66664aff68702e57a77",
 }
 
 

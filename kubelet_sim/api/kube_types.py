@@ -1,7 +1,8 @@
 """The Kubernetes type table: every field of the built-in kinds, as facts.
 
-``kube_types.json`` beside this module holds, for k8s.io/api and k8s.io/apimachinery at
-v0.35.7, each Go type the built-in kinds are made of: its fields' JSON names, their
+``kube_types.json`` beside this module holds, for k8s.io/api, k8s.io/apimachinery and
+k8s.io/apiextensions-apiserver's ``apiextensions/v1`` (CustomResourceDefinition) at v0.35.7,
+each Go type the built-in kinds are made of: its fields' JSON names, their
 types, whether Go holds them by pointer (presence matters) or inlines them into the
 parent's JSON, their protobuf field numbers, and the markers the API machinery reads —
 ``patchStrategy``/``patchMergeKey`` (strategic merge patch), ``listType``/``listMapKeys``/
@@ -14,7 +15,8 @@ Type references (``TypeRef``) are a scalar name (``"string"``, ``"int32"``, ``"b
 ``"[]byte"``, ...), a type key (``"k8s.io/api/core/v1.PodSpec"``), ``{"slice": TypeRef}``
 or ``{"map": {"key": TypeRef, "value": TypeRef}}``. The special types Kubernetes encodes
 its own way keep their keys and are marked ``special``: Quantity, Time, MicroTime,
-Duration, IntOrString, RawExtension, FieldsV1.
+Duration, IntOrString, RawExtension, FieldsV1, and apiextensions' JSON (any JSON value)
+and its unions JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, JSONSchemaPropsOrStringArray.
 """
 
 from __future__ import annotations
@@ -127,6 +129,19 @@ def _field_index(key: str) -> dict[str, Field]:
         else:
             out[f.json] = f
     return out
+
+
+@cache
+def message_type(full_name: str) -> str | None:
+    """The type key of the protobuf message ``full_name``
+    (``k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON`` →
+    ``k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON``), None if unknown."""
+    return _by_message().get(full_name)
+
+
+@cache
+def _by_message() -> dict[str, str]:
+    return {raw["proto"]: key for key, raw in _table()["types"].items() if raw.get("proto")}
 
 
 def kind_type(api_version: str, kind: str) -> str | None:

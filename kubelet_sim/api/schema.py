@@ -1,14 +1,14 @@
 """The fields of the kinds served here that the type table does not hold, for their OpenAPI
 schema and ``fieldValidation``: the kinds that are custom resources in a real cluster (the
-snapshot kinds of external-snapshotter's CRDs) and apiextensions.k8s.io's
-CustomResourceDefinition (whose ``openAPIV3Schema`` stays free-form). The built-in kinds'
-fields are the type table's (:mod:`kubelet_sim.api.kube_types`).
+snapshot kinds of external-snapshotter's CRDs). The built-in kinds' fields, and
+apiextensions.k8s.io's CustomResourceDefinition's, are the type table's
+(:mod:`kubelet_sim.api.kube_types`).
 
 A schema is a tree. :class:`Obj` lists an object's fields (closed: any other field is
 unknown); :class:`Arr` is a list of one schema; :class:`Map` is an object with free keys
 (labels, parameters); :class:`Leaf` is a scalar; :data:`OPEN` is a sub-tree whose fields
 are not enumerated here and are not checked (a volume source's own fields, affinity,
-status). The names are the snapshot CRDs' and apiextensions.k8s.io/v1's.
+status). The names are the snapshot CRDs'.
 """
 
 from __future__ import annotations
@@ -71,23 +71,6 @@ SPECS: dict[str, Node] = {
         "deletionPolicy": STR, "driver": STR, "volumeSnapshotClassName": STR,
         "sourceVolumeMode": STR, "volumeSnapshotRef": OPEN,
         "source": Obj({"volumeHandle": STR, "snapshotHandle": STR})}),
-    # apiextensions.k8s.io/v1 (not in the type table): the schema itself (openAPIV3Schema)
-    # is free-form here
-    "CustomResourceDefinition": Obj({
-        "group": STR, "scope": STR, "preserveUnknownFields": BOOL,
-        "names": Obj({"plural": STR, "singular": STR, "kind": STR, "listKind": STR,
-                      "shortNames": STRS, "categories": STRS}),
-        "conversion": Obj({"strategy": STR, "webhook": OPEN}),
-        "versions": Arr(Obj({
-            "name": STR, "served": BOOL, "storage": BOOL, "deprecated": BOOL,
-            "deprecationWarning": STR, "schema": Obj({"openAPIV3Schema": OPEN}),
-            "subresources": Obj({"status": OPEN, "scale": Obj({
-                "specReplicasPath": STR, "statusReplicasPath": STR,
-                "labelSelectorPath": STR})}),
-            "additionalPrinterColumns": Arr(Obj({
-                "name": STR, "type": STR, "format": STR, "description": STR,
-                "priority": INT, "jsonPath": STR})),
-            "selectableFields": Arr(Obj({"jsonPath": STR}))}))}),
 }
 # Top-level fields of the kinds without spec (their names are in the kind registry).
 _TOP_LEVEL_TYPES: dict[str, Node] = {"parameters": Map()}

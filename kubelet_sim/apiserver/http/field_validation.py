@@ -3,8 +3,12 @@ kind does not define and with a field sent twice in one JSON object.
 
 The fields a built-in kind defines are the type table's
 (:mod:`kubelet_sim.api.kube_types`, the same the OpenAPI documents are built from), closed
-everywhere except inside the types that hold any JSON (RawExtension, FieldsV1); the kinds
-served as custom resources (the snapshot kinds) use :mod:`kubelet_sim.api.schema`.
+everywhere except inside the types that hold any JSON (RawExtension, FieldsV1,
+apiextensions' JSON); the kinds served as custom resources (the snapshot kinds) use
+:mod:`kubelet_sim.api.schema`. The schemas inside a CustomResourceDefinition's
+``JSONSchemaPropsOr*`` unions are read as their own Go decoders read them: a value of the
+wrong type is an error, unknown fields are dropped without a word (the decoder inside is
+not the strict one).
 
 - ``Strict``: 400 BadRequest, ``strict decoding error: unknown field "spec.foo",
   duplicate field "metadata.name"``; nothing is written.
@@ -121,10 +125,14 @@ class _Walk:
     """One pass over a sent object along its type: unknown fields removed and listed, the
     first value of a wrong type kept as Go's decoder reports it."""
 
-    def __init__(self) -> None:
+    def __init__(self, fields: list[str] | None = None, struct: str = "") -> None:
         self.problems: list[str] = []
         self.type_error = ""
-        self._fields: list[str] = []  # the JSON field names from the root, as Go tracks them
+        # the JSON field names from the root, as Go tracks them
+        self._fields: list[str] = list(fields or [])
+        # a walk inside a type that decodes itself: the struct holding it, whose name Go's
+        # outer decoder puts on the inner decoder's type errors
+        self._outer_struct = struct
 
     def _wrong(self, value: Any, ref: TypeRef, struct: str, number: str = "") -> None:
         if self.type_error:
@@ -135,7 +143,8 @@ class _Walk:
                                f"{go_type_name(ref)}")
             return
         self.type_error = (f"json: cannot unmarshal {what} into Go struct field "
-                           f"{struct}.{'.'.join(self._fields)} of type {go_type_name(ref)}")
+                           f"{self._outer_struct or struct}.{'.'.join(self._fields)} of type "
+                           f"{go_type_name(ref)}")
 
     def value(self, doc: Any, ref: TypeRef, path: str, struct: str) -> None:
         if doc is None:
@@ -184,7 +193,8 @@ class _Walk:
 
     def _special(self, doc: Any, special: str, ref: TypeRef, struct: str) -> None:
         """The types that decode themselves: a Quantity is a string (or number) in its
-        grammar, an IntOrString an int32 or a string; the others take what JSON has."""
+        grammar, an IntOrString an int32 or a string, apiextensions' JSONSchemaPropsOrBool
+        a boolean or a schema object; the others take what JSON has."""
         if self.type_error:
             return
         if special == "Quantity":
@@ -199,6 +209,24 @@ class _Walk:
         elif special == "IntOrString" and (isinstance(doc, bool)
                                            or not isinstance(doc, (str, int))):
             self._wrong(doc, "int32", struct)
+        elif special == "JSONSchemaPropsOrBool" and not isinstance(doc, (bool, dict)):
+            self.type_error = "boolean or JSON schema expected"  # its own decoder's words
+        elif special in _SCHEMA_UNIONS:
+            self._union(doc, special, kube_types.resolve(ref), struct)
+
+    def _union(self, doc: Any, special: str, key: str, struct: str) -> None:
+        """A schema (an object) or, for an array, schemas (``items``) or names
+        (``dependencies``) — walked apart; any other value Go's decoder leaves empty."""
+        inner = _Walk(self._fields, self._outer_struct or struct)
+        schema = f"{key.rpartition('.')[0]}.JSONSchemaProps"
+        if isinstance(doc, dict):
+            inner.value(doc, schema, "", "JSONSchemaProps")
+        elif isinstance(doc, list):
+            item_type = schema if special == "JSONSchemaPropsOrArray" else "string"
+            if special != "JSONSchemaPropsOrBool":
+                for item in doc:
+                    inner.value(item, item_type, "", "JSONSchemaProps")
+        self.type_error = inner.type_error
 
     def _scalar(self, doc: Any, ref: TypeRef, scalar: str, struct: str) -> None:
         if scalar == "string" or scalar == "[]byte":
@@ -216,6 +244,8 @@ class _Walk:
             self._wrong(doc, ref, struct)
 
 
+_SCHEMA_UNIONS = frozenset({"JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool",
+                            "JSONSchemaPropsOrStringArray"})
 _BITS = {"int8": 8, "int16": 16, "int32": 32, "int": 64, "int64": 64}
 _UBITS = {"uint8": 8, "byte": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 

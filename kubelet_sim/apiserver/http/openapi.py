@@ -225,11 +225,23 @@ def _parameter(name: str, where: str, v3: bool) -> dict[str, Any]:
     return out
 
 
-def _responses(codes: dict[str, str], ref: str, v3: bool,
-               stream: bool = False) -> dict[str, Any]:
-    types = [JSON, YAML, PROTOBUF]
-    if stream:
+def _media(r: ApiResource) -> list[str]:
+    """What ``r``'s paths read and write: a custom resource JSON and YAML only, as
+    apiextensions' OpenAPI builder lists them (a kind of the type table has protobuf)."""
+    return [JSON, YAML, PROTOBUF] if type_key(r) is not None else [JSON, YAML]
+
+
+def _produced(r: ApiResource, op: _Op) -> list[str]:
+    """An operation's answer types: a list of a built-in kind streams its watch too
+    (apiextensions lists no watch stream types for custom resources)."""
+    types = _media(r)
+    if op.verb == "list" and type_key(r) is not None:
         types += [f"{JSON};stream=watch", f"{PROTOBUF};stream=watch"]
+    return types
+
+
+def _responses(codes: dict[str, str], ref: str, v3: bool,
+               types: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for code, text in codes.items():
         if v3:
@@ -283,7 +295,7 @@ def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "description": f"{op.verb} {what}", "operationId": operation_id,
         "parameters": [_parameter(q, "query", v3) for q in op.query],
-        "responses": _responses(op.codes, answers, v3, stream=op.verb == "list"),
+        "responses": _responses(op.codes, answers, v3, _produced(r, op)),
         "tags": [_tag(r)], "x-kubernetes-action": op.action,
         "x-kubernetes-group-version-kind": _SCALE_GVK if sub == "Scale" else _gvk(r),
     }
@@ -293,9 +305,9 @@ def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
             types = [t for t in PATCH_TYPES  # none for custom resources or their scale
                      if type_key(r) is not None or "strategic" not in t]
         elif op.body == "delete":
-            ref, types = defs.ref_path(defs.DELETE_OPTIONS, v3), [JSON, YAML, PROTOBUF]
+            ref, types = defs.ref_path(defs.DELETE_OPTIONS, v3), _media(r)
         else:
-            ref, types = kind, [JSON, YAML, PROTOBUF]
+            ref, types = kind, _media(r)
         if v3:
             out["requestBody"] = {"content": {t: {"schema": {"$ref": ref}} for t in types},
                                   "required": op.body != "delete"}
@@ -305,8 +317,7 @@ def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
                                       "schema": {"$ref": ref}})
             out["consumes"] = types
     if not v3:
-        out["produces"] = [JSON, YAML, PROTOBUF] + (
-            [f"{JSON};stream=watch", f"{PROTOBUF};stream=watch"] if op.verb == "list" else [])
+        out["produces"] = _produced(r, op)
         out["schemes"] = ["https"]
     if not out["parameters"]:
         del out["parameters"]

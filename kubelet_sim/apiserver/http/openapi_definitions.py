@@ -31,6 +31,9 @@ _INTEGERS = {"int": "int32", "int8": "int32", "int16": "int32", "int32": "int32"
              "uint8": "int32", "uint16": "int32", "byte": "int32", "int64": "int64",
              "uint32": "int64", "uint64": "int64"}
 _NUMBERS = {"float32": "float", "float64": "double"}
+# apiextensions' JSON and the unions in a CustomResourceDefinition's schema
+_ANY_JSON = frozenset({"JSON", "JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool",
+                       "JSONSchemaPropsOrStringArray"})
 
 
 def definition_name(key: str) -> str:
@@ -47,7 +50,7 @@ def ref_path(key: str, v3: bool) -> str:
 
 
 def _special(special: str, v3: bool) -> dict[str, Any]:
-    """The four ways Kubernetes publishes its specially encoded types."""
+    """The ways Kubernetes publishes its specially encoded types."""
     if special == "Quantity":
         return {"oneOf": [{"type": "string"}, {"type": "number"}]} if v3 else {"type": "string"}
     if special == "IntOrString":
@@ -59,6 +62,8 @@ def _special(special: str, v3: bool) -> dict[str, Any]:
         return {"type": "string", "format": "date-time"}
     if special == "Duration":
         return {"type": "string"}
+    if special in _ANY_JSON:
+        return {}  # typeless, as apiextensions publishes them: any JSON value
     return {"type": "object"}  # RawExtension, FieldsV1: any JSON object
 
 

@@ -36,7 +36,8 @@ ATOMIC_STRUCTS = frozenset({
     "k8s.io/api/networking/v1.ServiceBackendPort",
     "k8s.io/api/rbac/v1.RoleRef", "k8s.io/api/rbac/v1.Subject",
 })
-_UNTYPED_SPECIALS = frozenset({"RawExtension", "FieldsV1"})
+_UNTYPED_SPECIALS = frozenset({"RawExtension", "FieldsV1", "JSON", "JSONSchemaPropsOrArray",
+                               "JSONSchemaPropsOrBool", "JSONSchemaPropsOrStringArray"})
 
 
 @dataclass(frozen=True)

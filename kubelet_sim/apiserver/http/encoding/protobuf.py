@@ -9,8 +9,11 @@ even when zero, and Go's JSON leaves those out only where the field is ``omitemp
 pointers keep their zero values (they were set).
 
 The special types take their Kubernetes forms (:mod:`.special`); ``RawExtension`` and
-``FieldsV1`` hold JSON text; Go slice types with a message of their own (authentication
-``ExtraValue``, meta ``Verbs``: ``{repeated string items = 1}``) are bare JSON arrays.
+``FieldsV1`` hold JSON text; apiextensions' ``JSON`` and ``JSONSchemaPropsOr*`` unions
+(a CustomResourceDefinition's schema) take the forms of :mod:`.apiextensions`; a double
+with an integral value is written as Go writes a float64 (``10``, not ``10.0``); Go slice
+types with a message of their own (authentication ``ExtraValue``, meta ``Verbs``:
+``{repeated string items = 1}``) are bare JSON arrays.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from google.protobuf.message import Message
 from k8s_protos.generate import MODULES
 from kubelet_sim.api import kube_types
 
-from . import special
+from . import apiextensions, special
 
 QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 TIME = "k8s.io.apimachinery.pkg.apis.meta.v1.Time"
@@ -72,6 +75,9 @@ def kind_message(api_version: str, kind: str) -> type[Message] | None:
 
 def _type_key(descriptor: Descriptor) -> str:
     """``k8s.io.api.core.v1.PodSpec`` → the table's ``k8s.io/api/core/v1.PodSpec``."""
+    found = kube_types.message_type(descriptor.full_name)
+    if found is not None:
+        return found
     parts = descriptor.file.package.split(".")
     return f"{parts[0]}.{parts[1]}/{'/'.join(parts[2:])}.{descriptor.name}"
 
@@ -176,18 +182,37 @@ def _write_struct(target: Message, value: Any) -> None:
     fill(target, value)
 
 
+def _write_schema(target: Message, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON schema object, not {value!r}")
+    _write_struct(target, value)
+
+
 _WRITERS: dict[str, Writer] = {
     QUANTITY: _write_quantity, TIME: _write_time, MICRO_TIME: _write_micro_time,
     DURATION: _write_duration, INT_OR_STRING: _write_int_or_string,
     RAW_EXTENSION: _write_raw_extension, FIELDS_V1: _write_fields_v1,
+    apiextensions.JSON_VALUE: apiextensions.write_json,
+    apiextensions.OR_ARRAY: lambda t, v: apiextensions.write_or_array(t, v, _write_schema),
+    apiextensions.OR_BOOL: lambda t, v: apiextensions.write_or_bool(t, v, _write_schema),
+    apiextensions.OR_STRING_ARRAY:
+        lambda t, v: apiextensions.write_or_string_array(t, v, _write_schema),
 }
 
 
 # -- protobuf → JSON -----------------------------------------------------------------------
 
+def _go_float(value: float) -> float | int:
+    """A float64 as Go's JSON writes it: an integral value in plain notation has no
+    fraction (``10``); Go turns to exponent notation from 1e21 on, as Python does."""
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
+
+
 def _from_wire(kind: int) -> Callable[[Any], Any] | None:
     if kind == FieldDescriptor.TYPE_BYTES:
         return lambda value: base64.b64encode(value).decode()
+    if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        return _go_float
     return None  # the value as it is
 
 
@@ -242,6 +267,10 @@ _READERS: dict[str, Reader] = {
     QUANTITY: _read_quantity, TIME: _read_time, MICRO_TIME: _read_micro_time,
     DURATION: _read_duration, INT_OR_STRING: _read_int_or_string,
     RAW_EXTENSION: _read_raw_extension, FIELDS_V1: _read_fields_v1,
+    apiextensions.JSON_VALUE: apiextensions.read_json,
+    apiextensions.OR_ARRAY: lambda s: apiextensions.read_or_array(s, read),
+    apiextensions.OR_BOOL: lambda s: apiextensions.read_or_bool(s, read),
+    apiextensions.OR_STRING_ARRAY: lambda s: apiextensions.read_or_string_array(s, read),
 }
 
 

@@ -43,8 +43,7 @@ class Request:
     token: str | None = ""  # "": the cluster's token; None: no Authorization header
     watch: bool = False
     verb: str = ""  # how the counts name it: create, patch/merge, status/update, ...
-    # a kind served in JSON only: custom resources (the snapshot kinds), and here also the
-    # CustomResourceDefinitions (kube-apiserver has their protobuf form)
+    # a kind served in JSON only: custom resources (the snapshot kinds)
     json_only: bool = False
 
     def short(self) -> str:

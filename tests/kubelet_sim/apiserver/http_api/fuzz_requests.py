@@ -35,7 +35,7 @@ from tests.kubelet_sim.apiserver.http_api.fuzz_bodies import (
 from tests.kubelet_sim.apiserver.http_api.fuzz_harness import PROTOBUF, Request
 
 JSON_TYPE = "application/json"
-JSON_ONLY_GROUPS = ("snapshot.storage.k8s.io", "apiextensions.k8s.io")
+JSON_ONLY_GROUPS = ("snapshot.storage.k8s.io",)
 PATCH_TYPES = {"json": "application/json-patch+json", "merge": "application/merge-patch+json",
                "strategic": "application/strategic-merge-patch+json",
                "apply": "application/apply-patch+yaml"}

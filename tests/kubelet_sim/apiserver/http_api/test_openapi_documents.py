@@ -32,7 +32,7 @@ def v2() -> dict[str, Any]:
 def refs(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "$ref":
+            if key == "$ref" and isinstance(value, str):  # not JSONSchemaProps' "$ref" field
                 yield value
             else:
                 yield from refs(value)

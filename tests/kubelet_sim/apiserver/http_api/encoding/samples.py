@@ -19,6 +19,8 @@ from kubelet_sim.apiserver.http.resources import (
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 
+from .crd_samples import gadgets_crd
+
 DRIVER = "hostpath.csi.k8s.io"
 
 RICH_POD: dict[str, Any] = {
@@ -138,6 +140,7 @@ def simulator_objects() -> list[dict[str, Any]]:
     ]
     for obj in made:
         api.create(obj)
+    api.create(gadgets_crd())  # established: its status set by the server
     EventRecorder(api).record("Pod", "default", "app", "Normal", "Scheduled",
                               "Successfully assigned default/app to node-1",
                               "default-scheduler")
@@ -145,7 +148,7 @@ def simulator_objects() -> list[dict[str, Any]]:
                                      "PersistentVolumeClaim", "PersistentVolume", "CSIDriver",
                                      "CSINode", "VolumeAttachment", "Pod", "NetworkPolicy",
                                      "Lease", "Event", "VolumeAttributesClass",
-                                     "PodDisruptionBudget")
+                                     "PodDisruptionBudget", "CustomResourceDefinition")
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)

@@ -13,12 +13,14 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from k8s_protos import runtime_pb2
 from kubelet_sim.api import kube_types
-from kubelet_sim.apiserver.http.encoding import envelope, protobuf
+from kubelet_sim.apiserver.http.encoding import apiextensions, envelope, protobuf
 
 
-def _special(message: Any, rng: random.Random) -> bool:
+def _special(message: Any, rng: random.Random, depth: int = 0) -> bool:
     """Give a specially encoded message a value valid in its JSON form; False for others."""
     name = message.DESCRIPTOR.full_name
+    if name.startswith(apiextensions.PACKAGE):
+        return _json_union(message, rng, depth)
     if name == protobuf.QUANTITY:
         message.string = rng.choice(["1", "100m", "2Gi", "0.5"])
     elif name == protobuf.TIME:
@@ -42,6 +44,30 @@ def _special(message: Any, rng: random.Random) -> bool:
     return True
 
 
+def _json_union(message: Any, rng: random.Random, depth: int) -> bool:
+    """apiextensions' JSON (a JSON text) and its unions (one side set, never neither: an
+    empty one reads as JSON null, which Go's JSON decoder turns back into no value)."""
+    name = message.DESCRIPTOR.full_name
+    if name == apiextensions.JSON_VALUE:
+        message.raw = json.dumps(rng.choice([1, 2.5, "text", True, [1, "a"], {"k": None}]),
+                                 separators=(",", ":")).encode()
+    elif name in (apiextensions.OR_ARRAY, apiextensions.OR_BOOL,
+                  apiextensions.OR_STRING_ARRAY):
+        if name == apiextensions.OR_BOOL and rng.random() < 0.5:
+            message.allows = rng.random() < 0.5
+        elif name == apiextensions.OR_STRING_ARRAY and rng.random() < 0.5:
+            message.property.extend(["a", "b"])
+        elif name == apiextensions.OR_ARRAY and rng.random() < 0.5:
+            for _ in range(2):
+                _fill_random(message.jSONSchemas.add(), rng, depth + 1)
+        else:
+            message.schema.SetInParent()
+            _fill_random(message.schema, rng, depth + 1)
+    else:
+        return False
+    return True
+
+
 SCALARS: dict[int, Any] = {
     FieldDescriptor.TYPE_STRING: lambda r: r.choice(["a", "value", "x-y"]),
     FieldDescriptor.TYPE_BOOL: lambda r: r.random() < 0.5,
@@ -53,7 +79,7 @@ SCALARS: dict[int, Any] = {
 
 
 def _fill_random(message: Any, rng: random.Random, depth: int) -> None:
-    if _special(message, rng):
+    if _special(message, rng, depth):
         return
     descriptor: Descriptor = message.DESCRIPTOR
     for field in descriptor.fields:
