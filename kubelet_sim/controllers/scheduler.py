@@ -11,8 +11,11 @@ profile's order and the first that fails names the node's reason:
 - VolumeBinding: a bound claim's PV node affinity (its topology) admits the node; an unbound
   claim of a ``WaitForFirstConsumer`` class needs a node the class's ``allowedTopologies``
   admit, and once a node was selected for it (another pod using it was assumed there) that
-  node only. An unbound claim of an ``Immediate`` class makes the pod wait ("pod has
-  unbound immediate PersistentVolumeClaims").
+  node only; when the class's CSIDriver has ``storageCapacity: true``, a
+  CSIStorageCapacity of the class selecting the node must have room for the request
+  ("node(s) did not have enough free storage", see `storage_capacity_check`). An unbound
+  claim of an ``Immediate`` class makes the pod wait ("pod has unbound immediate
+  PersistentVolumeClaims").
 
 Among feasible nodes the one with the fewest pods wins (ties by name), counting the pods
 bound there and those assumed there (see `scheduler_cache`). With unbound
@@ -43,6 +46,7 @@ from kubelet_sim.controllers.common import (
     write_status,
 )
 from kubelet_sim.controllers.scheduler_cache import Snapshot
+from kubelet_sim.controllers.storage_capacity_check import NOT_ENOUGH_SPACE, has_enough_capacity
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
 
 SCHEDULER_NAME = "default-scheduler"
@@ -56,7 +60,7 @@ class Unschedulable(Exception):
 class Scheduler(Controller):
     name = SCHEDULER_NAME
     kinds = ("Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
-             "CSINode", "VolumeAttachment")
+             "CSINode", "VolumeAttachment", "CSIDriver", "CSIStorageCapacity")
 
     def __init__(self, *args: object, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -185,6 +189,8 @@ class Scheduler(Controller):
             if (selected and selected != node.name) or (
                     allowed and not _topology_allows(allowed, node)):
                 return "node(s) didn't find available persistent volumes to bind"
+            if not has_enough_capacity(snapshot, claim, sc, node):
+                return NOT_ENOUGH_SPACE
         return ""
 
     def _bind(self, pod: Resource, node_name: str) -> bool:
