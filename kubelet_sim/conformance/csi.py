@@ -26,9 +26,8 @@ Cases (suite ``csi``), in the order they run:
 - ``volumemode/mismatch``: a Filesystem claim in a container's volumeDevices keeps the pod
   Pending with a FailedMount event saying so; mounted as a file system it runs;
 - ``volume-limits/one-over-the-limit``: NodeGetInfo's max_volumes_per_node is CSINode's
-  allocatable count; of limit + 1 pods with a claim each on that node, exactly limit run
-  and the last stays Pending for the volume limit (skipped without a limit, or with
-  one of 16 or more);
+  allocatable count; limit pods with a claim each on that node run, then one more stays
+  Pending for the volume limit (skipped without a limit, or with one of 16 or more);
 - ``capacity/get-capacity``: GetCapacity is well formed before and after a volume is
   provisioned and has not grown (the simulator has no CSIStorageCapacity objects);
 - against our own driver only (they need its fault injection and its process):

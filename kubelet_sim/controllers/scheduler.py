@@ -17,8 +17,10 @@ profile's order and the first that fails names the node's reason:
   claim of an ``Immediate`` class makes the pod wait ("pod has unbound immediate
   PersistentVolumeClaims").
 
-Among feasible nodes the one with the fewest pods wins (ties by name), counting the pods
-bound there and those assumed there (see `scheduler_cache`). With unbound
+Pending pods are tried in the scheduling queue's order: priority, then first come (see
+`_queue_order`), not by name. Among feasible nodes the one with the fewest pods wins
+(ties by name), counting the pods bound there and those assumed there (see
+`scheduler_cache`). With unbound
 WaitForFirstConsumer claims the pod is assumed: its claims are annotated
 ``volume.kubernetes.io/selected-node`` and it is bound only after they are (PreBind waits
 for the provisioner and the binder). Binding writes ``spec.nodeName`` and the
@@ -68,7 +70,8 @@ class Scheduler(Controller):
 
     async def reconcile(self) -> bool:
         unscheduled = self.cache.by_index("Pod", POD_NODE, "")
-        pending = [p for p in unscheduled if self._wants_scheduling(p)]
+        pending = sorted((p for p in unscheduled if self._wants_scheduling(p)),
+                         key=_queue_order)
         waiting = {p.metadata.uid for p in pending}
         for uid in [u for u in self.assumed if u not in waiting]:  # bound, gone or finished
             del self.assumed[uid]
@@ -223,6 +226,15 @@ class Scheduler(Controller):
             return True
 
         return write_status(self.api, "Pod", pod.name, pod.namespace, mutate) is not None
+
+
+def _queue_order(pod: Resource) -> tuple[int, int]:
+    """The scheduling queue's order (the PrioritySort plugin): higher ``spec.priority``
+    first, then first come, first served. A pod's resourceVersion says when it last
+    changed: its creation for a new pod, its last failed attempt for one that waited (an
+    unschedulable pod goes back behind the newer ones, as upstream re-queues it)."""
+    version = pod.metadata.resource_version or ""
+    return -int(pod.spec.get("priority") or 0), int(version) if version.isdigit() else 0
 
 
 def _topology_allows(allowed: list[JSON], node: Resource) -> bool:

@@ -136,3 +136,13 @@ def test_a_driver_of_another_name_than_driver_name_stops_the_suite() -> None:
     without_endpoints = conformance("--driver-name", "x")
     assert without_endpoints.returncode == 2 and "names the driver at the endpoints" in \
         without_endpoints.stdout
+
+
+def test_volume_limits_holds_back_the_pod_over_a_limit_of_ten() -> None:
+    """As conformance against csi-driver-host-path started with ``--attach-limit 10``: our
+    driver at endpoints with ``--max-volumes-per-node 10``. Ten pods run on node-1 and the
+    eleventh (vol-10, which sorts before vol-2 by name) waits for the volume limit."""
+    done = against_driver_at_endpoints("--focus", "volume-limits",
+                                       driver_args=("--max-volumes-per-node", "10"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(done.stdout) == {"volume-limits/one-over-the-limit": ("PASSED", "")}
