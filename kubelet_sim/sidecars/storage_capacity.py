@@ -110,6 +110,8 @@ class StorageCapacityController(CsiSidecar):
         wanted: set[Item] = set()
         if await self.enabled():
             wanted = {(sc, seg) for sc in self.classes() for seg in self.segments()}
+        elif not self.managed():
+            return False  # off, and nothing of ours to remove: the usual case, kept cheap
         volumes = frozenset((pv.name, str((pv.spec.get("capacity") or {}).get("storage")))
                             for pv in self.cache.list("PersistentVolume")
                             if (pv.spec.get("csi") or {}).get("driver") == self.driver)
