@@ -1,8 +1,8 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
 (scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
-CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
--resizer).
+CSI sidecars that serve the driver (external-provisioner with its capacity controller,
+-attacher, -snapshotter, -resizer).
 
 :func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
 them (tests, demo) or runs their watch loops.
@@ -31,6 +31,7 @@ from kubelet_sim.sidecars.provisioner import ExternalProvisioner
 from kubelet_sim.sidecars.resizer import ExternalResizer
 from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
+from kubelet_sim.sidecars.storage_capacity import StorageCapacityController
 from kubelet_sim.utils.clock import Clock
 
 
@@ -75,6 +76,7 @@ def cluster_controllers(
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(StorageCapacityController(api, csi, driver, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
         *([SnapshotController(api, **common)] if snapshot_controller else []),

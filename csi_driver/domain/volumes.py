@@ -331,7 +331,10 @@ class Volumes:
     def get_capacity(
         self, parameters: dict[str, str], topology: Topology | None
     ) -> Capacity:
-        """Remaining bytes of the pool; a topology no registered node offers has none."""
+        """Remaining bytes of the pool; a topology no registered node offers has none. The
+        largest volume one can create now is the smaller of the remaining bytes and the
+        size limit (as csi-driver-host-path answers; the scheduler compares it with a
+        claim's request)."""
         pool = self.pool_of(parameters)
         total = self.cfg.pools[pool]
         available = max(0, total - self.store.pool_used(pool))
@@ -339,7 +342,7 @@ class Volumes:
             matches(topology, n.topology) for n in self.store.list_nodes()
         ):
             available = 0
-        return Capacity(available, min(self.cfg.max_volume_size, total), 0)
+        return Capacity(available, min(self.cfg.max_volume_size, available), 0)
 
     # ControllerExpandVolume --------------------------------------------------
 

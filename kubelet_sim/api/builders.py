@@ -219,6 +219,20 @@ def csi_node(node_name: str, drivers: list[JSON]) -> Resource:
     return new("CSINode", node_name, spec={"drivers": drivers})
 
 
+def csi_storage_capacity(name: str, namespace: str, storage_class: str,
+                         node_topology: JSON | None, capacity: str | None,
+                         maximum_volume_size: str | None = None) -> Resource:
+    """A CSIStorageCapacity: what GetCapacity answered for a class in a topology segment."""
+    body: JSON = {"storageClassName": storage_class}
+    if node_topology is not None:
+        body["nodeTopology"] = node_topology
+    if capacity is not None:
+        body["capacity"] = capacity
+    if maximum_volume_size is not None:
+        body["maximumVolumeSize"] = maximum_volume_size
+    return new("CSIStorageCapacity", name, namespace, **body)
+
+
 def volume_attachment(name: str, attacher: str, node_name: str, pv_name: str) -> Resource:
     return new("VolumeAttachment", name, spec={
         "attacher": attacher, "nodeName": node_name,

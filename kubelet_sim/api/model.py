@@ -5,7 +5,7 @@ A :class:`Resource` is a thin typed wrapper around the Kubernetes wire shape: ty
 field names (``podCIDR``, ``volumeHandle``, ...), so any manifest or JSON from a real
 cluster round-trips through :meth:`Resource.from_dict` / :meth:`Resource.to_dict`.
 Kinds whose fields sit at the top level rather than under ``spec`` (StorageClass,
-VolumeAttributesClass, VolumeSnapshotClass) keep them in :attr:`Resource.body`.
+VolumeAttributesClass, CSIStorageCapacity, VolumeSnapshotClass) keep them in :attr:`Resource.body`.
 
 :data:`KINDS` describes every supported kind (apiVersion, scope, status subresource).
 Small typed accessors for fields the simulator reads often live at the bottom.
@@ -62,6 +62,11 @@ KINDS: dict[str, KindInfo] = {
         ),
         KindInfo("CSIDriver", "storage.k8s.io/v1", False, False),
         KindInfo("CSINode", "storage.k8s.io/v1", False, False),
+        KindInfo(
+            "CSIStorageCapacity", "storage.k8s.io/v1", True, False, has_spec=False,
+            top_level=frozenset({"nodeTopology", "storageClassName", "capacity",
+                                 "maximumVolumeSize"}),
+        ),
         KindInfo("VolumeAttachment", "storage.k8s.io/v1", False, True, {}),
         KindInfo("VolumeSnapshot", "snapshot.storage.k8s.io/v1", True, True, {}),
         KindInfo("VolumeSnapshotContent", "snapshot.storage.k8s.io/v1", False, True, {}),

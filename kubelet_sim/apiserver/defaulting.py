@@ -131,6 +131,13 @@ def _csi_driver(obj: Resource) -> None:
     spec.setdefault("volumeLifecycleModes", ["Persistent"])
 
 
+def _csi_storage_capacity(obj: Resource) -> None:
+    sizes = {k: obj.body[k] for k in ("capacity", "maximumVolumeSize")
+             if obj.body.get(k) is not None}
+    _canonical_quantities(sizes)
+    obj.body.update(sizes)
+
+
 def _network_policy(obj: Resource) -> None:
     spec = obj.spec
     if not spec.get("policyTypes"):
@@ -148,5 +155,6 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "PersistentVolume": _pv,
     "StorageClass": _storage_class,
     "CSIDriver": _csi_driver,
+    "CSIStorageCapacity": _csi_storage_capacity,
     "NetworkPolicy": _network_policy,
 }

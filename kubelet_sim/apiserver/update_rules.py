@@ -16,6 +16,7 @@ simulator's controllers run into.
   ``volumeBindingMode`` are immutable.
 * VolumeAttributesClass: ``driverName`` and ``parameters`` are immutable.
 * VolumeAttachment: the spec is immutable.
+* CSIStorageCapacity: ``nodeTopology`` and ``storageClassName`` are immutable.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
 """
 
@@ -140,6 +141,13 @@ def _volume_attributes_class(old: Resource, new: Resource, _sc: StorageClassLook
             raise Invalid(key, f"Forbidden: updates to {key} are forbidden.")
 
 
+def _csi_storage_capacity(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
+    """The inputs of the GetCapacity call the object records are immutable."""
+    for key in ("nodeTopology", "storageClassName"):
+        if old.body.get(key) != new.body.get(key):
+            raise Invalid(key, "Invalid value: field is immutable")
+
+
 def _volume_attachment(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
     if old.spec != new.spec:
         raise Invalid("spec", "Invalid value: field is immutable")
@@ -157,6 +165,7 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "StorageClass": _storage_class,
     "VolumeAttributesClass": _volume_attributes_class,
     "VolumeAttachment": _volume_attachment,
+    "CSIStorageCapacity": _csi_storage_capacity,
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
 }

@@ -22,7 +22,7 @@ from kubelet_sim.api.label_rules import (
     qualified_name_errors,
 )
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
@@ -307,6 +307,29 @@ def _csi_node(obj: Resource) -> None:
         _check(bool(drv.get("nodeID")), f"spec.drivers[{i}].nodeID", "Required value")
 
 
+def _csi_storage_capacity(obj: Resource) -> None:
+    """nodeTopology a label selector; storageClassName a class name (required); capacity a
+    quantity not below zero. maximumVolumeSize is only decoded as a quantity, as upstream."""
+    topology = obj.body.get("nodeTopology")
+    if topology is not None:
+        LabelSelector.from_dict(topology, "nodeTopology")
+    name = obj.body.get("storageClassName")
+    if not name:
+        raise Invalid("storageClassName",
+                      f"Invalid value: {json.dumps(name or '')}: {_DNS_RULES['subdomain'][2]}")
+    dns_subdomain(name, "storageClassName")
+    for key in ("capacity", "maximumVolumeSize"):
+        value = obj.body.get(key)
+        if value is None:
+            continue
+        try:
+            amount = Quantity.parse(value).amount
+        except QuantityError as exc:
+            raise Invalid(key, str(exc)) from None
+        _check(key != "capacity" or amount >= 0, key,
+               f"Invalid value: {json.dumps(value)}: must be greater than or equal to 0")
+
+
 def _node(obj: Resource) -> None:
     _taints(obj.spec.get("taints") or [], "spec.taints")
     if obj.spec.get("podCIDR"):
@@ -469,6 +492,7 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "VolumeAttributesClass": _volume_attributes_class,
     "CSIDriver": _csi_driver,
     "CSINode": _csi_node,
+    "CSIStorageCapacity": _csi_storage_capacity,
     "Node": _node,
     "VolumeAttachment": _volume_attachment,
     "VolumeSnapshot": _volume_snapshot,

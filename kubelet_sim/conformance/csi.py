@@ -26,11 +26,14 @@ Cases (suite ``csi``), in the order they run:
 - ``volumemode/mismatch``: a Filesystem claim in a container's volumeDevices keeps the pod
   Pending with a FailedMount event saying so; mounted as a file system it runs;
 - ``volume-limits/one-over-the-limit``: NodeGetInfo's max_volumes_per_node is CSINode's
-  allocatable count; of limit + 1 pods with a claim each on that node, exactly limit run
-  and the last stays Pending for the volume limit (skipped without a limit, or with
-  one of 16 or more);
+  allocatable count; limit pods with a claim each on that node run, then one more stays
+  Pending for the volume limit (skipped without a limit, or with one of 16 or more);
 - ``capacity/get-capacity``: GetCapacity is well formed before and after a volume is
-  provisioned and has not grown (the simulator has no CSIStorageCapacity objects);
+  provisioned and has not grown;
+- ``capacity/scheduling``: with ``storageCapacity: true`` on the CSIDriver (set for the
+  case), one CSIStorageCapacity per node segment for a WaitForFirstConsumer class, each
+  what GetCapacity answers; a claim bigger than every segment's room keeps its pod
+  Pending ("node(s) did not have enough free storage"), a 1Gi one runs;
 - against our own driver only (they need its fault injection and its process):
   ``co-retries/node-stage-unavailable`` (NodeStageVolume failing twice is retried with the
   same arguments until the pod runs), ``co-retries/controller-publish-timeout``
@@ -52,6 +55,7 @@ from functools import partial
 
 from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
 from kubelet_sim.conformance import csi_cases as basic
+from kubelet_sim.conformance import csi_cases_capacity as capacity_cases
 from kubelet_sim.conformance import csi_cases_nodes as node_cases
 from kubelet_sim.conformance import csi_cases_volumes as volume_cases
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget, WrongDriver
@@ -75,6 +79,7 @@ CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
     ("volumemode/mismatch", volume_cases.volume_mode_mismatch),
     ("volume-limits/one-over-the-limit", node_cases.volume_limits),
     ("capacity/get-capacity", volume_cases.capacity),
+    ("capacity/scheduling", capacity_cases.capacity_scheduling),
     ("co-retries/node-stage-unavailable", basic.node_stage_unavailable),
     ("co-retries/controller-publish-timeout", node_cases.controller_publish_timeout),
     ("restart/teardown-after-node-plugin-restart", basic.teardown_after_node_plugin_restart),

@@ -116,9 +116,9 @@ async def _remove_rwx(run: CsiRun, ns: str, pv_name: str, volume_id: str, quiet:
 
 
 async def volume_limits(run: CsiRun, ns: str) -> None:
-    """The node plugin's max_volumes_per_node reaches CSINode; of limit + 1 pods with a
-    claim each, pinned to that node, exactly ``limit`` run and the last stays Pending for
-    the volume limit (e2e volumelimits)."""
+    """The node plugin's max_volumes_per_node reaches CSINode; ``limit`` pods with a claim
+    each, pinned to that node, run, and one more stays Pending for the volume limit (e2e
+    volumelimits)."""
     run.needs_controller(CtrlRpc.CREATE_DELETE_VOLUME, "dynamic provisioning")
     node = run.nodes[0]
     info = await run.node_call(node, csi_pb2.NodeGetInfoRequest(), csi_pb2.NodeGetInfoResponse)
@@ -137,17 +137,23 @@ async def volume_limits(run: CsiRun, ns: str) -> None:
                         if va.spec.get("nodeName") == node
                         and va.spec.get("attacher") == run.driver])
     sc = run.storage_class(f"{ns}-sc")
+    # As e2e volumelimits: fill the node, see every pod run, and only then add the one
+    # over the limit. (Creating all of them at once and expecting the last-named one to
+    # wait assumed the scheduler's queue order; kube-scheduler does not promise it.)
     names = [f"vol-{i}" for i in range(max(room, 0) + 1)]
-    for name in names:
+    for name in names[:-1]:
         run.claim(ns, name, sc)
         run.pod(ns, name, [name], node)
     await run.cluster.settle()
-    pods = {name: run.api.get("Pod", name, ns) for name in names}
+    pods = {name: run.api.get("Pod", name, ns) for name in names[:-1]}
     running = [n for n, p in pods.items() if p.status.get("phase") == "Running"]
-    assert len(running) == len(names) - 1, \
-        f"{len(running)} of {len(names)} pods run on {node} with a limit of {limit}: " + \
+    assert len(running) == len(pods), \
+        f"{len(running)} of {len(pods)} pods run on {node} with a limit of {limit}: " + \
         "; ".join(f"{n}: {p.status.get('phase')} {_why(p.status)}" for n, p in pods.items())
-    last = pods[names[-1]]
+    run.claim(ns, names[-1], sc)
+    run.pod(ns, names[-1], [names[-1]], node)
+    await run.cluster.settle()
+    last = run.api.get("Pod", names[-1], ns)
     assert not last.spec.get("nodeName"), f"the pod over the limit was bound to " \
         f"{last.spec.get('nodeName')} (running: {running})"
     why = _why(last.status)

@@ -129,8 +129,8 @@ async def volume_mode_mismatch(run: CsiRun, ns: str) -> None:
 
 async def capacity(run: CsiRun, ns: str) -> None:
     """GetCapacity before and after a volume is provisioned: well formed, and a finite
-    capacity does not grow. (The simulator publishes no CSIStorageCapacity objects, so
-    e2e capacity's check of those has no counterpart here.)"""
+    capacity does not grow. (The CSIStorageCapacity objects are ``capacity/scheduling``'s,
+    in :mod:`kubelet_sim.conformance.csi_cases_capacity`.)"""
     run.needs_controller(CtrlRpc.GET_CAPACITY, "capacity reporting")
     run.needs_controller(CtrlRpc.CREATE_DELETE_VOLUME, "dynamic provisioning")
     node = run.nodes[0]

@@ -11,11 +11,16 @@ profile's order and the first that fails names the node's reason:
 - VolumeBinding: a bound claim's PV node affinity (its topology) admits the node; an unbound
   claim of a ``WaitForFirstConsumer`` class needs a node the class's ``allowedTopologies``
   admit, and once a node was selected for it (another pod using it was assumed there) that
-  node only. An unbound claim of an ``Immediate`` class makes the pod wait ("pod has
-  unbound immediate PersistentVolumeClaims").
+  node only; when the class's CSIDriver has ``storageCapacity: true``, a
+  CSIStorageCapacity of the class selecting the node must have room for the request
+  ("node(s) did not have enough free storage", see `storage_capacity_check`). An unbound
+  claim of an ``Immediate`` class makes the pod wait ("pod has unbound immediate
+  PersistentVolumeClaims").
 
-Among feasible nodes the one with the fewest pods wins (ties by name), counting the pods
-bound there and those assumed there (see `scheduler_cache`). With unbound
+Pending pods are tried in the scheduling queue's order: priority, then first come (see
+`_queue_order`), not by name. Among feasible nodes the one with the fewest pods wins
+(ties by name), counting the pods bound there and those assumed there (see
+`scheduler_cache`). With unbound
 WaitForFirstConsumer claims the pod is assumed: its claims are annotated
 ``volume.kubernetes.io/selected-node`` and it is bound only after they are (PreBind waits
 for the provisioner and the binder). Binding writes ``spec.nodeName`` and the
@@ -43,6 +48,7 @@ from kubelet_sim.controllers.common import (
     write_status,
 )
 from kubelet_sim.controllers.scheduler_cache import Snapshot
+from kubelet_sim.controllers.storage_capacity_check import NOT_ENOUGH_SPACE, has_enough_capacity
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
 
 SCHEDULER_NAME = "default-scheduler"
@@ -56,7 +62,7 @@ class Unschedulable(Exception):
 class Scheduler(Controller):
     name = SCHEDULER_NAME
     kinds = ("Pod", "Node", "PersistentVolumeClaim", "PersistentVolume", "StorageClass",
-             "CSINode", "VolumeAttachment")
+             "CSINode", "VolumeAttachment", "CSIDriver", "CSIStorageCapacity")
 
     def __init__(self, *args: object, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -64,7 +70,8 @@ class Scheduler(Controller):
 
     async def reconcile(self) -> bool:
         unscheduled = self.cache.by_index("Pod", POD_NODE, "")
-        pending = [p for p in unscheduled if self._wants_scheduling(p)]
+        pending = sorted((p for p in unscheduled if self._wants_scheduling(p)),
+                         key=_queue_order)
         waiting = {p.metadata.uid for p in pending}
         for uid in [u for u in self.assumed if u not in waiting]:  # bound, gone or finished
             del self.assumed[uid]
@@ -185,6 +192,8 @@ class Scheduler(Controller):
             if (selected and selected != node.name) or (
                     allowed and not _topology_allows(allowed, node)):
                 return "node(s) didn't find available persistent volumes to bind"
+            if not has_enough_capacity(snapshot, claim, sc, node):
+                return NOT_ENOUGH_SPACE
         return ""
 
     def _bind(self, pod: Resource, node_name: str) -> bool:
@@ -217,6 +226,15 @@ class Scheduler(Controller):
             return True
 
         return write_status(self.api, "Pod", pod.name, pod.namespace, mutate) is not None
+
+
+def _queue_order(pod: Resource) -> tuple[int, int]:
+    """The scheduling queue's order (the PrioritySort plugin): higher ``spec.priority``
+    first, then first come, first served. A pod's resourceVersion says when it last
+    changed: its creation for a new pod, its last failed attempt for one that waited (an
+    unschedulable pod goes back behind the newer ones, as upstream re-queues it)."""
+    version = pod.metadata.resource_version or ""
+    return -int(pod.spec.get("priority") or 0), int(version) if version.isdigit() else 0
 
 
 def _topology_allows(allowed: list[JSON], node: Resource) -> bool:

@@ -1,9 +1,9 @@
 """What one scheduling pass sees: the scheduler cache's snapshot.
 
-The scheduler reads claims, volumes, classes, CSINodes and VolumeAttachments from the
-shared cache once per pass (a pass with no pod to schedule reads nothing), and knows
-which pods sit on each node (read from the cache's node index when a node is first
-looked at): those bound there (``spec.nodeName``, not finished)
+The scheduler reads claims, volumes, classes, CSINodes, VolumeAttachments, CSIDrivers and
+CSIStorageCapacities from the shared cache once per pass (a pass with no pod to schedule
+reads nothing), and knows which pods sit on each node (read from the cache's node index
+when a node is first looked at): those bound there (``spec.nodeName``, not finished)
 and those it *assumed* there — placed, with their WaitForFirstConsumer claims annotated
 ``selected-node``, but not bound until the claims are (the VolumeBinding plugin's PreBind
 wait). An assumed pod takes room on its node exactly like a bound one, so pods scheduled
@@ -30,6 +30,8 @@ class Snapshot:
     classes: dict[str, Resource] = field(default_factory=dict)  # StorageClasses
     csinodes: dict[str, Resource] = field(default_factory=dict)
     attachments: list[Resource] = field(default_factory=list)  # VolumeAttachments
+    drivers: dict[str, Resource] = field(default_factory=dict)  # CSIDrivers
+    capacities: list[Resource] = field(default_factory=list)  # CSIStorageCapacities
     placed: dict[str, list[Resource]] = field(default_factory=dict)  # node -> its pods
     cache: SharedCache | None = None  # where a node's bound pods are read, on first use
     loaded: set[str] = field(default_factory=set)  # nodes whose bound pods were read
@@ -45,6 +47,8 @@ class Snapshot:
             classes={s.name: s for s in cache.list("StorageClass")},
             csinodes={n.name: n for n in cache.list("CSINode")},
             attachments=cache.list("VolumeAttachment"),
+            drivers={d.name: d for d in cache.list("CSIDriver")},
+            capacities=cache.list("CSIStorageCapacity"),
             cache=cache,
         )
         for pod in unscheduled:

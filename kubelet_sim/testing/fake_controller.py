@@ -38,7 +38,9 @@ class FakeSnapshot:
 @dataclass
 class FakeControllerDriver(FakeCsiDriver):
     """``topology_key`` set: CreateVolume places the volume in the first preferred (else
-    requisite) segment and reports it as accessible_topology."""
+    requisite) segment and reports it as accessible_topology. ``segment_capacity`` (bytes
+    per value of the topology key) is what GetCapacity answers for a segment, less the
+    volumes placed there; ``maximum_volume_size`` set: also answered, capped by what is left."""
 
     controller_capabilities: tuple[int, ...] = DEFAULT_CONTROLLER_CAPS
     topology_key: str = ""
@@ -46,6 +48,21 @@ class FakeControllerDriver(FakeCsiDriver):
     snapshots: dict[str, FakeSnapshot] = field(default_factory=dict)
     volume_topology: dict[str, dict[str, str]] = field(default_factory=dict)
     snapshot_clock: int = 1_700_000_000
+    segment_capacity: dict[str, int] = field(default_factory=dict)
+    maximum_volume_size: int | None = None
+
+    def _GetCapacity(self, req: csi_pb2.GetCapacityRequest) -> Message:
+        if CtrlRpc.GET_CAPACITY not in self.controller_capabilities:
+            raise csi_error("GetCapacity", grpc.StatusCode.UNIMPLEMENTED,
+                            "capability not advertised")
+        value = dict(req.accessible_topology.segments).get(self.topology_key, "")
+        used = sum(v.capacity_bytes for name, v in self.volumes.items()
+                   if self.volume_topology.get(name, {}).get(self.topology_key) == value)
+        left = max(0, self.segment_capacity.get(value, 0) - used)
+        response = csi_pb2.GetCapacityResponse(available_capacity=left)
+        if self.maximum_volume_size is not None:
+            response.maximum_volume_size.value = min(left, self.maximum_volume_size)
+        return response
 
     def _GetPluginCapabilities(self, _: Any) -> Message:
         Service = csi_pb2.PluginCapability.Service

@@ -19,6 +19,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "VolumeAttributesClass": ("volumeattributesclasses", ("vac",), ()),
     "CSIDriver": ("csidrivers", (), ()),
     "CSINode": ("csinodes", (), ()),
+    "CSIStorageCapacity": ("csistoragecapacities", (), ()),
     "VolumeAttachment": ("volumeattachments", (), ()),
     "VolumeSnapshot": ("volumesnapshots", ("vs",), ()),
     "VolumeSnapshotContent": ("volumesnapshotcontents", ("vsc", "vscs"), ()),

@@ -142,6 +142,9 @@ COLUMNS: dict[str, list[Column]] = {
         ("Attached", "string", 0, lambda o: str(bool(o.status.get("attached"))).lower()), AGE],
     "CSINode": [NAME, ("Drivers", "string", 0,
                        lambda o: len(o.spec.get("drivers") or [])), AGE],
+    # kubectl's printer has no age column for these
+    "CSIStorageCapacity": [NAME, ("StorageClassName", "string", 0, _get("storageClassName", "")),
+                           ("Capacity", "string", 0, _get("capacity", "<unset>"))],
     "VolumeSnapshot": [
         NAME, ("ReadyToUse", "string", 0, lambda o: str(bool(o.status.get("readyToUse"))).lower()),
         ("SourcePVC", "string", 0, _get("spec.source.persistentVolumeClaimName", "")),

@@ -58,6 +58,17 @@ def test_get_capacity_falls_as_volumes_are_created(domain):
     assert domain.volumes.get_capacity({}, None).available_bytes == before - 5 * GiB
 
 
+def test_get_capacity_reports_the_largest_volume_that_still_fits_per_segment(tmp_path):
+    d = make_domain(tmp_path, capacity=(("default", 3 * GiB),), max_volume_size=2 * GiB)
+    segment = {"topology.csi-mini.example.com/node": "node-1"}
+    assert d.volumes.get_capacity({}, segment).maximum_volume_size == 2 * GiB
+    d.volumes.create_volume(create_args("a", 2 * GiB))
+    left = d.volumes.get_capacity({}, segment)
+    assert (left.available_bytes, left.maximum_volume_size) == (GiB, GiB)
+    elsewhere = d.volumes.get_capacity({}, {"topology.csi-mini.example.com/node": "node-9"})
+    assert (elsewhere.available_bytes, elsewhere.maximum_volume_size) == (0, 0)
+
+
 def test_delete_volume_gives_its_capacity_back(domain):
     before = domain.volumes.get_capacity({}, None).available_bytes
     v = domain.volumes.create_volume(create_args("v", 5 * GiB))

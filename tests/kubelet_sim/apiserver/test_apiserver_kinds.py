@@ -50,6 +50,8 @@ def every_kind() -> list[Resource]:
                         allowed_topologies=[{"matchLabelExpressions": [
                             {"key": "topology/zone", "values": ["a"]}]}]),
         b.volume_attributes_class("gold", DRIVER, {"iops": "5000"}),
+        b.csi_storage_capacity("csisc-abcde", "default", "fast",
+                               {"matchLabels": {"topology/zone": "a"}}, "10Gi", "1Gi"),
         b.csi_driver(DRIVER, pod_info_on_mount=True,
                      volume_lifecycle_modes=["Persistent", "Ephemeral"]),
         b.csi_node("node-1", [{"name": DRIVER, "nodeID": "node-1",

@@ -20,7 +20,7 @@ CASES = ("provisioning/filesystem", "provisioning/block", "expansion/online",
          "multivolume/two-volumes-one-pod", "multivolume/rwo-two-pods-one-node",
          "multivolume/rwx-across-nodes", "topology/wait-for-first-consumer",
          "ephemeral/inline", "volumemode/mismatch", "volume-limits/one-over-the-limit",
-         "capacity/get-capacity", "co-retries/node-stage-unavailable",
+         "capacity/get-capacity", "capacity/scheduling", "co-retries/node-stage-unavailable",
          "co-retries/controller-publish-timeout", "restart/teardown-after-node-plugin-restart")
 
 
@@ -107,7 +107,7 @@ def test_our_driver_at_endpoints_compared_to_ours_differs_only_where_it_is_skipp
         ("restart/teardown-after-node-plugin-restart", "outcome")]
     assert all("SKIPPED" in row and row.endswith("PASSED") for _, _, row in found)
     assert done.stdout.splitlines()[-1].startswith(
-        "3 of 17 cases differ from ours (3 in outcome, 0 in calls only)")
+        "3 of 18 cases differ from ours (3 in outcome, 0 in calls only)")
 
 
 def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Path) -> None:
@@ -136,3 +136,13 @@ def test_a_driver_of_another_name_than_driver_name_stops_the_suite() -> None:
     without_endpoints = conformance("--driver-name", "x")
     assert without_endpoints.returncode == 2 and "names the driver at the endpoints" in \
         without_endpoints.stdout
+
+
+def test_volume_limits_holds_back_the_pod_over_a_limit_of_ten() -> None:
+    """As conformance against csi-driver-host-path started with ``--attach-limit 10``: our
+    driver at endpoints with ``--max-volumes-per-node 10``. Ten pods run on node-1 and the
+    eleventh (vol-10, which sorts before vol-2 by name) waits for the volume limit."""
+    done = against_driver_at_endpoints("--focus", "volume-limits",
+                                       driver_args=("--max-volumes-per-node", "10"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(done.stdout) == {"volume-limits/one-over-the-limit": ("PASSED", "")}

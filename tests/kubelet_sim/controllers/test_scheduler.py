@@ -241,6 +241,23 @@ def nodes_of(cluster: Cluster, pods: list[str]) -> list[object]:
     return [cluster.get("Pod", name).spec.get("nodeName") for name in pods]
 
 
+async def test_pods_are_scheduled_first_come_first_served_not_by_name(
+    cluster: Cluster,
+) -> None:
+    """Eleven pods for a node with room for ten volumes, created at once: the last one
+    created (app-10, which sorts before app-2 by name) is the one left waiting."""
+    set_volume_limit(cluster, "node-1", 10)
+    set_node(cluster, "node-2", unschedulable=True)
+    pods = late_claim_pods(cluster, 11)
+
+    await cluster.settle()
+
+    assert nodes_of(cluster, pods) == ["node-1"] * 10 + [None]
+    assert scheduled(cluster.get("Pod", "app-10"))["message"] == (
+        "0/2 nodes are available: 1 node(s) exceed max volume count, "
+        "1 node(s) were unschedulable.")
+
+
 async def test_pods_assumed_while_their_claims_are_provisioned_count_for_spreading(
     cluster: Cluster,
 ) -> None:

@@ -133,6 +133,9 @@ def simulator_objects() -> list[dict[str, Any]]:
         builders.lease("node-1", "kube-node-lease", "node-1", 40,
                        "2024-05-01T10:00:00.123456Z"),
         builders.volume_attributes_class("gold", DRIVER, {"iops": "3000"}),
+        builders.csi_storage_capacity("csisc-x7k2p", "kube-system", "fast",
+                                      {"matchLabels": {"topology.hostpath.csi/node": "node-1"}},
+                                      "1023Gi", "100Gi"),
         Resource.from_dict({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                             "metadata": {"name": "web", "namespace": "default"},
                             "spec": {"selector": {"matchLabels": {"app": "web"}},
@@ -148,7 +151,8 @@ def simulator_objects() -> list[dict[str, Any]]:
                                      "PersistentVolumeClaim", "PersistentVolume", "CSIDriver",
                                      "CSINode", "VolumeAttachment", "Pod", "NetworkPolicy",
                                      "Lease", "Event", "VolumeAttributesClass",
-                                     "PodDisruptionBudget", "CustomResourceDefinition")
+                                     "CSIStorageCapacity", "PodDisruptionBudget",
+                                     "CustomResourceDefinition")
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
