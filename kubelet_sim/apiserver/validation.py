@@ -316,7 +316,7 @@ def _csi_storage_capacity(obj: Resource) -> None:
     name = obj.body.get("storageClassName")
     if not name:
         raise Invalid("storageClassName",
-                      f"Invalid value: {json.dumps(name or '')}: {_DNS_RULES['subdomain'][2]}")
+                      f"Invalid value: {json.dumps(name or '')}: {dns_subdomain_errors('')[-1]}")
     dns_subdomain(name, "storageClassName")
     for key in ("capacity", "maximumVolumeSize"):
         value = obj.body.get(key)
