@@ -79,7 +79,7 @@ def test_the_client_creates_reads_and_lists_a_capacity_with_canonical_quantities
 
 @pytest.mark.parametrize(("fields", "field", "detail"), [
     ({"storageClassName": ""}, "storageClassName", 'Invalid value: "": a lowercase RFC 1123'),
-    ({"storageClassName": "Fast"}, "storageClassName", "Invalid value: 'Fast'"),
+    ({"storageClassName": "Fast"}, "storageClassName", 'Invalid value: "Fast"'),
     ({"capacity": "-1Gi"}, "capacity", "must be greater than or equal to 0"),
     ({"nodeTopology": {"matchExpressions": [{"key": "zone", "operator": "Near"}]}},
      "nodeTopology.matchExpressions[0].operator", "Near"),
