@@ -3,8 +3,10 @@ the node plugin received read from its own request log."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -81,6 +83,18 @@ def received(cluster: Cluster, method: str, since: dict[str | None, int],
     return [c["request"] for c in calls if str(c.get("method", "")).endswith(f"/{method}")]
 
 
+async def logged(cluster: Cluster, method: str, since: dict[str | None, int], count: int = 1,
+                 node: str | None = NODE, about: str = "") -> list[dict[str, Any]]:
+    """`received`, once at least ``count`` such requests are in the log: the plugin writes
+    each line just after it answered, so the line may trail the answer by a moment."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        found = received(cluster, method, since, node=node, about=about)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.05)
+
+
 async def remove(cluster: Cluster, pod: Resource) -> None:
     """Delete a pod that never ran, so later tests do not see it retried."""
     cluster.api.delete("Pod", pod.name, "default")
@@ -139,7 +153,7 @@ async def test_with_file_policy_the_kubelet_chowns_the_volume_the_driver_publish
     pod = await run_claim_pod(plain, "owned", fsGroup=GROUP)
 
     assert pod.status["phase"] == "Running"
-    [publish] = received(plain, "NodePublishVolume", since, about=pod.metadata.uid)
+    [publish] = await logged(plain, "NodePublishVolume", since, about=pod.metadata.uid)
     assert "volume_mount_group" not in publish["volume_capability"]["mount"]
     target = target_of(plain, pod)
     assert target.stat().st_gid == GROUP
@@ -155,8 +169,8 @@ async def test_a_volume_mount_group_driver_gets_the_fs_group_in_stage_and_publis
     pod = await run_claim_pod(mount_group, "delegated", fsGroup=GROUP)
 
     assert pod.status["phase"] == "Running"
-    [stage] = received(mount_group, "NodeStageVolume", since)
-    [publish] = received(mount_group, "NodePublishVolume", since, about=pod.metadata.uid)
+    [stage] = await logged(mount_group, "NodeStageVolume", since)
+    [publish] = await logged(mount_group, "NodePublishVolume", since, about=pod.metadata.uid)
     assert stage["volume_capability"]["mount"]["volume_mount_group"] == str(GROUP)
     assert publish["volume_capability"]["mount"]["volume_mount_group"] == str(GROUP)
     assert target_of(mount_group, pod).stat().st_gid != GROUP  # left to the driver
@@ -178,11 +192,11 @@ async def test_a_selinux_mount_driver_mounts_rwop_volumes_with_context_and_rwo_w
 
     assert rwop.status["phase"] == rwo.status["phase"] == "Running"
     option = f'context="system_u:object_r:container_file_t:{LEVEL}"'
-    [stage, _] = received(plain, "NodeStageVolume", since)
-    [publish] = received(plain, "NodePublishVolume", since, about=rwop.metadata.uid)
+    [stage, _] = await logged(plain, "NodeStageVolume", since, count=2)
+    [publish] = await logged(plain, "NodePublishVolume", since, about=rwop.metadata.uid)
     assert stage["volume_capability"]["mount"]["mount_flags"] == [option]
     assert publish["volume_capability"]["mount"]["mount_flags"] == [option]
-    [rwo_publish] = received(plain, "NodePublishVolume", between, about=rwo.metadata.uid)
+    [rwo_publish] = await logged(plain, "NodePublishVolume", between, about=rwo.metadata.uid)
     assert "mount_flags" not in rwo_publish["volume_capability"]["mount"]
 
 
@@ -199,8 +213,8 @@ async def test_without_attach_required_there_is_no_attachment_and_no_publish_con
     assert pod.status["phase"] == "Running"
     assert not mount_group.api.list("VolumeAttachment").items
     assert not received(mount_group, "ControllerPublishVolume", since, node=None)
-    [stage] = received(mount_group, "NodeStageVolume", since)
-    [publish] = received(mount_group, "NodePublishVolume", since, about=pod.metadata.uid)
+    [stage] = await logged(mount_group, "NodeStageVolume", since)
+    [publish] = await logged(mount_group, "NodePublishVolume", since, about=pod.metadata.uid)
     assert "publish_context" not in stage and "publish_context" not in publish
     assert not mount_group.api.get("Node", NODE).status.get("volumesAttached")
 
@@ -250,7 +264,7 @@ async def test_an_inline_volume_of_an_ephemeral_driver_gets_pod_info_and_no_stag
 
     assert pod.status["phase"] == "Running"
     assert not received(plain, "NodeStageVolume", since)
-    [publish] = received(plain, "NodePublishVolume", since, about=pod.metadata.uid)
+    [publish] = await logged(plain, "NodePublishVolume", since, about=pod.metadata.uid)
     assert publish["volume_context"] == {
         "csi.storage.k8s.io/pod.name": "ephemeral",
         "csi.storage.k8s.io/pod.namespace": "default",
@@ -278,6 +292,6 @@ async def test_the_kubelet_asks_node_get_info_again_once_the_period_ran_out(
     clock.advance(1)
     await mount_group.settle()
 
-    assert len(received(mount_group, "NodeGetInfo", since)) == 1
+    assert len(await logged(mount_group, "NodeGetInfo", since)) == 1
     [entry] = mount_group.api.get("CSINode", NODE).spec["drivers"]
     assert entry["allocatable"] == {"count": 7}
