@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report volume condition (VOLUME_CONDITION, GET_VOLUME)")
     p.add_argument("--single-node-multi-writer", action=flag, default=True,
                    help="offer the SINGLE_NODE_SINGLE/MULTI_WRITER access modes")
+    p.add_argument("--volume-mount-group", action=flag, default=False,
+                   help="offer VOLUME_MOUNT_GROUP on the node: the CO passes the pod's "
+                   "fsGroup as volume_mount_group instead of changing ownership itself")
     p.add_argument("--max-volumes-per-node", type=int, default=64,
                    help="max_volumes_per_node in NodeGetInfo; ControllerPublish beyond it "
                    "is RESOURCE_EXHAUSTED (0: no limit)")

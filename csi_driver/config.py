@@ -60,6 +60,9 @@ class Config:
     mutable_parameters: tuple[str, ...] = ("iops",)
     volume_condition: bool = True
     single_node_multi_writer: bool = True
+    # VOLUME_MOUNT_GROUP: the CO passes the pod's fsGroup as volume_mount_group and leaves
+    # ownership to the driver (the kubelet then changes none itself)
+    volume_mount_group: bool = False
     max_volumes_per_node: int = 64
     capacity: tuple[tuple[str, int], ...] = (("default", 1 << 40),)
     max_volume_size: int = 1 << 40

@@ -75,6 +75,7 @@ def compute(cfg: Config) -> Capabilities:
             (cfg.node_expansion, "EXPAND_VOLUME"),
             (cfg.volume_condition, "VOLUME_CONDITION"),
             (cfg.single_node_multi_writer, "SINGLE_NODE_MULTI_WRITER"),
+            (cfg.volume_mount_group, "VOLUME_MOUNT_GROUP"),
         )
     expansion = {"online": "ONLINE", "offline": "OFFLINE"}.get(cfg.expansion, "")
     return Capabilities(

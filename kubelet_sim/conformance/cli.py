@@ -1,7 +1,8 @@
 """``python -m kubelet_sim conformance cni --cni-bin-dir DIR --conflist FILE
 [--dataplane emulated|linux] [--junit FILE] [--focus RE] [--skip RE] [--compare-to ours
 [--fail-on-difference]]`` (and ``conformance csi [--controller-endpoint EP
---node-endpoint NODE=EP ... [--driver-name NAME]] [--storage-class-params K=V ...]`` with
+--node-endpoint NODE=EP ... [--driver-name NAME]] [--storage-class-params K=V ...]
+[--csidriver FILE]`` with
 the same common flags): the table on stdout, JUnit
 XML when asked, exit status 1 when a case of the target failed. ``--compare-to ours``
 runs the cases again against our own plugins (same list, same dataplane) or our own
@@ -18,6 +19,9 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from kubelet_sim.conformance.cni import CniTarget, run_cni_suite
 from kubelet_sim.conformance.compare import (
@@ -51,6 +55,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      "another one stops the suite")
     csi.add_argument("--storage-class-params", action="append", default=[], metavar="K=V",
                      help="a StorageClass parameter for the volumes it makes (repeatable)")
+    csi.add_argument("--csidriver", type=Path, default=None, metavar="FILE",
+                     help="the driver's CSIDriver object (YAML): installed in place of the "
+                     "suite's, and the cases about its fields run")
     for suite in (cni, csi):
         suite.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML")
         suite.add_argument("--focus", default="", metavar="REGEX",
@@ -71,6 +78,19 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     return pairs
 
 
+def load_csidriver(path: Path) -> dict[str, Any]:
+    """The ``spec`` of the CSIDriver object in ``path`` (YAML); ValueError when it is not
+    one."""
+    try:
+        obj = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(str(err)) from None
+    if not isinstance(obj, dict) or obj.get("kind") != "CSIDriver" \
+            or not isinstance(obj.get("spec"), dict):
+        raise ValueError(f"{path} holds no CSIDriver object with a spec")
+    return dict(obj["spec"])
+
+
 def _run_csi(args: argparse.Namespace, report: Report, ours: Report | None) -> int:
     nodes = _pairs(args.node_endpoint, "--node-endpoint")
     if bool(nodes) != bool(args.controller_endpoint):
@@ -81,16 +101,22 @@ def _run_csi(args: argparse.Namespace, report: Report, ours: Report | None) -> i
         print("kubelet_sim conformance: --driver-name names the driver at the endpoints "
               "(ours is csi-mini.example.com)")
         return 2
+    try:
+        csidriver = load_csidriver(args.csidriver) if args.csidriver else None
+    except ValueError as err:
+        print(f"kubelet_sim conformance: --csidriver: {err}")
+        return 2
     target = CsiTarget(args.controller_endpoint, nodes,
                        _pairs(args.storage_class_params, "--storage-class-params"),
-                       driver_name=args.driver_name)
+                       driver_name=args.driver_name, csidriver=csidriver)
     try:
         asyncio.run(run_csi_suite(target, report))
     except WrongDriver as err:
         print(f"kubelet_sim conformance: {err}")
         return 2
     if ours is not None:
-        asyncio.run(run_csi_suite(CsiTarget(node_names=tuple(sorted(nodes))), ours))
+        asyncio.run(run_csi_suite(CsiTarget(node_names=tuple(sorted(nodes)),
+                                            csidriver=csidriver), ours))
     return 0
 
 

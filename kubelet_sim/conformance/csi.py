@@ -40,6 +40,12 @@ Cases (suite ``csi``), in the order they run:
   (ControllerPublishVolume hanging once past the attacher's timeout, 1 s for the case, is
   called again with the same request) and ``restart/teardown-after-node-plugin-restart``.
 
+- with ``--csidriver FILE`` (the driver's CSIDriver object, YAML; it replaces the suite's
+  own), the cases about its fields (:mod:`kubelet_sim.conformance.csi_cases_driver_fields`):
+  ``csidriver/fs-group-policy``, ``csidriver/selinux-mount``, ``csidriver/no-attach``,
+  ``csidriver/lifecycle-mode-refusal``, each skipped when the object does not set its field;
+  ``ephemeral/inline`` skips when the object does not list Ephemeral.
+
 Our driver, when the suite starts it, reports a volume limit of 3 per node.
 
 Every case also keeps a transcript: the CSI RPCs the cluster made while it ran (from
@@ -56,6 +62,7 @@ from functools import partial
 from kubelet_sim.cluster import Cluster, ClusterConfig, NodeSpec, default_nodes
 from kubelet_sim.conformance import csi_cases as basic
 from kubelet_sim.conformance import csi_cases_capacity as capacity_cases
+from kubelet_sim.conformance import csi_cases_driver_fields as driver_fields
 from kubelet_sim.conformance import csi_cases_nodes as node_cases
 from kubelet_sim.conformance import csi_cases_volumes as volume_cases
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget, WrongDriver
@@ -83,6 +90,7 @@ CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
     ("co-retries/node-stage-unavailable", basic.node_stage_unavailable),
     ("co-retries/controller-publish-timeout", node_cases.controller_publish_timeout),
     ("restart/teardown-after-node-plugin-restart", basic.teardown_after_node_plugin_restart),
+    *driver_fields.CASES,
 ]
 
 # Our driver, when the suite starts it, reports a small volume limit per node, so that
@@ -113,7 +121,8 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
              for i, name in enumerate(names, start=1)] if names else default_nodes(2)
     config = ClusterConfig(nodes=nodes, csi_controller_endpoint=target.controller_endpoint or None,
                            csi_node_endpoints=dict(target.node_endpoints),
-                           driver_args=[*OUR_DRIVER_ARGS, *target.driver_args])
+                           driver_args=[*OUR_DRIVER_ARGS, *target.driver_args],
+                           attach_required=driver_fields.attach_required(target))
     cluster = Cluster(config)
     try:
         await cluster.start()
@@ -125,6 +134,7 @@ async def run_csi_suite(target: CsiTarget, report: Report) -> None:
             # co-retries case, and a broken driver fails its case in seconds
             kubelet.volumes.max_attempts = 3
         run = CsiRun(cluster, target)
+        driver_fields.install_csidriver(run)
         await run.learn_capabilities()
         report.transcriber = CsiCalls(cluster.trace)
         for case, body in CASES:

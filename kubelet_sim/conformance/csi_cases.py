@@ -152,6 +152,9 @@ async def wait_for_first_consumer(run: CsiRun, ns: str) -> None:
 
 
 async def ephemeral_inline(run: CsiRun, ns: str) -> None:
+    if run.target.csidriver is not None and "Ephemeral" not in (
+            run.target.csidriver.get("volumeLifecycleModes") or ["Persistent"]):
+        raise Skip("the CSIDriver object does not list the Ephemeral lifecycle mode")
     pod = builders.pod("inline", ns, volumes=[builders.csi_inline_volume(
         "scratch", run.driver, dict(run.target.parameters))])
     run.api.create(pod)

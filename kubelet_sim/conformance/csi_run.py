@@ -11,7 +11,7 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
@@ -41,6 +41,9 @@ class CsiTarget:
     node_names: tuple[str, ...] = ()
     driver_args: tuple[str, ...] = ()  # extra flags for our driver, when the suite starts it
     driver_name: str = ""  # the name the driver at the endpoints must answer GetPluginInfo
+    # the user's CSIDriver spec (--csidriver FILE): installed for the driver, and the cases
+    # about its fields run (None: the suite's own object, those cases skip)
+    csidriver: dict[str, Any] | None = None
 
     @property
     def ours(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from csi_protos import csi_pb2
+from kubelet_sim.csi.driver_policy import DriverPolicy, selinux_mount_option
 from kubelet_sim.csi.naming import ephemeral_volume_handle
 
 AccessMode = csi_pb2.VolumeCapability.AccessMode
@@ -66,6 +67,14 @@ class CsiVolume:
     node_stage_secret_ref: SecretRef | None = None
     node_publish_secret_ref: SecretRef | None = None
     node_expand_secret_ref: SecretRef | None = None
+    # From the CSIDriver object and the pod (see `driver_policy`): the driver's policy, every
+    # access mode of the PV, the pod's fsGroup and its change policy, and the SELinux label
+    # to mount with ("" for none).
+    policy: DriverPolicy = field(default_factory=DriverPolicy)
+    access_modes: tuple[str, ...] = ()
+    fs_group: int | None = None
+    fs_group_change_policy: str = ""
+    selinux_mount_label: str = ""
 
     def __post_init__(self) -> None:
         if not self.driver or not self.spec_name:
@@ -121,7 +130,11 @@ def csi_access_mode(
 
 def volume_capability(
     volume: CsiVolume, *, access_mode: str | None = None, single_node_multi_writer: bool,
+    mount_group: bool = False, selinux: bool = False,
 ) -> csi_pb2.VolumeCapability:
+    """The capability of a node call. ``mount_group`` (NodeStage/NodePublish to a driver
+    with VOLUME_MOUNT_GROUP): the pod's fsGroup as ``volume_mount_group``; ``selinux``
+    (NodeStage/NodePublish): the ``context=`` option of the volume's SELinux label last."""
     mode = csi_access_mode(access_mode or volume.access_mode,
                            single_node_multi_writer=single_node_multi_writer)
     capability = csi_pb2.VolumeCapability(access_mode=AccessMode(mode=mode))
@@ -130,6 +143,10 @@ def volume_capability(
     else:
         capability.mount.fs_type = volume.fs_type
         capability.mount.mount_flags.extend(volume.mount_options)
+        if selinux and volume.selinux_mount_label:
+            capability.mount.mount_flags.append(selinux_mount_option(volume.selinux_mount_label))
+        if mount_group and volume.fs_group is not None:
+            capability.mount.volume_mount_group = str(volume.fs_group)
     return capability
 
 
@@ -157,6 +174,7 @@ class NodeCapabilities:
     expand = _Declared(NodeRpc.EXPAND_VOLUME)
     volume_stats = _Declared(NodeRpc.GET_VOLUME_STATS)
     single_node_multi_writer = _Declared(NodeRpc.SINGLE_NODE_MULTI_WRITER)
+    volume_mount_group = _Declared(NodeRpc.VOLUME_MOUNT_GROUP)
 
 
 @dataclass(frozen=True)

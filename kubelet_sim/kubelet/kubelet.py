@@ -42,6 +42,7 @@ from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
+from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -117,6 +118,8 @@ class Kubelet:
             client_factory=client_factory,
             clock=self.clock,
         )
+        self.csi_node_updater = CsiNodeUpdater(api=api, node_name=node_name, clock=self.clock,
+                                               drivers=lambda: self.watcher.drivers)
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
             clock=self.clock, secrets=secrets,
@@ -181,6 +184,7 @@ class Kubelet:
         before = set(self.watcher.drivers)
         await self.watcher.scan()
         changed |= set(self.watcher.drivers) != before
+        changed |= await self.csi_node_updater.sync()
         changed |= await self.sync_node_status()
         pods = self.cache.by_index("Pod", POD_NODE, self.node_name)
         for pod in pods:
@@ -273,6 +277,7 @@ class Kubelet:
         record.pod = pod
         resolved = resolve(self.api, pod, self.node_name)
         if resolved.waiting:
+            await self.csi_node_updater.verify_exhausted(pod)
             return self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
                               + "; ".join(resolved.waiting))
         info = pod_info(pod)

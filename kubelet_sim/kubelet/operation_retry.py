@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from kubelet_sim.csi.client import CsiError, DriverNotRegistered
+from kubelet_sim.csi.driver_policy import VolumeOperationError
 from kubelet_sim.csi.volume_spec import CsiVolume
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff
 
@@ -30,6 +31,10 @@ class OperationRetry:
         for tries in range(1, self.max_attempts + 1):
             try:
                 result = await attempt()
+            except VolumeOperationError as err:  # the kubelet's next pass retries it
+                if failed is not None:
+                    failed(err)
+                raise
             except (CsiError, DriverNotRegistered) as err:
                 if failed is not None:
                     failed(err)

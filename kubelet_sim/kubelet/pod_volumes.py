@@ -23,6 +23,12 @@ SetUpAt), done once per pod volume:
   namespace. They go on as references: the volume manager reads each secret when it makes
   the call, so a missing NodePublish secret still lets the volume stage, as in Kubernetes.
 
+- the CSIDriver object (or Kubernetes' defaults without one) travels with each volume as
+  its `DriverPolicy`, with the PV's access modes, the pod's ``fsGroup`` and
+  ``fsGroupChangePolicy``, and the SELinux label the volume is mounted with (see
+  ``csi.driver_policy``; containers asking for different labels of a volume that supports
+  SELinux mounts keep the pod waiting, as the kubelet's desired state refuses the pod).
+
 A claim's volume mode must match how the containers use it, as the kubelet's
 desired-state populator checks: a Block PV named in a container's ``volumeMounts``, or a
 Filesystem one in its ``volumeDevices``, keeps the pod waiting ("volume data has volumeMode
@@ -35,11 +41,13 @@ to wait (the kubelet retries), never as an error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.shared_cache import shared_cache
+from kubelet_sim.csi.driver_policy import DriverPolicy, selinux_mount_label
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 
@@ -78,6 +86,33 @@ def csi_driver_object(api: APIServer, driver: str) -> JSON:
         return {}
 
 
+def driver_policy(api: APIServer, driver: str) -> DriverPolicy:
+    """The CSIDriver object's fields (Kubernetes' defaults when there is none)."""
+    try:
+        return DriverPolicy.from_spec(api.get("CSIDriver", driver).spec)
+    except NotFound:
+        return DriverPolicy.from_spec(None)
+
+
+def _pod_fields(pod: Resource, name: str, policy: DriverPolicy,
+                access_modes: tuple[str, ...], *, persistent: bool) -> dict[str, Any]:
+    """What the pod adds to one of its CSI volumes: fsGroup, its change policy, and the
+    SELinux label to mount with (NotReady when its containers disagree on it)."""
+    context = pod.spec.get("securityContext") or {}
+    fs_group = context.get("fsGroup")
+    try:
+        label = selinux_mount_label(pod.spec, name, policy=policy,
+                                    access_modes=access_modes, persistent=persistent)
+    except ValueError as err:
+        raise NotReady(str(err)) from None
+    return {
+        "policy": policy,
+        "fs_group": int(fs_group) if fs_group is not None else None,
+        "fs_group_change_policy": str(context.get("fsGroupChangePolicy") or ""),
+        "selinux_mount_label": label,
+    }
+
+
 def resolve(api: APIServer, pod: Resource, node_name: str) -> ResolvedVolumes:
     """Every CSI volume of ``pod`` as ``node_name``'s kubelet mounts it, or why it waits."""
     out = ResolvedVolumes()
@@ -98,15 +133,18 @@ def _inline(api: APIServer, pod: Resource, vol: JSON) -> CsiVolume:
     publish_ref = src.get("nodePublishSecretRef")
     if publish_ref:  # a LocalObjectReference: the pod's namespace
         publish_ref = {"name": publish_ref.get("name", ""), "namespace": pod.namespace}
+    policy = driver_policy(api, driver)
+    name = str(vol.get("name", ""))
     return CsiVolume(
         driver=driver,
-        spec_name=vol.get("name", ""),
+        spec_name=name,
         volume_attributes=dict(src.get("volumeAttributes") or {}),
         fs_type=src.get("fsType", ""),
         read_only=bool(src.get("readOnly")),
         ephemeral=True,
-        pod_info_on_mount=bool(csi_driver_object(api, driver).get("podInfoOnMount")),
+        pod_info_on_mount=policy.pod_info_on_mount,
         node_publish_secret_ref=publish_ref,
+        **_pod_fields(pod, name, policy, (), persistent=False),
     )
 
 
@@ -119,9 +157,10 @@ def _claimed(api: APIServer, pod: Resource, vol: JSON, node_name: str) -> CsiVol
     if not csi:
         raise NotReady(f'persistentvolume "{pv.name}" is not a CSI volume')
     driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
-    driver_spec = csi_driver_object(api, driver)
+    policy = driver_policy(api, driver)
+    access_modes = tuple(str(m) for m in pv.spec.get("accessModes") or ())
     publish_context: dict[str, str] = {}
-    if driver_spec.get("attachRequired", True):
+    if policy.attach_required:  # attachRequired: false: no VolumeAttachment to wait for
         _check_reported_attached(api, pv.name, unique_volume_name(driver, handle), node_name)
         publish_context = _attachment_metadata(api, pv.name, handle, driver, node_name)
     return CsiVolume(
@@ -131,14 +170,16 @@ def _claimed(api: APIServer, pod: Resource, vol: JSON, node_name: str) -> CsiVol
         volume_attributes=dict(csi.get("volumeAttributes") or {}),
         publish_context=publish_context,
         fs_type=csi.get("fsType", ""),
-        access_mode=str((pv.spec.get("accessModes") or ["ReadWriteOnce"])[0]),
+        access_mode=access_modes[0] if access_modes else "ReadWriteOnce",
+        access_modes=access_modes,
         read_only=bool(claim.get("readOnly")),
         mount_options=tuple(pv.spec.get("mountOptions") or ()),
         block=pv.spec.get("volumeMode") == "Block",
-        pod_info_on_mount=bool(driver_spec.get("podInfoOnMount")),
+        pod_info_on_mount=policy.pod_info_on_mount,
         node_stage_secret_ref=csi.get("nodeStageSecretRef"),
         node_publish_secret_ref=csi.get("nodePublishSecretRef"),
         node_expand_secret_ref=csi.get("nodeExpandSecretRef"),
+        **_pod_fields(pod, str(vol.get("name", "")), policy, access_modes, persistent=True),
     )
 
 

@@ -12,6 +12,12 @@ It follows the kubelet's CSI volume plugin step by step:
   itself) with ``vol_data.json``; podInfoOnMount keys merged into volume_context;
   NodePublishVolume with the staging path when staged. Inline ephemeral volumes get the
   handle ``csi-<sha256(podUID+volumeName)>`` and are never staged.
+- the CSIDriver fields (`csi.driver_policy`): SetUp first refuses a volume whose lifecycle
+  mode the driver does not list (no CSI call); a driver with VOLUME_MOUNT_GROUP gets the
+  pod's fsGroup as ``volume_mount_group`` in NodeStage and NodePublish, otherwise the
+  kubelet applies it after NodePublish as its fsGroupPolicy says (`volume_ownership`);
+  a volume with a SELinux label is staged and published with ``context="<label>"`` last
+  in its mount flags.
 - `tear_down`: NodeUnpublishVolume, then the pod's volume directory is removed.
 - `unmount_device`: NodeUnstageVolume only once no pod on the node uses the volume.
 - `expand` (NodeExpandVolume when EXPAND_VOLUME is advertised) and `stats`.
@@ -33,6 +39,7 @@ from pathlib import Path
 
 from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiClient, CsiError
+from kubelet_sim.csi.driver_policy import VolumeOperationError, check_lifecycle_mode
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import (
     CsiVolume,
@@ -54,6 +61,7 @@ from kubelet_sim.kubelet.paths import (
     save_volume_data,
     unlink_block_device,
 )
+from kubelet_sim.kubelet.volume_ownership import apply_fs_group
 from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_from_disk
 from kubelet_sim.utils.clock import Clock, RealClock
 
@@ -163,7 +171,8 @@ class VolumeManager:
             publish_context=dict(volume.publish_context),
             staging_target_path=str(staging),
             volume_capability=volume_capability(
-                volume, single_node_multi_writer=caps.single_node_multi_writer),
+                volume, single_node_multi_writer=caps.single_node_multi_writer,
+                mount_group=caps.volume_mount_group, selinux=True),
             secrets=secrets,
             volume_context=dict(volume.volume_attributes),
         )
@@ -226,6 +235,7 @@ class VolumeManager:
         return target
 
     async def _set_up(self, pod: PodInfo, volume: CsiVolume) -> Path:
+        check_lifecycle_mode(volume.driver, volume.policy, volume.lifecycle_mode)
         client = self._client_for(volume.driver)
         handle = volume.handle_for(pod.uid)
         caps = await self._capabilities(client)
@@ -255,7 +265,8 @@ class VolumeManager:
             target_path=str(target),
             volume_capability=volume_capability(
                 volume, access_mode="ReadWriteOnce" if volume.ephemeral else None,
-                single_node_multi_writer=caps.single_node_multi_writer),
+                single_node_multi_writer=caps.single_node_multi_writer,
+                mount_group=caps.volume_mount_group, selinux=True),
             readonly=volume.read_only,
             secrets=secrets,
             volume_context=context,
@@ -269,8 +280,19 @@ class VolumeManager:
             else:
                 self._uncertain.add((pod.uid, volume.spec_name))
             raise
+        if not volume.block and not caps.volume_mount_group:
+            self._apply_fs_group(pod, volume, target)
         self._uncertain.discard((pod.uid, volume.spec_name))
         return target
+
+    def _apply_fs_group(self, pod: PodInfo, volume: CsiVolume, target: Path) -> None:
+        """The kubelet's own fsGroup step after a publish (see `apply_fs_group`); a failure
+        leaves the volume mounted but uncertain, so a teardown still unpublishes it."""
+        try:
+            apply_fs_group(volume, target)
+        except VolumeOperationError:
+            self._uncertain.add((pod.uid, volume.spec_name))
+            raise
 
     async def tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         """Unpublish the volume from the pod and remove the pod's volume directory."""

@@ -122,7 +122,7 @@ class ExternalAttacher(CsiSidecar):
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs:
                 metadata = await self._publish(pv, node_id, rpcs)
         except (CsiError, LookupError, NotFound, RuntimeError, ValueError) as err:
-            self._save_error(va.name, "attachError", str(err))
+            self._save_error(va.name, "attachError", str(err), grpc_code(err))
             raise
 
         def attached(obj: Resource) -> bool:
@@ -166,7 +166,7 @@ class ExternalAttacher(CsiSidecar):
                         secrets=self.secrets.get(csi.get("controllerPublishSecretRef"))),
                         csi_pb2.ControllerUnpublishVolumeResponse)
         except (CsiError, LookupError) as err:
-            self._save_error(va.name, "detachError", str(err))
+            self._save_error(va.name, "detachError", str(err), grpc_code(err))
             raise
 
         def detached(obj: Resource) -> bool:
@@ -182,14 +182,26 @@ class ExternalAttacher(CsiSidecar):
         drop_finalizer(self.api, "VolumeAttachment", va.name, "", self.finalizer)
         return True
 
-    def _save_error(self, va_name: str, field: str, message: str) -> None:
+    def _save_error(self, va_name: str, field: str, message: str,
+                    code: int | None = None) -> None:
+        """``code``: the gRPC code of a CSI failure, kept as ``errorCode``
+        (MutableCSINodeAllocatableCount, GA in external-attacher): the kubelet refreshes
+        the node's allocatable count on ResourceExhausted."""
         error: JSON = {"message": message, "time": format_time(self.clock.now())}
+        if code is not None:
+            error["errorCode"] = code
 
         def mutate(obj: Resource) -> bool:
-            if (obj.status.get(field) or {}).get("message") == message:
+            if {k: v for k, v in (obj.status.get(field) or {}).items() if k != "time"} == {
+                    k: v for k, v in error.items() if k != "time"}:
                 return False
             obj.status[field] = error
             return True
 
         with contextlib.suppress(NotFound):
             write_status(self.api, "VolumeAttachment", va_name, "", mutate)
+
+
+def grpc_code(err: Exception) -> int | None:
+    """The numeric gRPC code of a failed CSI call (None for any other failure)."""
+    return int(err.code.value[0]) if isinstance(err, CsiError) else None

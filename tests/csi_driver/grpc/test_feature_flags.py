@@ -115,6 +115,16 @@ def test_a_no_flag_withdraws_its_capability(
         expect_error_code(probe[0](proc.stubs), probe[1], UNIMPLEMENTED)
 
 
+def test_volume_mount_group_is_off_by_default_and_offered_with_its_flag(
+    spawn_driver: SpawnDriver, driver: DriverProcess,
+) -> None:
+    proc = spawn_driver("--volume-mount-group")
+
+    assert NodeCap.VOLUME_MOUNT_GROUP not in node_capabilities(driver.stubs)
+    assert node_capabilities(proc.stubs) == node_capabilities(driver.stubs) | {
+        NodeCap.VOLUME_MOUNT_GROUP}
+
+
 def test_no_snapshot_metadata_streams_answer_unimplemented(spawn_driver: SpawnDriver) -> None:
     proc = spawn_driver("--no-snapshot-metadata")
     stream = proc.stubs.snapshot_metadata.GetMetadataAllocated(

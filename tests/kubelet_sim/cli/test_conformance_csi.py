@@ -21,7 +21,10 @@ CASES = ("provisioning/filesystem", "provisioning/block", "expansion/online",
          "multivolume/rwx-across-nodes", "topology/wait-for-first-consumer",
          "ephemeral/inline", "volumemode/mismatch", "volume-limits/one-over-the-limit",
          "capacity/get-capacity", "capacity/scheduling", "co-retries/node-stage-unavailable",
-         "co-retries/controller-publish-timeout", "restart/teardown-after-node-plugin-restart")
+         "co-retries/controller-publish-timeout", "restart/teardown-after-node-plugin-restart",
+         "csidriver/fs-group-policy", "csidriver/selinux-mount", "csidriver/no-attach",
+         "csidriver/lifecycle-mode-refusal")
+DRIVER_FIELD_CASES = tuple(c for c in CASES if c.startswith("csidriver/"))
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,10 +48,39 @@ def test_our_driver_passes_every_case(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     results = rows(done.stdout)
     assert list(results) == list(CASES)
-    assert {r for r, _ in results.values()} == {"PASSED"}
+    assert {r for c, (r, _) in results.items() if c not in DRIVER_FIELD_CASES} == {"PASSED"}
+    assert {results[c] for c in DRIVER_FIELD_CASES} == {
+        ("SKIPPED", "no CSIDriver object given (--csidriver FILE)")}
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures")) == (str(len(CASES)), "0")
+
+
+def test_the_driver_field_cases_pass_with_a_csidriver_object_that_sets_them(
+    tmp_path: Path,
+) -> None:
+    csidriver = tmp_path / "csidriver.yaml"
+    csidriver.write_text(
+        "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: any\n"
+        "spec:\n  attachRequired: false\n  fsGroupPolicy: File\n  seLinuxMount: true\n"
+        "  volumeLifecycleModes: [Persistent]\n")
+
+    done = conformance("--csidriver", str(csidriver), "--focus", "csidriver/|ephemeral/inline")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = rows(done.stdout)
+    assert {c: r for c, (r, _) in results.items()} == {
+        "ephemeral/inline": "SKIPPED", **{c: "PASSED" for c in DRIVER_FIELD_CASES}}
+
+
+def test_a_csidriver_file_without_a_csidriver_object_is_refused(tmp_path: Path) -> None:
+    wrong = tmp_path / "pod.yaml"
+    wrong.write_text("kind: Pod\nspec: {}\n")
+
+    done = conformance("--csidriver", str(wrong))
+
+    assert done.returncode == 2
+    assert "holds no CSIDriver object with a spec" in done.stdout
 
 
 def against_driver_at_endpoints(*args: str, driver_args: tuple[str, ...] = ()
@@ -107,7 +139,7 @@ def test_our_driver_at_endpoints_compared_to_ours_differs_only_where_it_is_skipp
         ("restart/teardown-after-node-plugin-restart", "outcome")]
     assert all("SKIPPED" in row and row.endswith("PASSED") for _, _, row in found)
     assert done.stdout.splitlines()[-1].startswith(
-        "3 of 18 cases differ from ours (3 in outcome, 0 in calls only)")
+        "3 of 22 cases differ from ours (3 in outcome, 0 in calls only)")
 
 
 def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Path) -> None:

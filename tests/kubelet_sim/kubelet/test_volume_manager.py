@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiError
+from kubelet_sim.csi.driver_policy import DriverPolicy
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -201,7 +202,8 @@ async def test_inline_ephemeral_volume_gets_the_kubelet_handle_and_is_never_stag
     node: Node,
 ) -> None:
     inline = CsiVolume(driver=DRIVER, spec_name="scratch", ephemeral=True,
-                       volume_attributes={"size": "1Mi"}, pod_info_on_mount=True)
+                       volume_attributes={"size": "1Mi"}, pod_info_on_mount=True,
+                       policy=DriverPolicy(exists=True, lifecycle_modes=("Ephemeral",)))
 
     target = await node.manager.mount(POD_A, inline)
 

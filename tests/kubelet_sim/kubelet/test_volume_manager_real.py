@@ -14,6 +14,7 @@ import pytest
 
 from csi_protos import csi_pb2
 from kubelet_sim.csi.client import CsiError, GrpcCsiClient
+from kubelet_sim.csi.driver_policy import DriverPolicy
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -165,7 +166,8 @@ async def test_expand_and_stats_against_the_real_driver(node: RealNode) -> None:
 
 async def test_inline_ephemeral_volume_against_the_real_driver(node: RealNode) -> None:
     inline = CsiVolume(driver=DRIVER, spec_name="scratch", ephemeral=True,
-                       pod_info_on_mount=True)
+                       pod_info_on_mount=True,
+                       policy=DriverPolicy(exists=True, lifecycle_modes=("Ephemeral",)))
     node.manager.max_attempts = 1
     try:
         target = await node.manager.mount(POD_A, inline)

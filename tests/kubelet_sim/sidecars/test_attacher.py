@@ -124,6 +124,16 @@ async def test_publish_error_is_saved_as_attach_error_and_retried(flat: Cluster)
     assert "attachError" not in va.status
 
 
+async def test_an_attach_error_keeps_the_grpc_code_as_error_code(flat: Cluster) -> None:
+    flat.driver.fail_next("ControllerPublishVolume", grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          "too many volumes on the node")
+
+    await running_pod(flat)
+
+    (va,) = flat.api.list("VolumeAttachment").items
+    assert va.status["attachError"]["errorCode"] == 8
+
+
 async def test_attach_error_is_a_failed_attach_volume_warning_on_the_waiting_pod(
     flat: Cluster,
 ) -> None:
