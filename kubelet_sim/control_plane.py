@@ -1,5 +1,6 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, attach/detach,
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
+accounts (a ``default`` one per namespace), attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
 -resizer).
@@ -23,6 +24,7 @@ from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
+from kubelet_sim.controllers.service_account import ServiceAccountController
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
 from kubelet_sim.csi.client import CsiClient
@@ -74,6 +76,7 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
+        ServiceAccountController(api, **common),
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
+from kubelet_sim.apiserver.secret_rules import prepare_secret
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -149,4 +150,5 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "StorageClass": _storage_class,
     "CSIDriver": _csi_driver,
     "NetworkPolicy": _network_policy,
+    "Secret": prepare_secret,
 }

@@ -17,6 +17,8 @@ simulator's controllers run into.
 * VolumeAttributesClass: ``driverName`` and ``parameters`` are immutable.
 * VolumeAttachment: the spec is immutable.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
+* Secret: ``type`` is immutable, and so are ``data`` and ``immutable`` once it is true
+  (:mod:`kubelet_sim.apiserver.secret_rules`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.apiserver.secret_rules import validate_secret_update
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -159,4 +162,5 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "VolumeAttachment": _volume_attachment,
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
+    "Secret": lambda old, new, _sc: validate_secret_update(old, new),
 }

@@ -18,6 +18,7 @@ from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
+from kubelet_sim.apiserver import secret_rules
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -489,4 +490,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Lease": _lease,
     "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
+    "Secret": secret_rules.validate_secret,
+    "ServiceAccount": secret_rules.validate_service_account,
 }
