@@ -27,6 +27,7 @@ from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
@@ -42,7 +43,6 @@ from kubelet_sim.runtime.libcni.api import LibCNI
 from kubelet_sim.runtime.libcni.conf import loopback_network
 from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.utils.trace import Trace
 from node_driver_registrar.server import RegistrationServer, serve_registration
 
@@ -116,7 +116,9 @@ class Cluster:
                           if self.config.api_database is not None else None)
         self.api = APIServer(database=self._database)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
-        self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
+        # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
+        # (`up`) installs the state directory's
+        self.api.token_signer = TokenSigner()
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
@@ -197,7 +199,7 @@ class Cluster:
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
         self.controller_endpoint = endpoint
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
-                                           recorder=self.events, secrets=self.secrets,
+                                           recorder=self.events,
                                            sidecars=cfg.sidecars,
                                            snapshot_controller=cfg.snapshot_controller,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
@@ -287,7 +289,7 @@ class Cluster:
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
-                       recorder=self.events, secrets=self.secrets,
+                       recorder=self.events,
                        lease_duration_seconds=self.config.node_lease_duration_seconds)
 
     # -- running ---------------------------------------------------------------------------------

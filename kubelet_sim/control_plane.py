@@ -31,7 +31,6 @@ from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
 from kubelet_sim.sidecars.resizer import ExternalResizer
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
 from kubelet_sim.utils.clock import Clock
 
@@ -42,7 +41,6 @@ def cluster_controllers(
     driver: str,
     *,
     clock: Clock | None = None,
-    secrets: SecretStore | None = None,
     recorder: EventRecorder | None = None,
     resync_seconds: float = 30.0,
     sidecars: bool = True,
@@ -57,7 +55,6 @@ def cluster_controllers(
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
     controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
-    secrets = secrets or SecretStore()
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
                               "resync_seconds": resync_seconds}
     def sidecar(loop: Controller) -> list[Controller]:
@@ -77,12 +74,12 @@ def cluster_controllers(
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
         ServiceAccountController(api, **common),
-        *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(ExternalProvisioner(api, csi, driver, **common)),
         AttachDetachController(api, **common),
-        *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(ExternalAttacher(api, csi, driver, **common)),
         *([SnapshotController(api, **common)] if snapshot_controller else []),
-        *sidecar(CsiSnapshotter(api, csi, driver, secrets=secrets, **common)),
-        *sidecar(ExternalResizer(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(CsiSnapshotter(api, csi, driver, **common)),
+        *sidecar(ExternalResizer(api, csi, driver, **common)),
         *lifecycle,
     ])
 

@@ -38,6 +38,7 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
 from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
@@ -91,7 +92,7 @@ class Kubelet:
         clock: Clock | None = None,
         runtime_status_period: float = 5.0,
         recorder: EventRecorder | None = None,
-        secrets: SecretLookup | None = None,  # the cluster's Secrets
+        secrets: SecretLookup | None = None,  # where Secrets are read: the API server's
         lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
         parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
     ) -> None:
@@ -119,7 +120,7 @@ class Kubelet:
         )
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
-            clock=self.clock, secrets=secrets,
+            clock=self.clock, secrets=secrets or ApiSecrets(api),
         )
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet

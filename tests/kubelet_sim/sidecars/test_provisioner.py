@@ -125,7 +125,7 @@ async def test_block_claim_requests_block_capability_and_gets_block_pv(cluster: 
 async def test_provisioner_secret_template_is_resolved_and_sent_to_create_volume(
     cluster: Cluster,
 ) -> None:
-    cluster.secrets.put("default", "data-creds", {"token": "s3cret"})
+    cluster.api.create(builders.secret("data-creds", "default", {"token": "s3cret"}))
     cluster.storage_class(parameters={
         "csi.storage.k8s.io/provisioner-secret-name": "${pvc.name}-creds",
         "csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}"})
