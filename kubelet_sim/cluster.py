@@ -100,6 +100,9 @@ class ClusterConfig:
     # kubelets do not heartbeat between rounds).
     node_monitor_grace_period: float | None = None
     node_lease_duration_seconds: int = 40  # the kubelets' nodeLeaseDurationSeconds (renew: /4)
+    # the kubelets' --sync-frequency: how often a running pod is synced again (its
+    # volumes of requiresRepublish drivers get NodePublishVolume again)
+    kubelet_sync_frequency: float = 60.0
     cni_faults: Path | None = None  # a fault rules file our CNI plugins obey ("faults" key)
     # The driver processes end with the simulator's process, even on kill -9 (`up`
     # without a state dir: nothing could take them back).
@@ -290,7 +293,8 @@ class Cluster:
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
                        recorder=self.events,
-                       lease_duration_seconds=self.config.node_lease_duration_seconds)
+                       lease_duration_seconds=self.config.node_lease_duration_seconds,
+                       sync_frequency=self.config.kubelet_sync_frequency)
 
     # -- running ---------------------------------------------------------------------------------
 

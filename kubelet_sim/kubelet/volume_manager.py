@@ -10,8 +10,10 @@ It follows the kubelet's CSI volume plugin step by step:
 - `set_up` (csi_mounter SetUpAt): NodeGetCapabilities; the secret of
   ``nodePublishSecretRef``; the parent of the target path (the driver makes the target
   itself) with ``vol_data.json``; podInfoOnMount keys merged into volume_context;
+  the CSIDriver's ``tokenRequests`` tokens (``publish_attributes``) merged too;
   NodePublishVolume with the staging path when staged. Inline ephemeral volumes get the
   handle ``csi-<sha256(podUID+volumeName)>`` and are never staged.
+- `republish`: NodePublishVolume again for a set-up volume (``requiresRepublish``).
 - `tear_down`: NodeUnpublishVolume, then the pod's volume directory is removed.
 - `unmount_device`: NodeUnstageVolume only once no pod on the node uses the volume.
 - `expand` (NodeExpandVolume when EXPAND_VOLUME is advertised) and `stats`.
@@ -32,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from csi_protos import csi_pb2
+from kubelet_sim.api.errors import ApiError
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import (
@@ -58,6 +61,7 @@ from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_fro
 from kubelet_sim.utils.clock import Clock, RealClock
 
 ClientFor = Callable[[str], CsiClient]
+PublishAttributes = Callable[[PodInfo, CsiVolume], dict[str, str]]
 
 
 class VolumeManager:
@@ -70,11 +74,15 @@ class VolumeManager:
         clock: Clock | None = None,
         max_attempts: int = 6,
         secrets: SecretLookup | None = None,
+        publish_attributes: PublishAttributes | None = None,
     ) -> None:
         self.node_name = node_name
         self.paths = paths
         self._client_for = client_for
         self._secrets = secrets
+        # volume_context the kubelet adds at each NodePublishVolume of a filesystem volume
+        # (the CSIDriver's tokenRequests: kubelet_sim.kubelet.service_account_tokens)
+        self._publish_attributes = publish_attributes
         self.clock: Clock = clock or RealClock()
         self.retry = OperationRetry(self.clock, max_attempts)
         self._device_mounts: dict[VolumeKey, Path | None] = {}  # None: driver does not stage
@@ -238,6 +246,12 @@ class VolumeManager:
         context = dict(volume.volume_attributes)
         if volume.pod_info_on_mount and not volume.block:  # the block mapper sends the PV's only
             context.update(pod_info_attributes(pod, ephemeral=volume.ephemeral))
+        if self._publish_attributes is not None and not volume.block:
+            try:
+                context.update(self._publish_attributes(pod, volume))
+            except ApiError as err:  # transient: the next attempt asks again
+                raise RuntimeError("mounter.SetUpAt failed to get service account token "
+                                   f"attributes: {err}") from None
         data_dir = self.paths.block_data_dir(volume.spec_name) if volume.block else target.parent
         make_dirs(data_dir)
         save_volume_data(data_dir, {
@@ -271,6 +285,19 @@ class VolumeManager:
             raise
         self._uncertain.discard((pod.uid, volume.spec_name))
         return target
+
+    async def republish(self, pod: PodInfo, volume: CsiVolume,
+                        failed: FailureReport | None = None) -> None:
+        """NodePublishVolume again for a volume the pod has set up (the reconciler's
+        remount of a volume whose CSIDriver has ``requiresRepublish``); nothing when the
+        pod does not have it."""
+        key = _key(volume, pod)
+        async with self._lock(key):
+            if pod.uid not in self._users.get(key, set()):
+                return
+            await self.retry.run(f"republish/{pod.uid}/{volume.spec_name}",
+                                 lambda: self._set_up(pod, volume),
+                                 failure_report(failed, "MountVolume.SetUp", volume))
 
     async def tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         """Unpublish the volume from the pod and remove the pod's volume directory."""
