@@ -66,4 +66,8 @@ class TokenSigner:
 
 
 def persistent_signer(state_dir: Path) -> TokenSigner:
-    return TokenSigner(state_dir / "pki" / KEY_FILE)
+    """The signer of ``state_dir/pki/sa.key``, its key read (or made) now: the first
+    TokenRequest does not wait for an RSA key to be generated."""
+    signer = TokenSigner(state_dir / "pki" / KEY_FILE)
+    signer.key  # noqa: B018 - loads or makes the key
+    return signer
