@@ -290,14 +290,19 @@ class VolumeManager:
                         failed: FailureReport | None = None) -> None:
         """NodePublishVolume again for a volume the pod has set up (the reconciler's
         remount of a volume whose CSIDriver has ``requiresRepublish``); nothing when the
-        pod does not have it."""
+        pod does not have it. One attempt: a failure is reported and raised, and the
+        pod's next sync tries again (the pod's worker is not held by a backoff)."""
         key = _key(volume, pod)
         async with self._lock(key):
             if pod.uid not in self._users.get(key, set()):
                 return
-            await self.retry.run(f"republish/{pod.uid}/{volume.spec_name}",
-                                 lambda: self._set_up(pod, volume),
-                                 failure_report(failed, "MountVolume.SetUp", volume))
+            try:
+                await self._set_up(pod, volume)
+            except Exception as err:
+                report = failure_report(failed, "MountVolume.SetUp", volume)
+                if report is not None:
+                    report(err)
+                raise
 
     async def tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         """Unpublish the volume from the pod and remove the pod's volume directory."""

@@ -188,3 +188,20 @@ def test_a_running_pod_is_due_for_resync_once_per_sync_period() -> None:
     assert schedule.due("uid-1")
     schedule.synced("uid-1")
     assert not schedule.due("uid-1")
+
+
+async def test_a_failed_republish_is_reported_once_and_not_retried_with_a_backoff(
+        node: Node) -> None:
+    await node.manager.mount(node.pod, VOLUME)
+    node.api.delete("ServiceAccount", "app", "default")
+    node.clock.advance(3000)  # the cached token is due for refresh
+    reported: list[str] = []
+
+    with pytest.raises(RuntimeError):
+        await node.manager.republish(node.pod, VOLUME, failed=reported.append)
+
+    assert reported == ['MountVolume.SetUp failed for volume "pvc-1" : mounter.SetUpAt failed '
+                        'to get service account token attributes: serviceaccounts "app" not '
+                        "found"]
+    assert node.clock.sleeps == []
+    assert len(node.driver.requests_of("NodePublishVolume")) == 1
