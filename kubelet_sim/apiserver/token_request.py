@@ -14,6 +14,7 @@ signing is the ``signer``'s (:mod:`kubelet_sim.apiserver.http.token_signer`: RS2
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -150,6 +151,29 @@ def issue(api: APIServer, signer: Signer, namespace: str, name: str, body: JSON,
                        "expirationTimestamp": format_time(
                            now.replace(microsecond=0) + timedelta(
                                seconds=int(spec["expirationSeconds"])))}}
+
+
+def validate_token_requests(requests: Any) -> None:
+    """A CSIDriver's ``spec.tokenRequests``: audiences unique, ``expirationSeconds`` (when
+    given) from ten minutes to 2^32 seconds, as ValidateCSIDriver checks them."""
+    seen: set[str] = set()
+    for i, request in enumerate(requests or []):
+        path = f"spec.tokenRequests[{i}]"
+        audience = str(request.get("audience") or "")
+        if audience in seen:
+            raise Invalid(f"{path}.audience", f"Duplicate value: {json.dumps(audience)}")
+        seen.add(audience)
+        seconds = request.get("expirationSeconds")
+        if seconds is None:
+            continue
+        if seconds < MIN_EXPIRATION_SECONDS:
+            raise Invalid(f"{path}.expirationSeconds",
+                          f"Invalid value: {seconds}: may not specify a duration less than 10 "
+                          "minutes")
+        if seconds > MAX_EXPIRATION_SECONDS:
+            raise Invalid(f"{path}.expirationSeconds",
+                          f"Invalid value: {seconds}: may not specify a duration larger than "
+                          "2^32 seconds")
 
 
 def openid_configuration(external_url: str) -> JSON:

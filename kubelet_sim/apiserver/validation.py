@@ -19,6 +19,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver import secret_rules
+from kubelet_sim.apiserver.token_request import validate_token_requests
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -304,6 +305,7 @@ def volume_attributes_class_name(spec: JSON, path: str) -> None:
 
 
 def _csi_driver(obj: Resource) -> None:
+    validate_token_requests(obj.spec.get("tokenRequests"))
     for i, mode in enumerate(obj.spec.get("volumeLifecycleModes") or []):
         _one_of(mode, ("Persistent", "Ephemeral"), f"spec.volumeLifecycleModes[{i}]")
     _one_of(

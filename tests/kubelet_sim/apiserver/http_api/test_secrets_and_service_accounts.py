@@ -247,3 +247,17 @@ def test_a_secret_is_served_in_protobuf_with_its_data_as_bytes(served: Served) -
     assert body[:4] == b"k8s\x00"
     found = core_v1_pb2.Secret.FromString(runtime_pb2.Unknown.FromString(body[4:]).raw)
     assert dict(found.data) == {"k": b"v"} and found.type == "Opaque"
+
+
+@pytest.mark.parametrize(("requests", "said"), [
+    ([{"audience": "a"}, {"audience": "a"}],
+     'spec.tokenRequests[1].audience: Duplicate value: "a"'),
+    ([{"audience": "a", "expirationSeconds": 300}],
+     "spec.tokenRequests[0].expirationSeconds: Invalid value: 300: may not specify a "
+     "duration less than 10 minutes"),
+])
+def test_a_csidriver_s_token_requests_are_validated(
+        served: Served, requests: list[dict[str, Any]], said: str) -> None:
+    doc = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+           "metadata": {"name": "tokens.example.com"}, "spec": {"tokenRequests": requests}}
+    assert said in apply_fails(served, doc)
