@@ -261,3 +261,15 @@ def test_a_csidriver_s_token_requests_are_validated(
     doc = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
            "metadata": {"name": "tokens.example.com"}, "spec": {"tokenRequests": requests}}
     assert said in apply_fails(served, doc)
+
+
+def test_openapi_documents_the_token_subresource_as_kube_apiserver_names_it(
+        served: Served) -> None:
+    doc = json.loads(served.kubectl("get", "--raw", "/openapi/v3/api/v1").stdout)
+    post = doc["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"]["post"]
+    assert post["operationId"] == "createCoreV1NamespacedServiceAccountToken"
+    assert post["x-kubernetes-group-version-kind"] == {
+        "group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}
+    assert "io.k8s.api.authentication.v1.TokenRequestSpec" in doc["components"]["schemas"]
+    explained = served.kubectl("explain", "secret.stringData").stdout
+    assert "stringData" in explained
