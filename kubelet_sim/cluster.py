@@ -27,6 +27,7 @@ from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
@@ -42,7 +43,6 @@ from kubelet_sim.runtime.libcni.api import LibCNI
 from kubelet_sim.runtime.libcni.conf import loopback_network
 from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.utils.trace import Trace
 from node_driver_registrar.server import RegistrationServer, serve_registration
 
@@ -100,6 +100,9 @@ class ClusterConfig:
     # kubelets do not heartbeat between rounds).
     node_monitor_grace_period: float | None = None
     node_lease_duration_seconds: int = 40  # the kubelets' nodeLeaseDurationSeconds (renew: /4)
+    # the kubelets' --sync-frequency: how often a running pod is synced again (its
+    # volumes of requiresRepublish drivers get NodePublishVolume again)
+    kubelet_sync_frequency: float = 60.0
     cni_faults: Path | None = None  # a fault rules file our CNI plugins obey ("faults" key)
     # The driver processes end with the simulator's process, even on kill -9 (`up`
     # without a state dir: nothing could take them back).
@@ -116,7 +119,9 @@ class Cluster:
                           if self.config.api_database is not None else None)
         self.api = APIServer(database=self._database)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
-        self.secrets = SecretStore()  # the Secrets the sidecars and kubelets read
+        # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
+        # (`up`) installs the state directory's
+        self.api.token_signer = TokenSigner()
         self.controller_plugin: DriverProcess | None = None
         self.node_plugins: dict[str, DriverProcess] = {}
         self.kubelets: dict[str, Kubelet] = {}
@@ -197,7 +202,7 @@ class Cluster:
                 driver_name=self.driver_name, csi_endpoint=node_endpoint))
         self.controller_endpoint = endpoint
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
-                                           recorder=self.events, secrets=self.secrets,
+                                           recorder=self.events,
                                            sidecars=cfg.sidecars,
                                            snapshot_controller=cfg.snapshot_controller,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
@@ -287,8 +292,9 @@ class Cluster:
                                    linux_netns=self.config.dataplane == "linux")
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
-                       recorder=self.events, secrets=self.secrets,
-                       lease_duration_seconds=self.config.node_lease_duration_seconds)
+                       recorder=self.events,
+                       lease_duration_seconds=self.config.node_lease_duration_seconds,
+                       sync_frequency=self.config.kubelet_sync_frequency)
 
     # -- running ---------------------------------------------------------------------------------
 

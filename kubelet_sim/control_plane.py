@@ -1,5 +1,6 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, attach/detach,
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
+accounts (a ``default`` one per namespace), attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner with its capacity controller,
 -attacher, -snapshotter, -resizer).
@@ -23,13 +24,13 @@ from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
+from kubelet_sim.controllers.service_account import ServiceAccountController
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
 from kubelet_sim.sidecars.resizer import ExternalResizer
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
 from kubelet_sim.sidecars.storage_capacity import StorageCapacityController
 from kubelet_sim.utils.clock import Clock
@@ -41,7 +42,6 @@ def cluster_controllers(
     driver: str,
     *,
     clock: Clock | None = None,
-    secrets: SecretStore | None = None,
     recorder: EventRecorder | None = None,
     resync_seconds: float = 30.0,
     sidecars: bool = True,
@@ -56,7 +56,6 @@ def cluster_controllers(
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
     controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
-    secrets = secrets or SecretStore()
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
                               "resync_seconds": resync_seconds}
     def sidecar(loop: Controller) -> list[Controller]:
@@ -75,13 +74,14 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
-        *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
+        ServiceAccountController(api, **common),
+        *sidecar(ExternalProvisioner(api, csi, driver, **common)),
         *sidecar(StorageCapacityController(api, csi, driver, **common)),
         AttachDetachController(api, **common),
-        *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(ExternalAttacher(api, csi, driver, **common)),
         *([SnapshotController(api, **common)] if snapshot_controller else []),
-        *sidecar(CsiSnapshotter(api, csi, driver, secrets=secrets, **common)),
-        *sidecar(ExternalResizer(api, csi, driver, secrets=secrets, **common)),
+        *sidecar(CsiSnapshotter(api, csi, driver, **common)),
+        *sidecar(ExternalResizer(api, csi, driver, **common)),
         *lifecycle,
     ])
 

@@ -287,3 +287,9 @@ def lease(name: str, namespace: str, holder: str, duration_seconds: int,
     return new("Lease", name, namespace, spec={"holderIdentity": holder,
                                                "leaseDurationSeconds": duration_seconds,
                                                "renewTime": renew_time})
+
+
+def secret(name: str, namespace: str, data: dict[str, str], kind: str = "Opaque") -> Resource:
+    """A core/v1 Secret whose ``stringData`` is ``data`` (the API server stores it in
+    ``data``, base64)."""
+    return new("Secret", name, namespace, stringData=dict(data), type=kind)

@@ -197,3 +197,9 @@ class InvalidOptions(ApiError):
         super().__init__(f'{options_kind}.meta.k8s.io "" is invalid: {listed}')
         self.options_kind = options_kind
         self.causes = problems
+
+
+class ServiceUnavailable(ApiError):
+    """The server cannot answer this request now (503)."""
+
+    code, reason = 503, "ServiceUnavailable"

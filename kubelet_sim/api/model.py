@@ -80,6 +80,11 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("PodDisruptionBudget", "policy/v1", True, True, {
             "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
             "expectedPods": 0}),
+        KindInfo("Secret", "v1", True, False, has_spec=False,
+                 top_level=frozenset({"data", "stringData", "type", "immutable"})),
+        KindInfo("ServiceAccount", "v1", True, False, has_spec=False,
+                 top_level=frozenset({"secrets", "imagePullSecrets",
+                                      "automountServiceAccountToken"})),
         KindInfo(
             "Event", "v1", True, False, has_spec=False,
             top_level=frozenset({"involvedObject", "reason", "message", "source",

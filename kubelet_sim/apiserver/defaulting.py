@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
+from kubelet_sim.apiserver.secret_rules import prepare_secret
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -157,4 +158,5 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "CSIDriver": _csi_driver,
     "CSIStorageCapacity": _csi_storage_capacity,
     "NetworkPolicy": _network_policy,
+    "Secret": prepare_secret,
 }

@@ -56,6 +56,7 @@ from kubelet_sim.api.errors import (
     Gone,
     Invalid,
     NotFound,
+    ServiceUnavailable,
     TooLargeResourceVersion,
 )
 from kubelet_sim.api.model import (
@@ -84,6 +85,8 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
+from kubelet_sim.apiserver.token_request import Signer
+from kubelet_sim.apiserver.token_request import issue as issue_token
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
 from kubelet_sim.apiserver.verbs import locked
@@ -143,6 +146,9 @@ class APIServer:
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
         self.write_delay = 0.0  # seconds every write waits (fault injection)
+        # signs ServiceAccount tokens (TokenRequest); set by whoever keeps the key
+        # (kubelet_sim.apiserver.http.token_signer); None: TokenRequest is unavailable
+        self.token_signer: Signer | None = None
         # the kinds CustomResourceDefinitions add, kept up to date by every commit of one
         self.custom = CustomResources()
         self._store.feed(CRD_KIND, self.custom.on_definition)
@@ -246,6 +252,14 @@ class APIServer:
         """The JSON of an object :meth:`read_list` handed out, kept until it is next
         written (no lock needed)."""
         return self._store.encoded_json(obj)
+
+    def request_token(self, namespace: str, name: str, request: JSON) -> JSON:
+        """``POST serviceaccounts/<name>/token``: the answered TokenRequest
+        (:mod:`kubelet_sim.apiserver.token_request`)."""
+        if self.token_signer is None:
+            raise ServiceUnavailable("the API server has no service account token signer")
+        return issue_token(self, self.token_signer, namespace or "default", name, request,
+                           self.clock.now())
 
     # ------------------------------------------------------------------ writes
     @locked

@@ -18,6 +18,8 @@ simulator's controllers run into.
 * VolumeAttachment: the spec is immutable.
 * CSIStorageCapacity: ``nodeTopology`` and ``storageClassName`` are immutable.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
+* Secret: ``type`` is immutable, and so are ``data`` and ``immutable`` once it is true
+  (:mod:`kubelet_sim.apiserver.secret_rules`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.apiserver.secret_rules import validate_secret_update
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -168,4 +171,5 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "CSIStorageCapacity": _csi_storage_capacity,
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
+    "Secret": lambda old, new, _sc: validate_secret_update(old, new),
 }

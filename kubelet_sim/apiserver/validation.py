@@ -24,6 +24,8 @@ from kubelet_sim.api.label_rules import (
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
+from kubelet_sim.apiserver import secret_rules
+from kubelet_sim.apiserver.token_request import validate_token_requests
 
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -292,6 +294,7 @@ def volume_attributes_class_name(spec: JSON, path: str) -> None:
 
 
 def _csi_driver(obj: Resource) -> None:
+    validate_token_requests(obj.spec.get("tokenRequests"))
     for i, mode in enumerate(obj.spec.get("volumeLifecycleModes") or []):
         _one_of(mode, ("Persistent", "Ephemeral"), f"spec.volumeLifecycleModes[{i}]")
     _one_of(
@@ -502,4 +505,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Lease": _lease,
     "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
+    "Secret": secret_rules.validate_secret,
+    "ServiceAccount": secret_rules.validate_service_account,
 }

@@ -38,6 +38,7 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
 from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
@@ -54,6 +55,12 @@ from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_w
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
 from kubelet_sim.kubelet.sandbox_config import sandbox_config
+from kubelet_sim.kubelet.service_account_tokens import (
+    RepublishSchedule,
+    TokenManager,
+    requires_republish,
+    token_attributes,
+)
 from kubelet_sim.kubelet.sync_loop import run_loop
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
@@ -65,6 +72,8 @@ from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.utils.trace import Trace
 
 log = logging.getLogger(__name__)
+
+SYNC_FREQUENCY_SECONDS = 60.0  # the kubelet's --sync-frequency: a running pod's resync
 
 ClientFactory = Any  # Callable[[str], CsiClient]; kept loose to accept the watcher's type
 
@@ -92,9 +101,10 @@ class Kubelet:
         clock: Clock | None = None,
         runtime_status_period: float = 5.0,
         recorder: EventRecorder | None = None,
-        secrets: SecretLookup | None = None,  # the cluster's Secrets
+        secrets: SecretLookup | None = None,  # where Secrets are read: the API server's
         lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
         parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
+        sync_frequency: float = SYNC_FREQUENCY_SECONDS,  # --sync-frequency: running pods
     ) -> None:
         self.api = api
         # the pods bound here, read (never modified) from the shared informer cache
@@ -120,9 +130,15 @@ class Kubelet:
         )
         self.csi_node_updater = CsiNodeUpdater(api=api, node_name=node_name, clock=self.clock,
                                                drivers=lambda: self.watcher.drivers)
+        # the pods' ServiceAccount tokens for drivers that ask for them (tokenRequests),
+        # and when running pods are synced again (volumes of requiresRepublish drivers)
+        self.tokens = TokenManager(api, self.clock)
+        self.republish = RepublishSchedule(self.clock, sync_frequency)
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
-            clock=self.clock, secrets=secrets,
+            clock=self.clock, secrets=secrets or ApiSecrets(api),
+            publish_attributes=lambda pod, volume: token_attributes(
+                api, self.tokens, volume.driver, pod),
         )
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
@@ -201,7 +217,10 @@ class Kubelet:
                 sync = functools.partial(self._start_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
-                continue
+                if pod.metadata.uid not in self.pods or \
+                        not self.republish.due(pod.metadata.uid):
+                    continue
+                sync = functools.partial(self._republish, pod)
             if workers is None:
                 changed |= await sync()
             else:
@@ -312,11 +331,33 @@ class Kubelet:
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
             containers_started(self.recorder, pod, self.node_name)
         self.waiting.pop(uid, None)
+        self.republish.synced(uid)
         try:
             self._set_running(pod, record)
         except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
             log.warning("status of pod %s not written: %s", pod.name, err)
         return True
+
+    async def _republish(self, pod: Resource) -> bool:
+        """A running pod's periodic sync: its volumes whose CSIDriver has
+        ``requiresRepublish`` get NodePublishVolume again (fresh tokens); a failure is a
+        FailedMount event and the next sync tries again."""
+        uid = pod.metadata.uid
+        self.republish.synced(uid)
+        record = self.pods.get(uid)
+        info = pod_info(pod)
+        for volume in list(record.volumes if record else []):
+            if not requires_republish(self.api, volume.driver):
+                continue
+            try:
+                await self.volumes.republish(info, volume, failed=lambda message: (
+                    self.recorder.record("Pod", pod.namespace, pod.name, WARNING,
+                                         "FailedMount", message, "kubelet",
+                                         host=self.node_name)))
+            except Exception as err:  # reported above; the next sync retries
+                log.info("republish of %s for pod %s failed: %s", volume.spec_name,
+                         pod.name, err)
+        return False
 
     @property
     def backing_off(self) -> frozenset[str]:
@@ -405,6 +446,8 @@ class Kubelet:
             return True
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)
+        self.republish.forget(uid)
+        self.tokens.forget_pod(uid)
         self._forget_sandbox_failures(uid)
         try:  # its volumes are unmounted: nothing of the pod stays on the node
             await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)

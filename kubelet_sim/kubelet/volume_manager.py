@@ -10,6 +10,7 @@ It follows the kubelet's CSI volume plugin step by step:
 - `set_up` (csi_mounter SetUpAt): NodeGetCapabilities; the secret of
   ``nodePublishSecretRef``; the parent of the target path (the driver makes the target
   itself) with ``vol_data.json``; podInfoOnMount keys merged into volume_context;
+  the CSIDriver's ``tokenRequests`` tokens (``publish_attributes``) merged too;
   NodePublishVolume with the staging path when staged. Inline ephemeral volumes get the
   handle ``csi-<sha256(podUID+volumeName)>`` and are never staged.
 - the CSIDriver fields (`csi.driver_policy`): SetUp first refuses a volume whose lifecycle
@@ -18,6 +19,7 @@ It follows the kubelet's CSI volume plugin step by step:
   kubelet applies it after NodePublish as its fsGroupPolicy says (`volume_ownership`);
   a volume with a SELinux label is staged and published with ``context="<label>"`` last
   in its mount flags.
+- `republish`: NodePublishVolume again for a set-up volume (``requiresRepublish``).
 - `tear_down`: NodeUnpublishVolume, then the pod's volume directory is removed.
 - `unmount_device`: NodeUnstageVolume only once no pod on the node uses the volume.
 - `expand` (NodeExpandVolume when EXPAND_VOLUME is advertised) and `stats`.
@@ -38,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from csi_protos import csi_pb2
+from kubelet_sim.api.errors import ApiError
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.driver_policy import VolumeOperationError, check_lifecycle_mode
 from kubelet_sim.csi.naming import attachment_name
@@ -66,6 +69,7 @@ from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_fro
 from kubelet_sim.utils.clock import Clock, RealClock
 
 ClientFor = Callable[[str], CsiClient]
+PublishAttributes = Callable[[PodInfo, CsiVolume], dict[str, str]]
 
 
 class VolumeManager:
@@ -78,11 +82,15 @@ class VolumeManager:
         clock: Clock | None = None,
         max_attempts: int = 6,
         secrets: SecretLookup | None = None,
+        publish_attributes: PublishAttributes | None = None,
     ) -> None:
         self.node_name = node_name
         self.paths = paths
         self._client_for = client_for
         self._secrets = secrets
+        # volume_context the kubelet adds at each NodePublishVolume of a filesystem volume
+        # (the CSIDriver's tokenRequests: kubelet_sim.kubelet.service_account_tokens)
+        self._publish_attributes = publish_attributes
         self.clock: Clock = clock or RealClock()
         self.retry = OperationRetry(self.clock, max_attempts)
         self._device_mounts: dict[VolumeKey, Path | None] = {}  # None: driver does not stage
@@ -248,6 +256,12 @@ class VolumeManager:
         context = dict(volume.volume_attributes)
         if volume.pod_info_on_mount and not volume.block:  # the block mapper sends the PV's only
             context.update(pod_info_attributes(pod, ephemeral=volume.ephemeral))
+        if self._publish_attributes is not None and not volume.block:
+            try:
+                context.update(self._publish_attributes(pod, volume))
+            except ApiError as err:  # transient: the next attempt asks again
+                raise RuntimeError("mounter.SetUpAt failed to get service account token "
+                                   f"attributes: {err}") from None
         data_dir = self.paths.block_data_dir(volume.spec_name) if volume.block else target.parent
         make_dirs(data_dir)
         save_volume_data(data_dir, {
@@ -293,6 +307,24 @@ class VolumeManager:
         except VolumeOperationError:
             self._uncertain.add((pod.uid, volume.spec_name))
             raise
+
+    async def republish(self, pod: PodInfo, volume: CsiVolume,
+                        failed: FailureReport | None = None) -> None:
+        """NodePublishVolume again for a volume the pod has set up (the reconciler's
+        remount of a volume whose CSIDriver has ``requiresRepublish``); nothing when the
+        pod does not have it. One attempt: a failure is reported and raised, and the
+        pod's next sync tries again (the pod's worker is not held by a backoff)."""
+        key = _key(volume, pod)
+        async with self._lock(key):
+            if pod.uid not in self._users.get(key, set()):
+                return
+            try:
+                await self._set_up(pod, volume)
+            except Exception as err:
+                report = failure_report(failed, "MountVolume.SetUp", volume)
+                if report is not None:
+                    report(err)
+                raise
 
     async def tear_down(self, pod: PodInfo, volume: CsiVolume) -> None:
         """Unpublish the volume from the pod and remove the pod's volume directory."""

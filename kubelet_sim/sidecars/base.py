@@ -1,6 +1,6 @@
 """What the four CSI sidecars share: the driver they serve, its controller socket (a CSI
 client whose calls are traced under the sidecar's name, with the sidecar's ``--timeout``),
-the Secrets they resolve, and the driver's controller capabilities, asked once."""
+the Secrets they read from the API server, and the driver's controller capabilities, asked once."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import CachedControllerCapabilities
 from kubelet_sim.csi.client import CsiClient
-from kubelet_sim.sidecars.secrets import SecretStore
 
 
 class CsiSidecar(Controller):
@@ -21,12 +21,11 @@ class CsiSidecar(Controller):
 
     timeout: float = 10.0
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
-                 secrets: SecretStore | None = None, **kwargs: Any) -> None:
+    def __init__(self, api: APIServer, csi: CsiClient, driver: str, **kwargs: Any) -> None:
         super().__init__(api, **kwargs)
         self.csi = csi.with_component(self.name, timeout=self.timeout)
         self.driver = driver
-        self.secrets = secrets or SecretStore()
+        self.secrets = ApiSecrets(api)  # read from the API server for every call
         self.capabilities = CachedControllerCapabilities(self.csi)
 
     async def controller_rpcs(self) -> frozenset[int]:

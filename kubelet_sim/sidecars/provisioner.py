@@ -67,7 +67,6 @@ from kubelet_sim.sidecars.secrets import (
     FSTYPE_KEY,
     PROVISIONER,
     ParameterError,
-    SecretStore,
     secret_reference,
     strip_prefixed_parameters,
 )
@@ -83,10 +82,10 @@ class ExternalProvisioner(CsiSidecar):
     timeout = 10.0  # the sidecar's --timeout default
 
     def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
-                 secrets: SecretStore | None = None, default_fs_type: str = "",
+                 default_fs_type: str = "",
                  strict_topology: bool = False, extra_create_metadata: bool = False,
                  **kwargs: Any) -> None:
-        super().__init__(api, csi, driver, secrets=secrets, **kwargs)
+        super().__init__(api, csi, driver, **kwargs)
         self.default_fs_type = default_fs_type
         self.strict_topology = strict_topology
         self.extra_create_metadata = extra_create_metadata
@@ -324,12 +323,16 @@ class ExternalProvisioner(CsiSidecar):
         if ann.get(ANN_DELETION_SECRET_NAME):
             ref = {"name": ann[ANN_DELETION_SECRET_NAME],
                    "namespace": ann.get(ANN_DELETION_SECRET_NAMESPACE, "")}
-        request = csi_pb2.DeleteVolumeRequest(
-            volume_id=str((pv.spec.get("csi") or {}).get("volumeHandle")),
-            secrets=self.secrets.get(ref))
         try:
+            request = csi_pb2.DeleteVolumeRequest(
+                volume_id=str((pv.spec.get("csi") or {}).get("volumeHandle")),
+                secrets=self.secrets.get(ref))
             await self.csi.call(request, csi_pb2.DeleteVolumeResponse)
         except CsiError as err:
             self.event("PersistentVolume", "", pv.name, "Warning", "VolumeFailedDelete",
                        f"rpc error: code = {err.code.name} desc = {err.message}")
+            raise
+        except LookupError as err:  # its Secret missing: retried until it exists
+            self.event("PersistentVolume", "", pv.name, "Warning", "VolumeFailedDelete",
+                       str(err))
             raise

@@ -138,6 +138,10 @@ class ExternalResizer(ModifyingSidecar):
             except CsiError as err:
                 self._failed(pvc, err, now)
                 raise
+            except LookupError as err:  # its Secret missing: retried until it exists
+                self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
+                           "VolumeResizeFailed", str(err))
+                raise
         else:
             capacity, node_required = new_size, True
         capacity = max(capacity, new_size)

@@ -1,9 +1,9 @@
 """StorageClass secret parameters, as external-provisioner reads them.
 
-The simulated API server has no Secret kind, so secrets live in a :class:`SecretStore` (a
-dict keyed by namespace and name) handed to the controllers. Everything else is
-external-provisioner's: each secret family (provisioner, controller-publish, node-stage,
-node-publish, controller-expand, node-expand, controller-modify) is named by a
+The Secrets themselves are read from the API server (:mod:`kubelet_sim.client.secrets`);
+this module names them as external-provisioner does: each secret family (provisioner,
+controller-publish, node-stage, node-publish, controller-expand, node-expand,
+controller-modify) is named by a
 ``csi.storage.k8s.io/<family>-secret-name`` / ``-namespace`` pair (or the deprecated
 ``csi<Family>SecretName`` keys, which are not stripped), falling back to the default
 ``csi.storage.k8s.io/secret-name`` / ``-namespace``; both halves must be given and
@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import JSON
@@ -81,26 +80,6 @@ def strip_prefixed_parameters(parameters: Mapping[str, str],
             continue
         out[key] = value
     return out
-
-
-@dataclass
-class SecretStore:
-    """Secrets by (namespace, name): their ``data`` as strings."""
-
-    secrets: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
-
-    def put(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
-        self.secrets[(namespace, name)] = dict(data)
-
-    def get(self, ref: Mapping[str, Any] | None) -> dict[str, str]:
-        """The data of a SecretReference ({} for None); LookupError when it does not exist."""
-        if not ref:
-            return {}
-        key = (str(ref.get("namespace", "")), str(ref.get("name", "")))
-        if key not in self.secrets:
-            raise LookupError(f"error getting secret {key[1]} in namespace {key[0]}: "
-                              f'secrets "{key[1]}" not found')
-        return dict(self.secrets[key])
 
 
 def _templates(family: SecretFamily, params: Mapping[str, str]) -> tuple[str, str] | None:

@@ -112,7 +112,7 @@ class CsiSnapshotter(CsiSidecar):
                 await self.csi.call(csi_pb2.DeleteSnapshotRequest(
                     snapshot_id=str(handle), secrets=self.secrets.get(ref)),
                     csi_pb2.DeleteSnapshotResponse)
-            except CsiError as err:
+            except (CsiError, LookupError) as err:
                 self._save_error(content, str(err))
                 raise
         return drop_finalizer(self.api, "VolumeSnapshotContent", content.name, "", FIN_CONTENT)

@@ -188,6 +188,10 @@ class ModifyingSidecar(CsiSidecar):
             self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
                        "VolumeModifyFailed", message)
             raise
+        except LookupError as err:  # its Secret missing: retried until it exists
+            self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
+                       "VolumeModifyFailed", str(err))
+            raise
         uncertain.discard(key)
 
         def pv_class(obj: Resource) -> bool:

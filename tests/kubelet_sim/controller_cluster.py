@@ -15,7 +15,6 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.control_plane import cluster_controllers
 from kubelet_sim.controllers import ControllerManager
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.testing.fake_controller import FakeControllerDriver
 from kubelet_sim.testing.fake_csi import FakeCsiClient
@@ -32,14 +31,13 @@ class Cluster:
     clock: FakeClock
     driver: FakeControllerDriver
     trace: Trace
-    secrets: SecretStore
     recorder: EventRecorder
     manager: ControllerManager = field(init=False)
 
     def __post_init__(self) -> None:
         client = FakeCsiClient(self.driver, trace=self.trace, node="controller")
         self.manager = cluster_controllers(self.api, client, DRIVER, clock=self.clock,
-                                           secrets=self.secrets, recorder=self.recorder)
+                                           recorder=self.recorder)
 
     async def settle(self) -> None:
         await self.manager.settle()
@@ -97,7 +95,7 @@ def cluster() -> Cluster:
     clock = FakeClock()
     api = APIServer(clock=clock)
     driver = FakeControllerDriver(name=DRIVER, node_id="controller", topology_key=TOPOLOGY_KEY)
-    c = Cluster(api, clock, driver, Trace(), SecretStore(), EventRecorder())
+    c = Cluster(api, clock, driver, Trace(), EventRecorder())
     for node, zone in ZONES.items():
         api.create(builders.node(node, labels={TOPOLOGY_KEY: zone,
                                                "kubernetes.io/hostname": node}, ready=True))

@@ -91,6 +91,8 @@ def list_kind(r: ApiResource) -> str:
 
 SCALE = "k8s.io/api/autoscaling/v1.Scale"
 _SCALE_GVK = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
+TOKEN_REQUEST = "k8s.io/api/authentication/v1.TokenRequest"  # serviceaccounts/<name>/token
+_TOKEN_GVK = {"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}
 # kube-apiserver's names of the kinds served from outside k8s.io/api
 _PACKAGES = {"apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"}
 
@@ -177,6 +179,9 @@ def built_in_definitions(resources: list[ApiResource], v3: bool) -> dict[str, An
     if any(r.has_scale for r in resources):
         roots.append(SCALE)
         kinds[SCALE] = [_SCALE_GVK]
+    if any(r.kind == "ServiceAccount" and type_key(r) for r in resources):
+        roots.append(TOKEN_REQUEST)
+        kinds[TOKEN_REQUEST] = [_TOKEN_GVK]
     return defs.definitions(roots, v3, kinds)
 
 
@@ -280,15 +285,17 @@ _OPS = {
 
 def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
     """One operation; ``scope`` is ``Namespaced``, ``""`` or ``ForAllNamespaces``, and a
-    subresource's operation's scope ends with ``Status`` or ``Scale``."""
-    sub = next((s for s in ("Status", "Scale") if scope.endswith(s)), "")
+    subresource's operation's scope ends with ``Status``, ``Scale`` or ``Token`` (a
+    ServiceAccount's TokenRequest)."""
+    sub = next((s for s in ("Status", "Scale", "Token") if scope.endswith(s)), "")
     base = scope.removesuffix(sub) if sub else scope
     all_namespaces = base == "ForAllNamespaces"
     operation_id = (f"{op.verb}{_group_id(r)}{'' if all_namespaces else base}{r.kind}"
                     f"{sub}{'ForAllNamespaces' if all_namespaces else ''}")
     if op.verb == "deletecollection":
         operation_id = f"delete{_group_id(r)}Collection{base}{r.kind}"
-    kind = defs.ref_path(SCALE, v3) if sub == "Scale" else kind_ref(r, v3)
+    kind = defs.ref_path(SCALE, v3) if sub == "Scale" else \
+        defs.ref_path(TOKEN_REQUEST, v3) if sub == "Token" else kind_ref(r, v3)
     answers = kind_ref(r, v3, list_kind(r)) if op.verb == "list" else (
         defs.ref_path(defs.STATUS, v3) if op.verb == "deletecollection" else kind)
     what = f"{r.kind} {sub.lower()}" if sub else r.kind
@@ -297,7 +304,8 @@ def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
         "parameters": [_parameter(q, "query", v3) for q in op.query],
         "responses": _responses(op.codes, answers, v3, _produced(r, op)),
         "tags": [_tag(r)], "x-kubernetes-action": op.action,
-        "x-kubernetes-group-version-kind": _SCALE_GVK if sub == "Scale" else _gvk(r),
+        "x-kubernetes-group-version-kind": _SCALE_GVK if sub == "Scale" else
+        _TOKEN_GVK if sub == "Token" else _gvk(r),
     }
     if op.body:
         if op.body == "patch":
@@ -356,6 +364,9 @@ def resource_paths(r: ApiResource, v3: bool) -> dict[str, Any]:
     if r.has_scale:
         scale = {m: v for m, v in single.items() if m != "delete"}
         paths[f"{base}/{{name}}/scale"] = _path_item(r, scale, scope + "Scale",
+                                                     [*params, "name"], v3)
+    if r.kind == "ServiceAccount" and type_key(r):
+        paths[f"{base}/{{name}}/token"] = _path_item(r, {"post": "create"}, scope + "Token",
                                                      [*params, "name"], v3)
     if r.namespaced and "list" in r.verbs:
         paths[f"{prefix}/{r.plural}"] = _path_item(r, {"get": "list"}, "ForAllNamespaces",

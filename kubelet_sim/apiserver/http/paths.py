@@ -44,7 +44,8 @@ def parse(group: str, version: str, segments: list[str],
     if sub == "scale" and resource.has_scale:
         return Target(resource, namespace, name, sub) if name else None
     if sub not in ("", "status") and not (
-            resource.kind == "Pod" and resource.stored and sub in POD_CONNECT + POD_REQUESTS):
+            resource.kind == "Pod" and resource.stored and sub in POD_CONNECT + POD_REQUESTS
+    ) and not (resource.kind == "ServiceAccount" and sub == "token"):
         return None
     if name and resource.namespaced and not namespace:
         return None  # /api/v1/pods/<name> does not exist: a namespaced object needs its namespace

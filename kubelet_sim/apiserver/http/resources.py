@@ -28,6 +28,8 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "Lease": ("leases", (), ()),
     "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
     "Event": ("events", ("ev",), ()),
+    "Secret": ("secrets", (), ()),
+    "ServiceAccount": ("serviceaccounts", ("sa",), ()),
     "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
 }
 
@@ -112,6 +114,9 @@ POD_CONNECT = (Subresource("log", "Pod", ("get",)),
 # The Pod subresources that are requests: POST a Binding (spec.nodeName) or an Eviction.
 POD_BINDING = Subresource("binding", "Binding", CREATE_ONLY)
 POD_EVICTION = Subresource("eviction", "Eviction", CREATE_ONLY, "policy", "v1")
+# A ServiceAccount's token: POST a TokenRequest, answered with a signed token.
+SERVICE_ACCOUNT_TOKEN = Subresource("token", "TokenRequest", CREATE_ONLY,
+                                    "authentication.k8s.io", "v1")
 
 
 def subresources(r: ApiResource) -> list[Subresource]:
@@ -121,6 +126,8 @@ def subresources(r: ApiResource) -> list[Subresource]:
         out.append(SCALE)
     if r.kind == "Pod" and r.stored:
         out.extend((POD_BINDING, POD_EVICTION, *POD_CONNECT))
+    if r.kind == "ServiceAccount" and r.stored:
+        out.append(SERVICE_ACCOUNT_TOKEN)
     return out
 
 

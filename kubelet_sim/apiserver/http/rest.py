@@ -35,6 +35,7 @@ from kubelet_sim.api.errors import (
     NotFound,
 )
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver import token_request
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import field_validation as fields
@@ -122,6 +123,8 @@ def _request_kind(target: Target, body: dict[str, Any]) -> tuple[str, str]:
         return "Eviction", str(body.get("apiVersion") or "policy/v1")
     if target.subresource == "binding":
         return "Binding", "v1"
+    if target.subresource == "token":
+        return token_request.KIND, token_request.API_VERSION
     return target.resource.kind, target.resource.group_version
 
 
@@ -153,7 +156,7 @@ class Rest:
                     self.workers))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
-            if not target.resource.stored or target.subresource in POD_REQUESTS:
+            if not target.resource.stored or target.subresource in (*POD_REQUESTS, "token"):
                 if method != "POST" or (target.name and not target.subresource):
                     raise _not_allowed()
                 return await self.post_request(request, target)
@@ -514,6 +517,8 @@ class Rest:
             return await self.workers.write(self.evict, request, target, body)
         if target.subresource == "binding" or target.resource == BINDINGS:
             return await self.workers.write(self.bind, request, target, body)
+        if target.subresource == "token":
+            return await self.workers.write(self.token, request, target, body)
         _dry_run(request)
         return _answer(request, reviews.review(target.resource, body), 201)
 
@@ -533,6 +538,12 @@ class Rest:
             self.api.bind(name, target.namespace, node["name"], annotations,
                           uid=(body.get("metadata") or {}).get("uid"))
         return _answer(request, _success(201), 201)
+
+    def token(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
+        """``serviceaccounts/<name>/token``: a TokenRequest answered with its token."""
+        _dry_run(request)
+        answered = self.api.request_token(target.namespace, target.name, body)
+        return _answer(request, answered, 201)
 
     def evict(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
         _check_kind(body, "Eviction", ("policy/v1", "policy/v1beta1"))

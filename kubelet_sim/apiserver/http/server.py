@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from kubelet_sim.apiserver import token_request
 from kubelet_sim.apiserver.http import (
     custom,
     debug_faults,
@@ -36,6 +37,7 @@ from kubelet_sim.apiserver.http.paths import Target, parse
 from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
+from kubelet_sim.apiserver.http.token_signer import TokenSigner, persistent_signer
 from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.server import APIServer
 
@@ -194,6 +196,16 @@ def make_app(api: APIServer, token: str, address: str,
         return openapi_served(request, built, "/openapi/v2",
                               media if json_form else openapi_v2_protobuf.CONTENT_TYPE)
 
+    async def jwks(request: web.Request) -> web.Response:
+        if api.token_signer is None:
+            return not_found()
+        return web.json_response(api.token_signer.jwks(),
+                                 content_type="application/jwk-set+json")
+
+    async def openid_configuration(request: web.Request) -> web.Response:
+        return web.json_response(token_request.openid_configuration(
+            f"{request.scheme}://{request.host}"))
+
     async def fallback(request: web.Request) -> web.Response:
         return not_found()
 
@@ -220,6 +232,8 @@ def make_app(api: APIServer, token: str, address: str,
     app.router.add_get("/openapi/v2", openapi_v2)
     app.router.add_route("GET", debug_faults.PATH, faults)
     app.router.add_route("POST", debug_faults.PATH, faults)
+    app.router.add_get("/openid/v1/jwks", jwks)
+    app.router.add_get("/.well-known/openid-configuration", openid_configuration)
     app.router.add_route("*", "/{tail:.*}", fallback)
     return app
 
@@ -261,6 +275,8 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
     if host not in ("127.0.0.1", "localhost"):
         raise ValueError(f"the API server listens on 127.0.0.1 only, not {host!r}")
     creds = load_or_create(state_dir)
+    if not isinstance(api.token_signer, TokenSigner) or api.token_signer.key_file is None:
+        api.token_signer = persistent_signer(state_dir)
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(creds.server_cert, creds.server_key)
     loop = asyncio.new_event_loop()

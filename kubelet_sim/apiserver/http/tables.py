@@ -162,6 +162,10 @@ COLUMNS: dict[str, list[Column]] = {
     "NetworkPolicy": [
         NAME, ("Pod-Selector", "string", 0, lambda o: _selector(o.spec.get("podSelector"))), AGE],
     "Event": events.COLUMNS,
+    "Secret": [NAME, ("Type", "string", 0, _get("type", "")),
+               ("Data", "string", 0, lambda o: len(o.body.get("data") or {})), AGE],
+    "ServiceAccount": [NAME, ("Secrets", "string", 0,
+                              lambda o: len(o.body.get("secrets") or [])), AGE],
     # kubectl prints the definition's creation stamp itself, not an age
     "CustomResourceDefinition": [NAME, ("Created At", "date", 0,
                                         _get("metadata.creationTimestamp", ""))],

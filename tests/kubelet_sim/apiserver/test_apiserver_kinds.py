@@ -88,6 +88,9 @@ def every_kind() -> list[Resource]:
                                      "versions": [{"name": "v1", "served": True,
                                                    "storage": True, "schema": {
                                                        "openAPIV3Schema": {"type": "object"}}}]}}),
+        b.secret("creds", "default", {"token": "s3cret"}),
+        Resource.from_dict({"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": "robot", "namespace": "default"}}),
     ]
 
 

@@ -213,8 +213,9 @@ async def secured() -> AsyncIterator[Cluster]:
     """One node whose driver processes refuse the guarded requests without ``token``; the
     controller secrets exist, the node secrets are left to each test."""
     async with running_cluster(1, ["--secret", f"{TOKEN}={SECRET}"]) as c:
+        c.api.create(builders.namespace("storage"))
         for name in ("provisioner", "attacher"):
-            c.secrets.put("storage", name, {TOKEN: SECRET})
+            c.api.create(builders.secret(name, "storage", {TOKEN: SECRET}))
         c.api.create(builders.storage_class("secured", DRIVER_NAME,
                                             parameters=SECRET_PARAMETERS))
         yield c
@@ -235,8 +236,8 @@ async def run_claim_pod(cluster: Cluster) -> Resource:
 async def test_node_stage_and_publish_carry_the_secrets_the_storage_class_templates_name(
     secured: Cluster,
 ) -> None:
-    secured.secrets.put("default", "data-stage", {TOKEN: SECRET})
-    secured.secrets.put("default", "data-publish", {TOKEN: SECRET})
+    secured.api.create(builders.secret("data-stage", "default", {TOKEN: SECRET}))
+    secured.api.create(builders.secret("data-publish", "default", {TOKEN: SECRET}))
 
     pod = await run_claim_pod(secured)
 
@@ -260,7 +261,7 @@ async def test_a_missing_node_secret_holds_the_pod_until_the_secret_exists(
     secured: Cluster, missing: str, reference: str, staged_before: list[str],
 ) -> None:
     present = next(n for n in ("data-stage", "data-publish") if n != missing)
-    secured.secrets.put("default", present, {TOKEN: SECRET})
+    secured.api.create(builders.secret(present, "default", {TOKEN: SECRET}))
 
     pod = await run_claim_pod(secured)
 
@@ -270,7 +271,7 @@ async def test_a_missing_node_secret_holds_the_pod_until_the_secret_exists(
     ready = next(c for c in pod.status["conditions"] if c["type"] == "Ready")
     assert f"fetching {reference} default/{missing} failed" in ready["message"]
 
-    secured.secrets.put("default", missing, {TOKEN: SECRET})
+    secured.api.create(builders.secret(missing, "default", {TOKEN: SECRET}))
     await secured.settle()
 
     assert secured.api.get("Pod", "app", "default").status["phase"] == "Running"
@@ -281,7 +282,7 @@ async def test_a_missing_node_secret_holds_the_pod_until_the_secret_exists(
 async def test_an_inline_volume_publishes_with_the_secret_from_the_pods_namespace(
     secured: Cluster,
 ) -> None:
-    secured.secrets.put("default", "inline-creds", {TOKEN: SECRET})
+    secured.api.create(builders.secret("inline-creds", "default", {TOKEN: SECRET}))
     volume = builders.csi_inline_volume("scratch", DRIVER_NAME)
     volume["csi"]["nodePublishSecretRef"] = {"name": "inline-creds"}
     secured.api.create(builders.pod("scratchy", volumes=[volume]))

@@ -15,12 +15,14 @@ import pytest
 from google.protobuf.message import Message
 
 from csi_protos import csi_pb2
+from kubelet_sim.api import builders
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.csi.client import CsiError
 from kubelet_sim.csi.driver_policy import DriverPolicy
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.volume_manager import VolumeManager
-from kubelet_sim.sidecars.secrets import SecretStore
 from kubelet_sim.testing.fake_csi import FakeCsiClient, FakeCsiDriver
 from kubelet_sim.utils.trace import Trace
 
@@ -62,10 +64,10 @@ class Node:
         self.clock = InstantClock()
         self.client = FakeCsiClient(driver, trace=self.trace, node="node-1")
         self.paths = KubeletPaths(root)
-        self.secrets = SecretStore()
+        self.api = APIServer(bootstrap_namespaces=("default", "kube-system"))
         self.manager = VolumeManager(node_name="node-1", paths=self.paths,
                                      client_for=lambda _name: self.client, clock=self.clock,
-                                     secrets=self.secrets)
+                                     secrets=ApiSecrets(self.api))
 
 
 @pytest.fixture
@@ -383,7 +385,7 @@ async def test_expand_calls_node_expand_volume_when_advertised(node: Node) -> No
 
 
 async def test_expand_sends_the_secret_of_the_node_expand_reference(node: Node) -> None:
-    node.secrets.put("default", "expand", {"expand-key": "e"})
+    node.api.create(builders.secret("expand", "default", {"expand-key": "e"}))
     volume = pv(node_expand_secret_ref={"name": "expand", "namespace": "default"})
     await node.manager.mount(POD_A, volume)
 
@@ -472,8 +474,8 @@ PUBLISH_REF = {"name": "publish", "namespace": "default"}
 
 
 async def test_node_secrets_reach_the_driver_but_not_the_trace(node: Node) -> None:
-    node.secrets.put("kube-system", "stage", {"stage-key": "hunter-one"})
-    node.secrets.put("default", "publish", {"pub-key": "hunter-two"})
+    node.api.create(builders.secret("stage", "kube-system", {"stage-key": "hunter-one"}))
+    node.api.create(builders.secret("publish", "default", {"pub-key": "hunter-two"}))
     volume = pv(node_stage_secret_ref=STAGE_REF, node_publish_secret_ref=PUBLISH_REF)
 
     await node.manager.mount(POD_A, volume)
@@ -512,7 +514,7 @@ async def test_a_missing_publish_secret_fails_set_up_after_the_volume_is_staged(
 
     assert "NodeStageVolume" in node.driver.calls
     assert "NodePublishVolume" not in node.driver.calls
-    node.secrets.put("default", "publish", {"pub-key": "late"})
+    node.api.create(builders.secret("publish", "default", {"pub-key": "late"}))
     await node.manager.mount(POD_A, volume)
     assert dict(node.driver.requests_of("NodePublishVolume")[0].secrets) == {"pub-key": "late"}
 

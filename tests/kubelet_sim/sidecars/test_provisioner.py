@@ -125,7 +125,7 @@ async def test_block_claim_requests_block_capability_and_gets_block_pv(cluster: 
 async def test_provisioner_secret_template_is_resolved_and_sent_to_create_volume(
     cluster: Cluster,
 ) -> None:
-    cluster.secrets.put("default", "data-creds", {"token": "s3cret"})
+    cluster.api.create(builders.secret("data-creds", "default", {"token": "s3cret"}))
     cluster.storage_class(parameters={
         "csi.storage.k8s.io/provisioner-secret-name": "${pvc.name}-creds",
         "csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}"})
@@ -139,6 +139,29 @@ async def test_provisioner_secret_template_is_resolved_and_sent_to_create_volume
     assert pv.metadata.annotations[
         "volume.kubernetes.io/provisioner-deletion-secret-name"] == "data-creds"
     assert "s3cret" not in str(list(cluster.trace))
+
+
+async def test_a_missing_provisioner_secret_is_an_event_and_a_retry_until_it_exists(
+    cluster: Cluster,
+) -> None:
+    cluster.storage_class(parameters={
+        "csi.storage.k8s.io/provisioner-secret-name": "${pvc.name}-creds",
+        "csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}"})
+    cluster.claim()
+
+    await cluster.settle()
+
+    assert "CreateVolume" not in cluster.driver.calls
+    assert cluster.events("PersistentVolumeClaim", "data")[-1] == (
+        'ProvisioningFailed: failed to provision volume with StorageClass "csi": error '
+        'getting secret data-creds in namespace default: secrets "data-creds" not found')
+
+    cluster.api.create(builders.secret("data-creds", "default", {"token": "late"}))
+    await cluster.retry_after_backoff()
+
+    (create,) = cluster.requests("CreateVolume")
+    assert dict(create.secrets) == {"token": "late"}
+    assert cluster.get("PersistentVolumeClaim", "data").spec.get("volumeName")
 
 
 async def test_secret_name_without_namespace_fails_provisioning(cluster: Cluster) -> None:

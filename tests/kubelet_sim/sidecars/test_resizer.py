@@ -169,3 +169,27 @@ async def test_transient_expansion_error_is_retried_after_backoff(bound: Cluster
 
     assert bound.get("PersistentVolumeClaim", "data").status["capacity"] == {
         "storage": "20Gi"}
+
+
+async def test_a_missing_controller_expand_secret_is_an_event_and_a_retry_until_it_exists(
+    cluster: Cluster,
+) -> None:
+    cluster.storage_class(allow_volume_expansion=True, parameters={
+        "csi.storage.k8s.io/controller-expand-secret-name": "expand-creds",
+        "csi.storage.k8s.io/controller-expand-secret-namespace": "default"})
+    cluster.claim(storage="10Gi")
+    await cluster.settle()
+    request_size(cluster, "20Gi")
+
+    await cluster.settle()
+
+    assert cluster.requests("ControllerExpandVolume") == []
+    assert cluster.events("PersistentVolumeClaim", "data")[-1] == (
+        "VolumeResizeFailed: error getting secret expand-creds in namespace default: "
+        'secrets "expand-creds" not found')
+
+    cluster.api.create(builders.secret("expand-creds", "default", {"key": "v"}))
+    await cluster.retry_after_backoff()
+
+    (expand,) = cluster.requests("ControllerExpandVolume")
+    assert dict(expand.secrets) == {"key": "v"}

@@ -87,7 +87,7 @@ async def test_snapshot_controller_records_creating_created_and_ready(bound: Clu
 
 
 async def test_snapshotter_secret_keys_are_stripped_and_the_secret_sent(bound: Cluster) -> None:
-    bound.secrets.put("default", "snap-creds", {"key": "v"})
+    bound.api.create(builders.secret("snap-creds", "default", {"key": "v"}))
     snapshot_class(bound, parameters={"tier": "gold",
                                       "csi.storage.k8s.io/snapshotter-secret-name": "snap-creds",
                                       "csi.storage.k8s.io/snapshotter-secret-namespace":

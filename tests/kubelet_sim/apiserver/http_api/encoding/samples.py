@@ -140,6 +140,10 @@ def simulator_objects() -> list[dict[str, Any]]:
                             "metadata": {"name": "web", "namespace": "default"},
                             "spec": {"selector": {"matchLabels": {"app": "web"}},
                                      "maxUnavailable": "25%"}}),
+        builders.secret("creds", "default", {"token": "s3cret"}),
+        Resource.from_dict({"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": "robot", "namespace": "default"},
+                            "imagePullSecrets": [{"name": "creds"}]}),
     ]
     for obj in made:
         api.create(obj)
@@ -152,7 +156,7 @@ def simulator_objects() -> list[dict[str, Any]]:
                                      "CSINode", "VolumeAttachment", "Pod", "NetworkPolicy",
                                      "Lease", "Event", "VolumeAttributesClass",
                                      "CSIStorageCapacity", "PodDisruptionBudget",
-                                     "CustomResourceDefinition")
+                                     "CustomResourceDefinition", "Secret", "ServiceAccount")
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)

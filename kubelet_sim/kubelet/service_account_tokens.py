@@ -1,0 +1,136 @@
+"""The ServiceAccount tokens the kubelet hands to CSI drivers (``tokenRequests`` on the
+CSIDriver), as the kubelet's CSI volume plugin and token manager do.
+
+At every NodePublishVolume of a filesystem volume whose CSIDriver lists
+``tokenRequests``, the kubelet asks TokenRequest for each audience (an empty audience
+means the API server's own) for the pod's ServiceAccount, bound to the pod (``v1`` Pod,
+its name and uid), with the entry's ``expirationSeconds``; the answers' statuses go into
+``volume_context["csi.storage.k8s.io/serviceAccount.tokens"]`` as JSON keyed by audience:
+``{"<audience>": {"token": "...", "expirationTimestamp": "..."}}``. No CSIDriver object, or
+no ``tokenRequests``, adds nothing.
+
+The token manager keeps each answer and asks again only when it needs a refresh: past 80%
+of its lifetime (within 20% of its expiry) or older than 24 h (kubelet's token manager;
+its random jitter of up to 10 s is left out so that a fake clock decides).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import JSON, parse_time
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.csi.volume_spec import PodInfo
+from kubelet_sim.utils.clock import Clock
+
+TOKENS_KEY = "csi.storage.k8s.io/serviceAccount.tokens"
+MAX_TTL = timedelta(hours=24)  # the token manager refreshes anything older
+
+
+@dataclass(frozen=True)
+class _Key:
+    namespace: str
+    service_account: str
+    audiences: tuple[str, ...]
+    expiration_seconds: int | None
+    pod_name: str
+    pod_uid: str
+
+
+class TokenManager:
+    """The kubelet's token manager: TokenRequest answers, kept until due for refresh."""
+
+    def __init__(self, api: APIServer, clock: Clock) -> None:
+        self.api = api
+        self.clock = clock
+        self._cache: dict[_Key, JSON] = {}
+
+    def token(self, pod: PodInfo, audiences: list[str],
+              expiration_seconds: int | None) -> JSON:
+        """The status (``token``, ``expirationTimestamp``) of a token for ``pod``'s
+        ServiceAccount bound to ``pod``."""
+        key = _Key(pod.namespace, pod.service_account, tuple(audiences), expiration_seconds,
+                   pod.name, pod.uid)
+        cached = self._cache.get(key)
+        if cached is not None and not self.requires_refresh(cached):
+            return dict(cached["status"])
+        spec: JSON = {"audiences": list(audiences),
+                      "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod.name,
+                                         "uid": pod.uid}}
+        if expiration_seconds is not None:
+            spec["expirationSeconds"] = expiration_seconds
+        answered = self.api.request_token(pod.namespace, pod.service_account,
+                                          {"apiVersion": "authentication.k8s.io/v1",
+                                           "kind": "TokenRequest", "spec": spec})
+        self._cache[key] = answered
+        return dict(answered["status"])
+
+    def requires_refresh(self, answered: JSON) -> bool:
+        seconds = int(answered["spec"]["expirationSeconds"])
+        expires = parse_time(answered["status"]["expirationTimestamp"])
+        issued = expires - timedelta(seconds=seconds)
+        now = self.clock.now()
+        return now > issued + MAX_TTL or now > expires - timedelta(seconds=seconds * 20 // 100)
+
+    def forget_pod(self, pod_uid: str) -> None:
+        """Drop the tokens bound to a pod that is gone."""
+        for key in [k for k in self._cache if k.pod_uid == pod_uid]:
+            del self._cache[key]
+
+
+def driver_spec(api: APIServer, driver: str) -> JSON | None:
+    try:
+        return api.get("CSIDriver", driver).spec
+    except NotFound:
+        return None
+
+
+def token_attributes(api: APIServer, tokens: TokenManager, driver: str,
+                     pod: PodInfo) -> dict[str, str]:
+    """The volume_context entry the kubelet adds for ``driver``'s ``tokenRequests``
+    (``{}`` without any); an error of TokenRequest fails the publish."""
+    spec = driver_spec(api, driver)
+    requests = (spec or {}).get("tokenRequests") or []
+    if not requests:
+        return {}
+    outputs: dict[str, JSON] = {}
+    for request in requests:
+        audience = str(request.get("audience") or "")
+        status = tokens.token(pod, [audience] if audience else [],
+                              request.get("expirationSeconds"))
+        outputs[audience] = {"token": status["token"],
+                             "expirationTimestamp": status["expirationTimestamp"]}
+    # Go's json.Marshal: the map's keys sorted, a struct's fields in their order, no spaces
+    ordered = {audience: outputs[audience] for audience in sorted(outputs)}
+    return {TOKENS_KEY: json.dumps(ordered, separators=(",", ":"))}
+
+
+def requires_republish(api: APIServer, driver: str) -> bool:
+    """The CSIDriver's ``requiresRepublish`` (false without the object)."""
+    return bool((driver_spec(api, driver) or {}).get("requiresRepublish"))
+
+
+class RepublishSchedule:
+    """When each running pod is synced again (the kubelet's ``--sync-frequency``): a
+    pod's volumes whose driver requires republish get NodePublishVolume again then."""
+
+    def __init__(self, clock: Clock, period: float) -> None:
+        self.clock = clock
+        self.period = period
+        self._synced: dict[str, datetime] = {}  # pod uid -> last sync
+
+    def synced(self, pod_uid: str) -> None:
+        self._synced[pod_uid] = self.clock.now()
+
+    def due(self, pod_uid: str) -> bool:
+        last = self._synced.get(pod_uid)
+        if last is None:
+            self.synced(pod_uid)  # a pod running when the kubelet started: from now
+            return False
+        return (self.clock.now() - last).total_seconds() >= self.period
+
+    def forget(self, pod_uid: str) -> None:
+        self._synced.pop(pod_uid, None)
