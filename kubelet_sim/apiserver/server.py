@@ -82,6 +82,7 @@ from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
+from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
@@ -263,6 +264,7 @@ class APIServer:
 
     # ------------------------------------------------------------------ writes
     @locked
+    @names_the_object
     def create(self, obj: Resource | JSON) -> Resource:
         """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
@@ -497,6 +499,7 @@ class APIServer:
             return False
         return True
 
+    @names_the_object
     def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str) -> Resource:
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)

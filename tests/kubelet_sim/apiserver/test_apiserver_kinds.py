@@ -255,15 +255,18 @@ def test_name_and_label_errors_carry_apimachinerys_wording_and_go_quoting(api: A
     with pytest.raises(Invalid) as err:
         api.create(b.pod("Bad_Name"))
     assert str(err.value) == (
-        'metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist '
+        'Pod "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC '
+        "1123 subdomain must consist "
         "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
         "alphanumeric character (e.g. 'example.com', regex used for validation is "
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
     with pytest.raises(Invalid) as err:
         api.create(b.pod("p", labels={"a/b/c": "v"}))
-    assert str(err.value).startswith('metadata.labels: Invalid value: "a/b/c": a qualified name '
+    assert str(err.value).startswith('Pod "p" is invalid: metadata.labels: Invalid value: '
+                                     '"a/b/c": a qualified name '
                                      "must consist of alphanumeric characters")
     with pytest.raises(Invalid) as err:
         api.create(b.pod("p", labels={"k": "x" * 64}))
-    assert str(err.value) == (f'metadata.labels[k]: Invalid value: "{"x" * 64}": '
+    assert str(err.value) == ('Pod "p" is invalid: metadata.labels[k]: Invalid value: '
+                              f'"{"x" * 64}": '
                               "must be no more than 63 characters")

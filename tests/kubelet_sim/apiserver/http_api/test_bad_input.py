@@ -290,3 +290,20 @@ def test_a_request_kind_with_a_field_of_the_wrong_type_is_400_naming_it(
     assert (code, status["reason"]) == (400, "BadRequest"), status
     assert said in status["message"]
     assert call_json(served, "GET", f"{PODS}/keep")[1]["spec"].get("nodeName") is None
+
+
+def test_a_rejected_write_names_its_object_as_kube_apiserver_does(served: Served) -> None:
+    body = pod("p")
+    body["spec"]["restartPolicy"] = "Sometimes"
+    code, status = call_json(served, "POST", PODS, body)
+    said = 'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'
+    assert (code, status["message"]) == (
+        422, f'Pod "p" is invalid: spec.restartPolicy: {said}')
+    assert status["details"] == {"name": "p", "kind": "Pod", "causes": [
+        {"reason": "FieldValueNotSupported", "message": said, "field": "spec.restartPolicy"}]}
+    # kubectl words it from the details: the kind and the name, then the causes
+    done = served.kubectl("create", "secret", "generic", "Bad_Name", "--from-literal=a=b",
+                          check=False)
+    assert done.returncode == 1
+    assert 'Secret "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a ' \
+           "lowercase RFC 1123 subdomain" in done.stderr, done.stderr
