@@ -30,6 +30,7 @@ UPSTREAM_V0_35_7_DESCRIPTOR_SHA256 = {
     "batch_v1_pb2": "cbb65c5b68a891c4123f4ea24dca0938d693c2e69b4d44596252bd7aa7228185",
     "discovery_v1_pb2": "c5be25110cdf1709a8b1838a89e3a61536c752aa5cf5974c0eafc39ec29cec59",
     "autoscaling_v1_pb2": "87c79ad67d657768ed8ccc7bf513b4fbb490e04fdbd163ea3fe5a9cb3c4b41b3",
+    "rbac_v1_pb2": "ef5055759fb1448b7181defa67d9682e2dbe3b4a3103a08c2d7b3996856aeb07",
 }
 
 
