@@ -38,12 +38,13 @@ while the kept history reaches back to it (then 410 with a token to go on at the
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import json
 import random
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -83,6 +84,8 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.persistence import ObjectDatabase
+from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
+from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
 from kubelet_sim.apiserver.update_rules import validate_update
 from kubelet_sim.apiserver.validation import validate
@@ -134,6 +137,8 @@ class APIServer:
         storage_object_in_use_protection: bool = False,
         database: ObjectDatabase | None = None,
         event_ttl_seconds: float = EVENT_TTL_SECONDS,
+        service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
+        service_node_port_range: str = DEFAULT_NODE_PORTS,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
@@ -146,6 +151,9 @@ class APIServer:
         # the kinds CustomResourceDefinitions add, kept up to date by every commit of one
         self.custom = CustomResources()
         self._store.feed(CRD_KIND, self.custom.on_definition)
+        # the Services' cluster IPs and node ports, taken again from the stored Services
+        self.services = ServiceAllocations(service_cluster_ip_range, service_node_port_range)
+        self.services.rebuild(self._store.sorted("Service"))
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
@@ -283,7 +291,9 @@ class APIServer:
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
-        self._store.commit(ADDED, obj, None)
+        allocation = self.services.allocate_create(obj) if obj.kind == "Service" else None
+        with _reverted_on_error(allocation):
+            self._store.commit(ADDED, obj, None)
         return obj.copy()
 
     @locked
@@ -523,6 +533,8 @@ class APIServer:
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
             admit_update(updated)
+            if updated.kind == "Service":
+                self.services.keep_allocated(current, updated)
         apply_defaults(updated)
         updated = self.custom.prepare(updated, self.clock.now())
         validate(updated)
@@ -530,7 +542,16 @@ class APIServer:
             validate_update(current, updated, self._stored_storage_class)
         if updated.desired_state() != current.desired_state():
             updated.metadata.generation = current.metadata.generation + 1
+        allocation = (self.services.allocate_update(current, updated)
+                      if updated.kind == "Service" and not status_only else None)
+        with _reverted_on_error(allocation):
+            return self._commit_update(current, updated, allocation)
+
+    def _commit_update(self, current: Resource, updated: Resource,
+                       allocation: Allocation | None) -> Resource:
         if updated.to_dict() == current.to_dict():
+            if allocation is not None:
+                allocation.revert()
             return current.copy()  # a no-op update writes nothing
         gone = (
             updated.is_terminating
@@ -540,8 +561,12 @@ class APIServer:
         )
         if gone:
             # The API server deletes instead of writing the emptied finalizer list.
+            if allocation is not None:
+                allocation.commit()
             return self._remove(updated)
         self._store.commit(MODIFIED, updated, current)
+        if allocation is not None:
+            allocation.commit()  # what the Service no longer holds goes back
         if updated.kind == "Namespace" and updated.is_terminating:
             self._finish_namespace(updated.name)
         return updated.copy()
@@ -553,6 +578,8 @@ class APIServer:
     def _remove(self, current: Resource) -> Resource:
         final = current.copy()
         self._store.commit(DELETED, final, current)
+        if current.kind == "Service":
+            self.services.release(current)
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
         return final.copy()
@@ -578,3 +605,14 @@ class APIServer:
             return
         if not self._store.names_in_namespace(namespace):
             self._store.commit(DELETED, ns.copy(), ns)
+
+
+@contextlib.contextmanager
+def _reverted_on_error(allocation: Allocation | None) -> Iterator[None]:
+    """A Service write that fails after taking cluster IPs or node ports gives them back."""
+    try:
+        yield
+    except BaseException:
+        if allocation is not None:
+            allocation.revert()
+        raise

@@ -17,6 +17,8 @@ simulator's controllers run into.
 * VolumeAttributesClass: ``driverName`` and ``parameters`` are immutable.
 * VolumeAttachment: the spec is immutable.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
+* ConfigMap (once ``immutable``), Service (its cluster IP), EndpointSlice (its address
+  type), RoleBinding / ClusterRoleBinding (``roleRef``): see their modules.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.apiserver import configmaps, rbac
+from kubelet_sim.apiserver.services import endpoint_rules
+from kubelet_sim.apiserver.services import rules as service_rules
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -159,4 +164,11 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "VolumeAttachment": _volume_attachment,
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": lambda old, new, _sc: configmaps.validate_config_map_update(old, new),
+    "Service": lambda old, new, _sc: service_rules.validate_service_update(old, new),
+    "EndpointSlice": lambda old, new, _sc: endpoint_rules.validate_endpoint_slice_update(
+        old, new),
+    "RoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
+    "ClusterRoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
 }

@@ -18,6 +18,9 @@ from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
+from kubelet_sim.apiserver import configmaps, rbac
+from kubelet_sim.apiserver.services import endpoint_rules
+from kubelet_sim.apiserver.services import rules as service_rules
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -489,4 +492,11 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Lease": _lease,
     "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": configmaps.validate_config_map,
+    "Service": service_rules.validate_service,
+    "Endpoints": endpoint_rules.validate_endpoints,
+    "EndpointSlice": endpoint_rules.validate_endpoint_slice,
+    **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+                    rbac.validate_rbac),
 }

@@ -28,6 +28,15 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
     "Event": ("events", ("ev",), ()),
     "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": ("configmaps", ("cm",), ()),
+    "Service": ("services", ("svc",), ("all",)),
+    "Endpoints": ("endpoints", ("ep",), ()),
+    "EndpointSlice": ("endpointslices", (), ()),
+    "Role": ("roles", (), ()),
+    "ClusterRole": ("clusterroles", (), ()),
+    "RoleBinding": ("rolebindings", (), ()),
+    "ClusterRoleBinding": ("clusterrolebindings", (), ()),
 }
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
