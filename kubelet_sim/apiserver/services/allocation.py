@@ -148,6 +148,14 @@ class ServiceAllocations:
             for port in after.get("ports") or []:
                 if isinstance(port, dict) and port.get("nodePort") in old_ports:
                     port.pop("nodePort", None)
+        externally = service_type(after) in ("NodePort", "LoadBalancer") or \
+            bool(after.get("externalIPs"))
+        if not externally and after.get("externalTrafficPolicy") == \
+                before.get("externalTrafficPolicy"):
+            after.pop("externalTrafficPolicy", None)
+        if service_type(after) != "LoadBalancer" and after.get(
+                "allocateLoadBalancerNodePorts") == before.get("allocateLoadBalancerNodePorts"):
+            after.pop("allocateLoadBalancerNodePorts", None)
         if not needs_health_check_port(after) and \
                 after.get("healthCheckNodePort") == before.get("healthCheckNodePort"):
             after.pop("healthCheckNodePort", None)
