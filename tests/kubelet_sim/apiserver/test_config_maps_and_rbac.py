@@ -69,7 +69,7 @@ def test_bindings_are_defaulted_and_their_role_ref_is_fixed(api: APIServer) -> N
                                        {"kind": "User", "name": "jane"}]})
     assert binding.body["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
     assert [s["apiGroup"] for s in binding.body["subjects"]] == ["", "rbac.authorization.k8s.io"]
-    with pytest.raises(InvalidObject, match="roleRef: Invalid value: .*cannot change roleRef"):
+    with pytest.raises(InvalidObject, match=r"roleRef: Invalid value: .*cannot change roleRef"):
         api.patch("RoleBinding", "read", {"roleRef": {"name": "writer"}}, "default")
 
 

@@ -40,7 +40,7 @@ def test_a_small_range_is_given_out_entirely_then_is_full() -> None:
 def test_an_address_asked_for_twice_is_refused_as_kube_apiserver_words_it() -> None:
     ips = ClusterIPRange()
     ips.allocate("10.96.0.10")
-    with pytest.raises(AlreadyAllocated, match="^provided IP is already allocated$"):
+    with pytest.raises(AlreadyAllocated, match=r"^provided IP is already allocated$"):
         ips.allocate("10.96.0.10")
 
 
@@ -62,10 +62,10 @@ def test_a_released_address_can_be_taken_again() -> None:
 def test_node_ports_come_from_the_range_and_are_refused_outside_it() -> None:
     ports = NodePortRange("30000-30099", random.Random(3))
     assert 30000 <= ports.allocate_next() <= 30099
-    with pytest.raises(NotInRange, match="The range of valid ports is 30000-30099$"):
+    with pytest.raises(NotInRange, match=r"The range of valid ports is 30000-30099$"):
         ports.allocate(8080)
     ports.allocate(30050)
-    with pytest.raises(AlreadyAllocated, match="^provided port is already allocated$"):
+    with pytest.raises(AlreadyAllocated, match=r"^provided port is already allocated$"):
         ports.allocate(30050)
 
 

@@ -54,8 +54,8 @@ def test_a_node_port_service_gets_a_node_port_and_an_explicit_one_is_kept(api: A
     first, second = svc.spec["ports"]
     assert 30000 <= first["nodePort"] <= 30100 and second["nodePort"] == 30007
     assert svc.spec["externalTrafficPolicy"] == "Cluster"
-    with pytest.raises(InvalidObject, match="spec.ports.0..nodePort: Invalid value: 30007: "
-                                            "provided port is already allocated"):
+    with pytest.raises(InvalidObject, match=r"spec.ports\[0\].nodePort: Invalid value: 30007: "
+                                            r"provided port is already allocated"):
         api.create(service("np2", type="NodePort", ports=[{"port": 80, "nodePort": 30007}]))
 
 
@@ -94,7 +94,7 @@ def test_validation_speaks_as_kube_apiserver(api: APIServer) -> None:
         "spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive"]
     with pytest.raises(InvalidObject, match=r"spec.ports\[1\].name: Required value"):
         api.create(service("two", ports=[{"name": "a", "port": 80}, {"port": 81}]))
-    with pytest.raises(InvalidObject, match="spec.ports: Required value"):
+    with pytest.raises(InvalidObject, match=r"spec\.ports: Required value"):
         api.create(service("none", ports=[]))
     with pytest.raises(InvalidObject, match="may not be used when `type` is 'ClusterIP'"):
         api.create(service("cip", ports=[{"port": 80, "nodePort": 30010}]))
