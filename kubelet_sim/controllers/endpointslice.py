@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Iterable
 
 from kubelet_sim.api.errors import NotFound
-from kubelet_sim.api.model import JSON, Resource, new
+from kubelet_sim.api.model import JSON, Resource, format_time, new
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_object
 from kubelet_sim.controllers.service_endpoints import (
@@ -35,6 +35,7 @@ COMPONENT = "endpointslice-controller"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 MAX_ENDPOINTS_PER_SLICE = 100  # kube-controller-manager's --max-endpoints-per-slice
+TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 
 
 def service_key(namespace: str, name: str) -> str:
@@ -156,6 +157,7 @@ class EndpointSliceController(Controller):
         eps = new("EndpointSlice", "", service.namespace, labels=labels,
                   addressType="IPv4", ports=ports, endpoints=endpoints)
         eps.metadata.generate_name = f"{service.name}-"
+        eps.metadata.annotations[TRIGGER_TIME] = format_time(self.clock.now())
         eps.metadata.owner_references = [owner]
         self.api.create(eps)  # a generated name taken (AlreadyExists): the retry picks another
 
@@ -174,6 +176,7 @@ class EndpointSliceController(Controller):
                 return False
             obj.body["endpoints"], obj.body["ports"] = endpoints, ports
             obj.metadata.labels = dict(labels)
+            obj.metadata.annotations[TRIGGER_TIME] = format_time(self.clock.now())
             others = [r for r in obj.metadata.owner_references if r.get("uid") != owner["uid"]]
             obj.metadata.owner_references = [*others, owner]
             return True

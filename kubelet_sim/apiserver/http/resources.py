@@ -39,6 +39,12 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "ClusterRoleBinding": ("clusterrolebindings", (), ()),
 }
 
+# built-in kinds kube-apiserver answers every request of with a deprecation Warning
+DEPRECATED: dict[tuple[str, str], str] = {
+    ("v1", "Endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+                         "EndpointSlice",
+}
+
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CREATE_ONLY = ("create",)
 

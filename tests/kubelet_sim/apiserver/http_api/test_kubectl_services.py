@@ -100,7 +100,7 @@ def test_config_maps_from_literals_and_a_manifest(up: Up) -> None:
 
 
 def test_cluster_info_finds_the_kubernetes_service_and_its_endpoints(up: Up) -> None:
-    port = up.kubeconfig and json.loads(up.kubectl("config", "view", "--raw", "-o", "json"))[
+    port = json.loads(up.kubectl("config", "view", "--raw", "-o", "json"))[
         "clusters"][0]["cluster"]["server"].rsplit(":", 1)[1]
     assert f"Kubernetes control plane is running at https://127.0.0.1:{port}" in up.kubectl(
         "cluster-info")
@@ -109,6 +109,10 @@ def test_cluster_info_finds_the_kubernetes_service_and_its_endpoints(up: Up) -> 
     assert rows(up, "endpoints", "kubernetes")[1][:2] == ["kubernetes", f"127.0.0.1:{port}"]
     assert rows(up, "endpointslices", "kubernetes")[1][:4] == ["kubernetes", "IPv4", port,
                                                                "127.0.0.1"]
+    said = subprocess.run([str(KUBECTL), "--kubeconfig", up.kubeconfig, "get", "endpoints"],
+                          capture_output=True, text=True, timeout=30, check=True).stderr
+    assert said.strip() == ("Warning: v1 Endpoints is deprecated in v1.33+; use "
+                            "discovery.k8s.io/v1 EndpointSlice")
 
 
 def test_service_types_print_as_kubectl_prints_them(up: Up) -> None:
