@@ -1,7 +1,8 @@
 """ConfigMaps, Services, their endpoints and the RBAC kinds on `python -m kubelet_sim up`,
 driven by the real kubectl (v1.35) and the official Python client: what they create,
 the columns `kubectl get` prints, kube-apiserver's refusals, `kubectl cluster-info`,
-`kubectl expose` and `kubectl get all`."""
+`kubectl expose` and `kubectl get all`, on a cluster started with its own
+--service-cluster-ip-range and --service-node-port-range."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ roleRef: {kind: Role, name: plugin-cfg, apiGroup: rbac.authorization.k8s.io}
 
 @pytest.fixture(scope="module")
 def up() -> Iterator[Up]:
-    with running_up() as running:
+    with running_up("--service-cluster-ip-range", "10.100.0.0/16",
+                    "--service-node-port-range", "31000-31999") as running:
         yield running
 
 
@@ -104,7 +106,7 @@ def test_cluster_info_finds_the_kubernetes_service_and_its_endpoints(up: Up) -> 
         "clusters"][0]["cluster"]["server"].rsplit(":", 1)[1]
     assert f"Kubernetes control plane is running at https://127.0.0.1:{port}" in up.kubectl(
         "cluster-info")
-    assert rows(up, "svc", "kubernetes")[1][:5] == ["kubernetes", "ClusterIP", "10.96.0.1",
+    assert rows(up, "svc", "kubernetes")[1][:5] == ["kubernetes", "ClusterIP", "10.100.0.1",
                                                     "<none>", "443/TCP"]
     assert rows(up, "endpoints", "kubernetes")[1][:2] == ["kubernetes", f"127.0.0.1:{port}"]
     assert rows(up, "endpointslices", "kubernetes")[1][:4] == ["kubernetes", "IPv4", port,
@@ -116,35 +118,35 @@ def test_cluster_info_finds_the_kubernetes_service_and_its_endpoints(up: Up) -> 
 
 
 def test_service_types_print_as_kubectl_prints_them(up: Up) -> None:
-    up.kubectl("create", "service", "nodeport", "np", "--tcp=80:8080", "--node-port=30080")
+    up.kubectl("create", "service", "nodeport", "np", "--tcp=80:8080", "--node-port=31080")
     up.kubectl("create", "service", "clusterip", "headless", "--clusterip=None")
     up.kubectl("create", "service", "loadbalancer", "lb", "--tcp=443:8443")
     up.kubectl("create", "service", "externalname", "ext", "--external-name=example.com")
     table = {r[0]: r for r in rows(up, "svc", "-o", "wide")}
     assert table["NAME"] == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE",
                              "SELECTOR"]
-    assert table["np"][1] == "NodePort" and table["np"][4] == "80:30080/TCP"
-    assert table["np"][2].startswith("10.") and table["np"][6] == "app=np"
+    assert table["np"][1] == "NodePort" and table["np"][4] == "80:31080/TCP"
+    assert table["np"][2].startswith("10.100.") and table["np"][6] == "app=np"
     assert table["headless"][1:5] == ["ClusterIP", "None", "<none>", "<none>"]
     assert table["lb"][1] == "LoadBalancer" and table["lb"][3] == "<pending>"
-    assert table["lb"][4].startswith("443:3") and table["lb"][4].endswith("/TCP")
+    assert table["lb"][4].startswith("443:31") and table["lb"][4].endswith("/TCP")
     assert table["ext"][1:5] == ["ExternalName", "<none>", "example.com", "<none>"]
 
 
 def test_kube_apiservers_refusals_reach_kubectl(up: Up) -> None:
-    up.kubectl("create", "service", "nodeport", "taken", "--tcp=80", "--node-port=30090")
+    up.kubectl("create", "service", "nodeport", "taken", "--tcp=80", "--node-port=31090")
     assert refused(up, "create", "service", "nodeport", "again", "--tcp=80",
-                   "--node-port=30090") == (
+                   "--node-port=31090") == (
         'error: failed to create NodePort service: Service "again" is invalid: '
-        "spec.ports[0].nodePort: Invalid value: 30090: provided port is already allocated")
+        "spec.ports[0].nodePort: Invalid value: 31090: provided port is already allocated")
     assert refused(up, "create", "service", "clusterip", "far", "--tcp=80",
                    "--clusterip=1.1.1.1") == (
         'error: failed to create ClusterIP service: Service "far" is invalid: '
         'spec.clusterIPs: Invalid value: []string{"1.1.1.1"}: failed to allocate IP '
         "1.1.1.1: the provided IP (1.1.1.1) is not in the valid range. The range of valid "
-        "IPs is 10.96.0.0/12")
-    assert refused(up, "patch", "svc", "taken", "-p", '{"spec":{"clusterIP":"10.96.0.99"}}') \
-        .endswith('spec.clusterIPs[0]: Invalid value: []string{"10.96.0.99"}: may not '
+        "IPs is 10.100.0.0/16")
+    assert refused(up, "patch", "svc", "taken", "-p", '{"spec":{"clusterIP":"10.100.0.99"}}') \
+        .endswith('spec.clusterIPs[0]: Invalid value: []string{"10.100.0.99"}: may not '
                   "change once set")
 
 
@@ -201,7 +203,7 @@ def test_the_python_client_creates_services_and_reads_endpoints(up: Up) -> None:
     made = core.create_namespaced_service("default", {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "py"},
         "spec": {"selector": {"app": "py"}, "ports": [{"port": 5432, "name": "pg"}]}})
-    assert made.spec.cluster_ip.startswith("10.") and made.spec.ports[0].target_port == 5432
+    assert made.spec.cluster_ip.startswith("10.100.") and made.spec.ports[0].target_port == 5432
     assert eventually(lambda: [e.metadata.name for e in
                                core.list_namespaced_endpoints("default").items
                                if e.metadata.name == "py"])
