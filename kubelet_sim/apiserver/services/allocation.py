@@ -99,6 +99,7 @@ class ServiceAllocations:
     def allocate_create(self, svc: Resource) -> Allocation:
         """Give a new Service its cluster IP and node ports (:class:`InvalidObject` when
         one asked for is taken or outside the range)."""
+        self._ip_families(svc)
         done = Allocation()
         try:
             if needs_cluster_ip(svc.spec):
@@ -218,6 +219,39 @@ class ServiceAllocations:
     def _families(self, spec: JSON) -> None:
         spec.setdefault("ipFamilies", [self.ips.family])
         spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+    def _ip_families(self, svc: Resource) -> None:
+        """kube's initIPFamilyFields on a single-stack cluster: a headless Service
+        without a selector asks for both families (its endpoints are anyone's); any
+        other may not require dual-stack nor name the other family or an IP of it."""
+        spec = svc.spec
+        if service_type(spec) == "ExternalName":
+            return
+        other = "IPv6" if self.ips.family == "IPv4" else "IPv4"
+        if spec.get("clusterIP") == HEADLESS and not spec.get("selector"):
+            spec.setdefault("ipFamilyPolicy", "RequireDualStack")
+            spec.setdefault("ipFamilies", [self.ips.family, other])
+            return
+        errors = []
+        if spec.get("ipFamilyPolicy") == "RequireDualStack":
+            errors.append(FieldError("FieldValueInvalid", "spec.ipFamilyPolicy",
+                                     'Invalid value: "RequireDualStack": this cluster is not '
+                                     "configured for dual-stack services"))
+        for i, family in enumerate(spec.get("ipFamilies") or []):
+            if family == other:
+                errors.append(FieldError("FieldValueInvalid", f"spec.ipFamilies[{i}]",
+                                         f'Invalid value: "{family}": not configured on this '
+                                         "cluster"))
+        ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+        for ip in ips:
+            if ip and ip != HEADLESS and \
+                    ipaddress.ip_address(str(ip)).version != self.ips.network.version:
+                errors.append(FieldError("FieldValueInvalid", "spec.clusterIPs[0]",
+                                         f"Invalid value: {_go_strings(ips)}: {other} is not "
+                                         "configured on this cluster"))
+                break
+        if errors:
+            raise InvalidObject("Service", svc.name, errors)
 
     def _node_ports(self, svc: Resource, held: dict[int, bool], done: Allocation) -> None:
         for i, port in enumerate(svc.spec.get("ports") or []):

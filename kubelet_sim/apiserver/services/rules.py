@@ -18,6 +18,8 @@ TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
+FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+FAMILIES = ("IPv4", "IPv6")
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _IANA_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
@@ -197,6 +199,10 @@ def validate_service(svc: Resource) -> None:
             and not spec.get("externalIPs"):
         _invalid(errors, "spec.externalTrafficPolicy", spec["externalTrafficPolicy"],
                  "may only be set for externally-accessible services")
+    if spec.get("ipFamilyPolicy") is not None:
+        _supported(errors, spec["ipFamilyPolicy"], FAMILY_POLICIES, "spec.ipFamilyPolicy")
+    for i, family in enumerate(spec.get("ipFamilies") or []):
+        _supported(errors, family, FAMILIES, f"spec.ipFamilies[{i}]")
     for i, ip in enumerate(spec.get("externalIPs") or []):
         if not _valid_ip(ip):
             _invalid(errors, f"spec.externalIPs[{i}]", ip, IP_RULE)

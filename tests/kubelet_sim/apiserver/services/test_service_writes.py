@@ -139,3 +139,24 @@ def test_allocations_are_rebuilt_from_the_stored_services_after_a_restart(
         second.create(service("copy", clusterIP=ip))
     with pytest.raises(InvalidObject, match="provided port is already allocated"):
         second.create(service("copy", type="NodePort", ports=[{"port": 80, "nodePort": port}]))
+
+
+def test_a_single_stack_cluster_refuses_the_other_family(api: APIServer) -> None:
+    with pytest.raises(InvalidObject) as refused:
+        api.create(service("six", clusterIP="fd00::10"))
+    assert str(refused.value.errors[0]) == ('spec.clusterIPs[0]: Invalid value: '
+                                            '[]string{"fd00::10"}: IPv6 is not configured '
+                                            "on this cluster")
+    with pytest.raises(InvalidObject, match="this cluster is not configured for dual-stack"):
+        api.create(service("dual", ipFamilyPolicy="RequireDualStack"))
+    preferred = api.create(service("prefer", ipFamilyPolicy="PreferDualStack"))
+    assert preferred.spec["ipFamilies"] == ["IPv4"]
+
+
+def test_a_headless_service_without_selector_asks_for_both_families(api: APIServer) -> None:
+    bare = api.create(service("bare", clusterIP="None"))
+    assert (bare.spec["ipFamilyPolicy"], bare.spec["ipFamilies"]) == ("RequireDualStack",
+                                                                      ["IPv4", "IPv6"])
+    selecting = api.create(service("selecting", clusterIP="None", selector={"app": "db"}))
+    assert (selecting.spec["ipFamilyPolicy"], selecting.spec["ipFamilies"]) == (
+        "SingleStack", ["IPv4"])
