@@ -297,6 +297,13 @@ class APIServer:
         return obj.copy()
 
     @locked
+    def preview_allocation(self, obj: Resource) -> None:
+        """A dry-run create of a Service is shown with the cluster IP and node ports it
+        would be given (or refused as it would be); nothing is kept."""
+        if obj.kind == "Service":
+            self.services.allocate_create(obj).revert()
+
+    @locked
     def update(self, obj: Resource | JSON, verb: str = "update") -> Resource:
         """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource.
         ``verb`` names the request for fault injection (``patch`` for a patch's write)."""

@@ -211,3 +211,12 @@ def test_the_python_client_creates_services_and_reads_endpoints(up: Up) -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "py"},
         "data": {"k": "v"}})
     assert core.read_namespaced_config_map("py", "default").data == cm.data == {"k": "v"}
+
+
+def test_a_server_dry_run_shows_the_cluster_ip_and_keeps_nothing(up: Up) -> None:
+    shown = up.kubectl("create", "service", "nodeport", "dry", "--tcp=80", "--dry-run=server",
+                       "-o", "json")
+    spec = json.loads(shown)["spec"]
+    assert spec["clusterIP"].startswith("10.100.")
+    assert 31000 <= spec["ports"][0]["nodePort"] <= 31999
+    assert 'services "dry" not found' in refused(up, "get", "svc", "dry")
