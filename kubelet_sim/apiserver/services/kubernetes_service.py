@@ -6,9 +6,15 @@ in-cluster clients find the API server through it."""
 
 from __future__ import annotations
 
-from kubelet_sim.api.errors import AlreadyExists, NotFound
+import asyncio
+import contextlib
+import logging
+
+from kubelet_sim.api.errors import AlreadyExists, ApiError, NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.apiserver.server import APIServer
+
+log = logging.getLogger(__name__)
 
 NAME, NAMESPACE = "kubernetes", "default"
 SERVICE_PORT = 443
@@ -68,3 +74,22 @@ def ensure_kubernetes_service(api: APIServer, address: str, port: int) -> None:
     _ensure(api, _service(api.services.ips.first(), port), ("ports",))
     _ensure(api, _endpoints(address, port), ("subsets",))
     _ensure(api, _slice(address, port), ("endpoints", "ports"))
+
+
+RECONCILE_SECONDS = 10.0  # kube-apiserver's bootstrap controller looks every 10 s
+
+
+async def keep_kubernetes_service(api: APIServer, address: str, port: int,
+                                  stop: asyncio.Event,
+                                  period: float = RECONCILE_SECONDS) -> None:
+    """Until ``stop``: put the ``kubernetes`` Service and its endpoints back when they
+    were deleted or changed (``kubectl delete svc --all`` takes it, the API server
+    makes it again)."""
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), period)
+        if not stop.is_set():
+            try:
+                ensure_kubernetes_service(api, address, port)
+            except ApiError as err:  # a namespace being deleted, say: next time
+                log.info("kubernetes service: %s", err)
