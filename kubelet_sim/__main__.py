@@ -172,15 +172,12 @@ def up_refusal(args: argparse.Namespace) -> str:
         host, sep, port = args.metrics_address.rpartition(":")
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
             return f"--metrics-address wants HOST:PORT, not {args.metrics_address!r}"
-    if problem := service_range_problem(args.service_cluster_ip_range,
-                                        args.service_node_port_range):
-        return problem
         loopback = host in ("", "localhost", "::1", "[::1]") or host.startswith("127.")
         if not loopback and not args.metrics_bind_any:
             return (f"--metrics-address {args.metrics_address} is not a loopback address: "
                     "metrics are served without authentication; add --metrics-bind-any "
                     "to serve them there anyway")
-    return ""
+    return service_range_problem(args.service_cluster_ip_range, args.service_node_port_range)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
