@@ -1,7 +1,7 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, endpointslice
-and endpoints, attach/detach,
-snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption,
+endpointslice and endpoints, attach/detach, snapshot-controller, and in a live cluster
+node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
 -resizer).
 

@@ -111,7 +111,9 @@ class EndpointsController(Controller):
         now = format_time(self.clock.now())
         if current is None:
             ep = new("Endpoints", name, namespace, labels=labels,
-                     annotations={TRIGGER_TIME: now}, subsets=wanted)
+                     annotations={TRIGGER_TIME: now})
+            if wanted:  # none: the field is left out (omitempty)
+                ep.body["subsets"] = wanted
             try:
                 self.api.create(ep)
             except AlreadyExists:
@@ -127,7 +129,10 @@ class EndpointsController(Controller):
         def mutate(obj: Resource) -> bool:
             if same(obj):
                 return False
-            obj.body["subsets"] = wanted
+            if wanted:
+                obj.body["subsets"] = wanted
+            else:  # none: the field is left out (omitempty)
+                obj.body.pop("subsets", None)
             obj.metadata.labels = dict(labels)
             obj.metadata.annotations[TRIGGER_TIME] = now
             return True

@@ -154,8 +154,9 @@ class EndpointSliceController(Controller):
     # -- writes ------------------------------------------------------------------------
     def _create(self, service: Resource, labels: dict[str, str], owner: JSON,
                 ports: list[JSON], endpoints: list[JSON]) -> None:
+        # an empty list reads back from etcd as null, as kube-apiserver shows it
         eps = new("EndpointSlice", "", service.namespace, labels=labels,
-                  addressType="IPv4", ports=ports, endpoints=endpoints)
+                  addressType="IPv4", ports=ports or None, endpoints=endpoints or None)
         eps.metadata.generate_name = f"{service.name}-"
         eps.metadata.annotations[TRIGGER_TIME] = format_time(self.clock.now())
         eps.metadata.owner_references = [owner]
@@ -174,7 +175,7 @@ class EndpointSliceController(Controller):
         def mutate(obj: Resource) -> bool:
             if same(obj):
                 return False
-            obj.body["endpoints"], obj.body["ports"] = endpoints, ports
+            obj.body["endpoints"], obj.body["ports"] = endpoints or None, ports or None
             obj.metadata.labels = dict(labels)
             obj.metadata.annotations[TRIGGER_TIME] = format_time(self.clock.now())
             others = [r for r in obj.metadata.owner_references if r.get("uid") != owner["uid"]]
