@@ -22,7 +22,7 @@ FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
 FAMILIES = ("IPv4", "IPv6")
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_IANA_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+_PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
 DNS1035_RULE = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                 "start with an alphabetic character, and end with an alphanumeric character "
                 "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
@@ -100,14 +100,26 @@ def _port_number(errors: list[FieldError], value: Any, path: str) -> None:
         _invalid(errors, path, value, PORT_RULE)
 
 
+def port_name_errors(name: str) -> list[str]:
+    """``IsValidPortName`` (an IANA_SVC_NAME): what is wrong with a named port."""
+    errors = []
+    if len(name) > 15:
+        errors.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARS.fullmatch(name):
+        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not any("a" <= c <= "z" for c in name):
+        errors.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errors.append("must not contain consecutive hyphens")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        errors.append("must not begin or end with a hyphen")
+    return errors
+
+
 def _target_port(errors: list[FieldError], value: Any, path: str) -> None:
     if isinstance(value, str):
-        ok = (0 < len(value) <= 15 and bool(_IANA_NAME.fullmatch(value)) and "--" not in value
-              and any(c.isalpha() for c in value))
-        if not ok:
-            _invalid(errors, path, value, "must contain only alpha-numeric characters (a-z, "
-                     "0-9), and hyphens (-)" if not _IANA_NAME.fullmatch(value)
-                     else "must contain at least one letter (a-z)")
+        for why in port_name_errors(value):
+            _invalid(errors, path, value, why)
     else:
         _port_number(errors, value, path)
 

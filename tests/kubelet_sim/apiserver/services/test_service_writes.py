@@ -160,3 +160,15 @@ def test_a_headless_service_without_selector_asks_for_both_families(api: APIServ
     selecting = api.create(service("selecting", clusterIP="None", selector={"app": "db"}))
     assert (selecting.spec["ipFamilyPolicy"], selecting.spec["ipFamilies"]) == (
         "SingleStack", ["IPv4"])
+
+
+def test_a_named_target_port_must_be_an_iana_service_name(api: APIServer) -> None:
+    with pytest.raises(InvalidObject) as refused:
+        api.create(service("named", ports=[{"port": 80, "targetPort": "Web--"}]))
+    assert [str(e) for e in refused.value.errors] == [
+        'spec.ports[0].targetPort: Invalid value: "Web--": must contain only alpha-numeric '
+        "characters (a-z, 0-9), and hyphens (-)",
+        'spec.ports[0].targetPort: Invalid value: "Web--": must not contain consecutive '
+        "hyphens",
+        'spec.ports[0].targetPort: Invalid value: "Web--": must not begin or end with a '
+        "hyphen"]
