@@ -20,6 +20,7 @@ AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
 FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
 FAMILIES = ("IPv4", "IPv6")
+CLIENT_IP_SECONDS = 10800  # DefaultClientIPServiceAffinitySeconds: 3 hours
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
@@ -44,6 +45,11 @@ def default_service(svc: Resource) -> None:
     spec.setdefault("sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": CLIENT_IP_SECONDS}}
     for port in spec.get("ports") or []:
         if not isinstance(port, dict):
             continue

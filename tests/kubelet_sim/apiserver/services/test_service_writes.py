@@ -172,3 +172,8 @@ def test_a_named_target_port_must_be_an_iana_service_name(api: APIServer) -> Non
         "hyphens",
         'spec.ports[0].targetPort: Invalid value: "Web--": must not begin or end with a '
         "hyphen"]
+
+
+def test_client_ip_affinity_defaults_its_timeout_to_three_hours(api: APIServer) -> None:
+    sticky = api.create(service("sticky", sessionAffinity="ClientIP"))
+    assert sticky.spec["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}}
