@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim.apiserver.services.ranges import (
+    DEFAULT_NODE_PORTS,
+    DEFAULT_SERVICE_CIDR,
+    service_range_problem,
+)
 from kubelet_sim.conformance import cli as conformance
 from kubelet_sim.demo import SCENARIOS, DemoOptions, main_demo
 
@@ -64,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--api-conflicts", action="append", default=[], metavar="KIND=COUNT",
                     help="the next COUNT updates of KIND fail 409 Conflict (repeatable); "
                     "more at run time: kubectl create --raw /debug/kubelet-sim/faults -f F")
+    up.add_argument("--service-cluster-ip-range", default=DEFAULT_SERVICE_CIDR, metavar="CIDR",
+                    help="the Services' cluster IPs come from here; the first one is the "
+                    f"kubernetes Service's (default {DEFAULT_SERVICE_CIDR})")
+    up.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
+                    metavar="FIRST-LAST", help="the NodePort and LoadBalancer Services' node "
+                    f"ports come from here (default {DEFAULT_NODE_PORTS})")
     _common(up)
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
@@ -166,7 +177,7 @@ def up_refusal(args: argparse.Namespace) -> str:
             return (f"--metrics-address {args.metrics_address} is not a loopback address: "
                     "metrics are served without authentication; add --metrics-bind-any "
                     "to serve them there anyway")
-    return ""
+    return service_range_problem(args.service_cluster_ip_range, args.service_node_port_range)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 node_monitor_grace_period=args.node_monitor_grace_period,
                 metrics_address=args.metrics_address, api_faults=api_faults(args),
                 cluster={**cluster_options(args),
+                         "service_cluster_ip_range": args.service_cluster_ip_range,
+                         "service_node_port_range": args.service_node_port_range,
                          **({"sidecars": False} if args.no_sidecars else {}),
                          **({"snapshot_controller": False}
                             if args.no_snapshot_controller else {})})))

@@ -30,6 +30,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.control_plane import cluster_controllers
 from kubelet_sim.controllers.base import ControllerManager
@@ -107,6 +108,9 @@ class ClusterConfig:
     # The driver processes end with the simulator's process, even on kill -9 (`up`
     # without a state dir: nothing could take them back).
     plugins_die_with_simulator: bool = False
+    # kube-apiserver's --service-cluster-ip-range and --service-node-port-range
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    service_node_port_range: str = DEFAULT_NODE_PORTS
 
 
 class Cluster:
@@ -117,7 +121,9 @@ class Cluster:
         self.trace = trace or Trace()
         self._database = (ObjectDatabase(self.config.api_database)
                           if self.config.api_database is not None else None)
-        self.api = APIServer(database=self._database)
+        self.api = APIServer(database=self._database,
+                             service_cluster_ip_range=self.config.service_cluster_ip_range,
+                             service_node_port_range=self.config.service_node_port_range)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
         # (`up`) installs the state directory's

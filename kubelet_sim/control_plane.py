@@ -1,6 +1,6 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
 (scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
-accounts (a ``default`` one per namespace), attach/detach,
+accounts (a ``default`` one per namespace), endpointslice and endpoints, attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner with its capacity controller,
 -attacher, -snapshotter, -resizer).
@@ -19,6 +19,8 @@ from kubelet_sim.controllers.attach_detach import AttachDetachController
 from kubelet_sim.controllers.base import Controller, ControllerManager
 from kubelet_sim.controllers.binder import VolumeBinder
 from kubelet_sim.controllers.disruption import DisruptionController
+from kubelet_sim.controllers.endpoints import EndpointsController
+from kubelet_sim.controllers.endpointslice import EndpointSliceController
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
@@ -75,6 +77,8 @@ def cluster_controllers(
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
         ServiceAccountController(api, **common),
+        EndpointSliceController(api, **common),  # Services' endpoints (issue 24)
+        EndpointsController(api, **common),
         *sidecar(ExternalProvisioner(api, csi, driver, **common)),
         *sidecar(StorageCapacityController(api, csi, driver, **common)),
         AttachDetachController(api, **common),

@@ -25,6 +25,10 @@ from typing import Any
 from kubelet_sim.apiserver.http import start_api_server
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.services.kubernetes_service import (
+    ensure_kubernetes_service,
+    keep_kubernetes_service,
+)
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.state_dir_lock import StateDirInUse, StateDirLock
 
@@ -128,6 +132,7 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
     handle = None
     metrics_server = None
     loops: asyncio.Task[None] | None = None
+    keeper: asyncio.Task[None] | None = None
     stop_loops = asyncio.Event()
     try:
         await cluster.start()
@@ -147,6 +152,9 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
         handle = start_api_server(cluster.api, state_dir, kubeconfig=options.kubeconfig,
                                   on_request=metrics.request if metrics else None,
                                   listener=listener)
+        ensure_kubernetes_service(cluster.api, "127.0.0.1", handle.port)
+        keeper = asyncio.create_task(keep_kubernetes_service(
+            cluster.api, "127.0.0.1", handle.port, stop_loops))
         if not own_dir:
             port_file = state_dir / "apiserver" / "port"
             port_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -179,6 +187,8 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
             print("shutting down: volumes still attached; stopping anyway", file=sys.stderr)
     finally:
         stop_loops.set()
+        if keeper is not None:
+            await keeper
         if loops is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await loops

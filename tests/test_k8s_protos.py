@@ -32,6 +32,7 @@ UPSTREAM_V0_35_7_DESCRIPTOR_SHA256 = {
     "autoscaling_v1_pb2": "87c79ad67d657768ed8ccc7bf513b4fbb490e04fdbd163ea3fe5a9cb3c4b41b3",
     # k8s.io/apiextensions-apiserver's pkg/apis/apiextensions/v1 at the same tag
     "apiextensions_v1_pb2": "acfb13a114ecd2509add50e09bc9a86696cdae69d48fd66664aff68702e57a77",
+    "rbac_v1_pb2": "ef5055759fb1448b7181defa67d9682e2dbe3b4a3103a08c2d7b3996856aeb07",
 }
 
 

@@ -92,6 +92,22 @@ KINDS: dict[str, KindInfo] = {
                                  "eventTime", "series", "action", "related",
                                  "reportingComponent", "reportingInstance"}),
         ),
+        # configuration, services and RBAC (issue 24)
+        KindInfo("ConfigMap", "v1", True, False, has_spec=False,
+                 top_level=frozenset({"data", "binaryData", "immutable"})),
+        KindInfo("Service", "v1", True, True, {"loadBalancer": {}}),
+        KindInfo("Endpoints", "v1", True, False, has_spec=False,
+                 top_level=frozenset({"subsets"})),
+        KindInfo("EndpointSlice", "discovery.k8s.io/v1", True, False, has_spec=False,
+                 top_level=frozenset({"addressType", "endpoints", "ports"})),
+        KindInfo("Role", "rbac.authorization.k8s.io/v1", True, False, has_spec=False,
+                 top_level=frozenset({"rules"})),
+        KindInfo("ClusterRole", "rbac.authorization.k8s.io/v1", False, False, has_spec=False,
+                 top_level=frozenset({"rules", "aggregationRule"})),
+        KindInfo("RoleBinding", "rbac.authorization.k8s.io/v1", True, False, has_spec=False,
+                 top_level=frozenset({"subjects", "roleRef"})),
+        KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", False, False,
+                 has_spec=False, top_level=frozenset({"subjects", "roleRef"})),
     )
 }
 

@@ -10,7 +10,10 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
+from kubelet_sim.apiserver import rbac
 from kubelet_sim.apiserver.secret_rules import prepare_secret
+from kubelet_sim.apiserver.services import endpoint_rules
+from kubelet_sim.apiserver.services import rules as service_rules
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -159,4 +162,10 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "CSIStorageCapacity": _csi_storage_capacity,
     "NetworkPolicy": _network_policy,
     "Secret": prepare_secret,
+    # services and RBAC (issue 24)
+    "Service": service_rules.default_service,
+    "Endpoints": endpoint_rules.default_endpoints,
+    "EndpointSlice": endpoint_rules.default_endpoint_slice,
+    "RoleBinding": rbac.default_binding,
+    "ClusterRoleBinding": rbac.default_binding,
 }

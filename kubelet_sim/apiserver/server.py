@@ -38,12 +38,13 @@ while the kept history reaches back to it (then 410 with a token to go on at the
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import json
 import random
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -85,6 +86,8 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
+from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
+from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
 from kubelet_sim.apiserver.token_request import Signer
 from kubelet_sim.apiserver.token_request import issue as issue_token
@@ -138,6 +141,8 @@ class APIServer:
         storage_object_in_use_protection: bool = False,
         database: ObjectDatabase | None = None,
         event_ttl_seconds: float = EVENT_TTL_SECONDS,
+        service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
+        service_node_port_range: str = DEFAULT_NODE_PORTS,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
@@ -153,6 +158,9 @@ class APIServer:
         # the kinds CustomResourceDefinitions add, kept up to date by every commit of one
         self.custom = CustomResources()
         self._store.feed(CRD_KIND, self.custom.on_definition)
+        # the Services' cluster IPs and node ports, taken again from the stored Services
+        self.services = ServiceAllocations(service_cluster_ip_range, service_node_port_range)
+        self.services.rebuild(self._store.sorted("Service"))
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
@@ -299,8 +307,17 @@ class APIServer:
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
-        self._store.commit(ADDED, obj, None)
+        allocation = self.services.allocate_create(obj) if obj.kind == "Service" else None
+        with _reverted_on_error(allocation):
+            self._store.commit(ADDED, obj, None)
         return obj.copy()
+
+    @locked
+    def preview_allocation(self, obj: Resource) -> None:
+        """A dry-run create of a Service is shown with the cluster IP and node ports it
+        would be given (or refused as it would be); nothing is kept."""
+        if obj.kind == "Service":
+            self.services.allocate_create(obj).revert()
 
     @locked
     def update(self, obj: Resource | JSON, verb: str = "update") -> Resource:
@@ -540,6 +557,8 @@ class APIServer:
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
             admit_update(updated)
+            if updated.kind == "Service":
+                self.services.keep_allocated(current, updated)
         apply_defaults(updated)
         updated = self.custom.prepare(updated, self.clock.now())
         validate(updated)
@@ -547,7 +566,16 @@ class APIServer:
             validate_update(current, updated, self._stored_storage_class)
         if updated.desired_state() != current.desired_state():
             updated.metadata.generation = current.metadata.generation + 1
+        allocation = (self.services.allocate_update(current, updated)
+                      if updated.kind == "Service" and not status_only else None)
+        with _reverted_on_error(allocation):
+            return self._commit_update(current, updated, allocation)
+
+    def _commit_update(self, current: Resource, updated: Resource,
+                       allocation: Allocation | None) -> Resource:
         if updated.to_dict() == current.to_dict():
+            if allocation is not None:
+                allocation.revert()
             return current.copy()  # a no-op update writes nothing
         gone = (
             updated.is_terminating
@@ -557,8 +585,12 @@ class APIServer:
         )
         if gone:
             # The API server deletes instead of writing the emptied finalizer list.
+            if allocation is not None:
+                allocation.commit()
             return self._remove(updated)
         self._store.commit(MODIFIED, updated, current)
+        if allocation is not None:
+            allocation.commit()  # what the Service no longer holds goes back
         if updated.kind == "Namespace" and updated.is_terminating:
             self._finish_namespace(updated.name)
         return updated.copy()
@@ -570,6 +602,8 @@ class APIServer:
     def _remove(self, current: Resource) -> Resource:
         final = current.copy()
         self._store.commit(DELETED, final, current)
+        if current.kind == "Service":
+            self.services.release(current)
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
         return final.copy()
@@ -595,3 +629,14 @@ class APIServer:
             return
         if not self._store.names_in_namespace(namespace):
             self._store.commit(DELETED, ns.copy(), ns)
+
+
+@contextlib.contextmanager
+def _reverted_on_error(allocation: Allocation | None) -> Iterator[None]:
+    """A Service write that fails after taking cluster IPs or node ports gives them back."""
+    try:
+        yield
+    except BaseException:
+        if allocation is not None:
+            allocation.revert()
+        raise

@@ -20,6 +20,8 @@ simulator's controllers run into.
 * VolumeSnapshot / VolumeSnapshotContent: ``spec.source`` is immutable.
 * Secret: ``type`` is immutable, and so are ``data`` and ``immutable`` once it is true
   (:mod:`kubelet_sim.apiserver.secret_rules`).
+* ConfigMap (once ``immutable``), Service (its cluster IP), EndpointSlice (its address
+  type), RoleBinding / ClusterRoleBinding (``roleRef``): see their modules.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.apiserver import configmaps, rbac
 from kubelet_sim.apiserver.secret_rules import validate_secret_update
+from kubelet_sim.apiserver.services import endpoint_rules
+from kubelet_sim.apiserver.services import rules as service_rules
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -172,4 +177,11 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
     "Secret": lambda old, new, _sc: validate_secret_update(old, new),
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": lambda old, new, _sc: configmaps.validate_config_map_update(old, new),
+    "Service": lambda old, new, _sc: service_rules.validate_service_update(old, new),
+    "EndpointSlice": lambda old, new, _sc: endpoint_rules.validate_endpoint_slice_update(
+        old, new),
+    "RoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
+    "ClusterRoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
 }

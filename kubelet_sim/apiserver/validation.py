@@ -24,7 +24,9 @@ from kubelet_sim.api.label_rules import (
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
-from kubelet_sim.apiserver import secret_rules
+from kubelet_sim.apiserver import configmaps, rbac, secret_rules
+from kubelet_sim.apiserver.services import endpoint_rules
+from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
 
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
@@ -507,4 +509,11 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "Event": _event,
     "Secret": secret_rules.validate_secret,
     "ServiceAccount": secret_rules.validate_service_account,
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": configmaps.validate_config_map,
+    "Service": service_rules.validate_service,
+    "Endpoints": endpoint_rules.validate_endpoints,
+    "EndpointSlice": endpoint_rules.validate_endpoint_slice,
+    **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+                    rbac.validate_rbac),
 }

@@ -23,7 +23,12 @@ from kubelet_sim.apiserver.crd.definition import CustomKind, CustomVersion
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.http import events
 from kubelet_sim.apiserver.http import field_validation as fields
-from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, lookup
+from kubelet_sim.apiserver.http.resources import (
+    DEPRECATED,
+    ApiResource,
+    group_versions,
+    lookup,
+)
 from kubelet_sim.apiserver.http.status import fail
 from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.patch.json_patch import apply_json_patch, decode_operations
@@ -77,7 +82,9 @@ def resolve(custom: CustomResources, group: str, version: str,
 def deprecation_warning(r: ApiResource) -> str | None:
     """The Warning every request of a deprecated version is answered with."""
     parts = custom_parts(r)
-    if parts is None or not parts[1].deprecated:
+    if parts is None:
+        return DEPRECATED.get((r.group_version, r.kind))
+    if not parts[1].deprecated:
         return None
     return parts[1].deprecation_warning or f"{r.group_version} {r.kind} is deprecated"
 

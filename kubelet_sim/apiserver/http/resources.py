@@ -31,6 +31,21 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "Secret": ("secrets", (), ()),
     "ServiceAccount": ("serviceaccounts", ("sa",), ()),
     "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
+    # configuration, services and RBAC (issue 24)
+    "ConfigMap": ("configmaps", ("cm",), ()),
+    "Service": ("services", ("svc",), ("all",)),
+    "Endpoints": ("endpoints", ("ep",), ()),
+    "EndpointSlice": ("endpointslices", (), ()),
+    "Role": ("roles", (), ()),
+    "ClusterRole": ("clusterroles", (), ()),
+    "RoleBinding": ("rolebindings", (), ()),
+    "ClusterRoleBinding": ("clusterrolebindings", (), ()),
+}
+
+# built-in kinds kube-apiserver answers every request of with a deprecation Warning
+DEPRECATED: dict[tuple[str, str], str] = {
+    ("v1", "Endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+                         "EndpointSlice",
 }
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")

@@ -331,6 +331,7 @@ class Rest:
             apply_defaults(obj)
             obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
+            self.api.preview_allocation(obj)
             return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
         return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
                        warnings)

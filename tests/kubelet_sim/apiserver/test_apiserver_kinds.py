@@ -91,7 +91,36 @@ def every_kind() -> list[Resource]:
         b.secret("creds", "default", {"token": "s3cret"}),
         Resource.from_dict({"apiVersion": "v1", "kind": "ServiceAccount",
                             "metadata": {"name": "robot", "namespace": "default"}}),
+        *config_service_and_rbac_kinds(),
     ]
+
+
+def config_service_and_rbac_kinds() -> list[Resource]:
+    """The kinds of issue 24's configuration, services and RBAC part."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    rule = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+    return [Resource.from_dict(raw) for raw in (
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+         "data": {"mode": "fast"}, "binaryData": {"blob": "aGk="}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}},
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+         "subsets": [{"addresses": [{"ip": "10.244.1.5"}], "ports": [{"port": 8080}]}]},
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"}},
+         "addressType": "IPv4", "endpoints": [{"addresses": ["10.244.1.5"],
+                                               "conditions": {"ready": True}}],
+         "ports": [{"name": "", "port": 8080, "protocol": "TCP"}]},
+        {"apiVersion": rbac, "kind": "Role", "metadata": {"name": "reader"}, "rules": [rule]},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "reader"},
+         "rules": [rule]},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "reader"},
+         "roleRef": {"kind": "Role", "name": "reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": "default"}]},
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
+         "roleRef": {"kind": "ClusterRole", "name": "reader"},
+         "subjects": [{"kind": "User", "name": "jane"}]},
+    )]
 
 
 def test_builders_cover_every_kind() -> None:

@@ -137,7 +137,7 @@ def test_bad_quantity_is_reported_on_its_field() -> None:
 
 
 def test_unknown_kind_is_reported() -> None:
-    err = _error("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
+    err = _error("apiVersion: v1\nkind: ComponentStatus\nmetadata: {name: s}\n")
     assert err.field == "kind" and "unsupported kind" in err.detail
 
 

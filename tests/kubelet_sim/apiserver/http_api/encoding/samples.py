@@ -160,7 +160,49 @@ def simulator_objects() -> list[dict[str, Any]]:
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
-    return out + _requests()
+    return out + _requests() + _config_services_and_rbac(api)
+
+
+def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
+    """ConfigMaps, Services (allocated), endpoints and RBAC objects as the API server stores
+    them (issue 24)."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    rule = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}
+    made = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+         "data": {"mode": "fast"}, "binaryData": {"blob": "aGk="}, "immutable": True},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+         "spec": {"type": "NodePort", "selector": {"app": "web"},
+                  "ports": [{"name": "http", "port": 80, "targetPort": "http"},
+                            {"name": "metrics", "port": 9090, "protocol": "UDP"}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
+         "spec": {"clusterIP": "None", "selector": {"app": "db"}}},
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+         "subsets": [{"addresses": [{"ip": "10.244.1.5", "nodeName": "node-1",
+                                     "targetRef": {"kind": "Pod", "name": "web-1",
+                                                   "namespace": "default"}}],
+                      "notReadyAddresses": [{"ip": "10.244.1.6"}],
+                      "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]},
+        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"}},
+         "addressType": "IPv4",
+         "endpoints": [{"addresses": ["10.244.1.5"], "nodeName": "node-1", "zone": "a",
+                        "conditions": {"ready": True, "serving": True, "terminating": False},
+                        "targetRef": {"kind": "Pod", "name": "web-1",
+                                      "namespace": "default"}}],
+         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]},
+        {"apiVersion": rbac, "kind": "Role", "metadata": {"name": "reader"}, "rules": [rule]},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "reader"},
+         "rules": [rule, {"nonResourceURLs": ["/healthz"], "verbs": ["get"]}],
+         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]}},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "reader"},
+         "roleRef": {"kind": "Role", "name": "reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]},
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
+         "roleRef": {"kind": "ClusterRole", "name": "reader"},
+         "subjects": [{"kind": "User", "name": "jane"}, {"kind": "Group", "name": "devs"}]},
+    ]
+    return [api.create(raw).to_dict() for raw in made]
 
 
 def _requests() -> list[dict[str, Any]]:
