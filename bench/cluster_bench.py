@@ -32,6 +32,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
 from kubelet_sim.kubelet.sync_triggers import PERIODIC
+from kubelet_sim.utils.trace import TraceEvent
 
 # What each sidecar asks its driver once, on first use (a real one at its start-up): not
 # calls of any pod's lifecycle.
@@ -133,6 +134,7 @@ class OpenLoop:
     latencies: list[float]
     starts: Counter[str]
     load: float  # the load average as it began
+    slowest: str = ""  # where the slowest pod's time went
 
     @property
     def periodic(self) -> int:
@@ -159,13 +161,26 @@ async def open_loop(cluster: Cluster, rate: float, seconds: float, ns: str = "op
     cluster.api.create(builders.namespace(ns))
     created: dict[str, float] = {}
     started: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    sandbox: dict[str, list[float]] = {}  # the pod's CNI ADDs: first start, last end
     watch = cluster.api.watch("Pod", ns)
 
     async def observe() -> None:
         async for event in watch:
             name = event.object.name
+            if event.object.spec.get("nodeName") and name not in bound:
+                bound[name] = time.monotonic()
             if event.object.status.get("phase") == "Running" and name not in started:
                 started[name] = time.monotonic()
+
+    def cni(event: TraceEvent) -> None:  # told as each call ends, from the exec's thread
+        namespace, _, name = str(event.request.get("pod", "")).partition("/")
+        if namespace == ns and event.call.startswith("cni ADD"):
+            end = time.monotonic()
+            span = sandbox.setdefault(name, [end - event.duration_ms / 1000, end])
+            span[0], span[1] = min(span[0], end - event.duration_ms / 1000), max(span[1], end)
+
+    cluster.trace.listeners.append(cni)
 
     observer = asyncio.create_task(observe())
     total = int(rate * seconds)
@@ -177,12 +192,20 @@ async def open_loop(cluster: Cluster, rate: float, seconds: float, ns: str = "op
     await wait_until(lambda: len(started) == total, 60 + total)
     watch.stop()
     observer.cancel()
+    cluster.trace.listeners.remove(cni)
+    name = max(created, key=lambda n: started[n] - created[n])
+    marks: list[tuple[str, float | None]] = [("bound", bound.get(name))]
+    if name in sandbox:
+        marks += [("CNI ADD from", sandbox[name][0]), ("to", sandbox[name][1])]
+    marks.append(("Running", started[name]))
+    slowest = f"{name}: " + ", ".join(f"{k} +{v - created[name]:.3f} s"
+                                       for k, v in marks if v is not None)
     starts = pod_starts(cluster)
     starts.subtract(before)
     for i in range(total):
         cluster.api.delete("Pod", f"p{i}", ns)
     await wait_until(lambda: not pods(cluster, ns), 60 + total)
-    return OpenLoop(sorted(started[n] - created[n] for n in created), +starts, load)
+    return OpenLoop(sorted(started[n] - created[n] for n in created), +starts, load, slowest)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -196,7 +219,8 @@ def print_open_loops(runs: list[OpenLoop], rate: float) -> None:
         print(f"open loop {n}: {len(r.latencies)} pods at {rate:g}/s, creation → Running "
               f"p50 {p50:.3f} s, p90 {p90:.3f} s, p99 {p99:.3f} s, max {r.latencies[-1]:.3f} s"
               f" (stdev {stdev:.3f} s); started by a periodic pass {r.periodic} of "
-              f"{sum(r.starts.values())}; load average {r.load:.1f}")
+              f"{sum(r.starts.values())}; load average {r.load:.1f}; slowest "
+              f"{r.slowest} after its creation")
     worst_p99 = max(r.quantile(0.99) for r in runs)
     worst_max = max(r.latencies[-1] for r in runs)
     print(f"open loop, worst of {len(runs)}: p99 {worst_p99:.3f} s (target ≤ "
