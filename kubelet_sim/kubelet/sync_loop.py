@@ -13,7 +13,8 @@ from kubelet_sim.apiserver.watch import Watch
 from kubelet_sim.kubelet.node_lease import keep_lease
 from kubelet_sim.kubelet.pod_workers import PodWorkers
 from kubelet_sim.kubelet.runtime_status import keep_runtime_status
-from kubelet_sim.kubelet.sync_triggers import EVENT, FOLLOW_UP
+from kubelet_sim.kubelet.sync_triggers import EVENT, FOLLOW_UP, VOLUME
+from kubelet_sim.kubelet.volume_news import VolumeNews
 from kubelet_sim.utils.wakeup import wait_any
 
 if TYPE_CHECKING:
@@ -26,8 +27,9 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
                    resync: float) -> None:
     """The kubelet's loops: a pass when one of its pods changes (a watch on the pods
     bound to this node, as the kubelet's pod config source) or a pod worker
-    finishes having changed something, over those pods and the ones still waiting (a
-    volume not attached yet, a sandbox backing off), at least every ``period`` seconds;
+    finishes having changed something or what a waiting pod's volumes wait for moves
+    (volume_news.py), over those pods and the ones still waiting (a volume not
+    attached yet, a sandbox backing off), at least every ``period`` seconds;
     every ``resync`` seconds a pass over all of them (both on the kubelet's clock).
     Pods are synced by :class:`PodWorkers`, up to ``kubelet.parallel_pods`` at once;
     news for a pod whose worker is busy is handed back when it is done. Each pod's
@@ -57,6 +59,7 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
     runtime = asyncio.create_task(keep_runtime_status(kubelet, stop, dirty.set),
                                   name=f"runtime-status-{kubelet.node_name}")
     workers = PodWorkers(kubelet.parallel_pods, on_done=done)
+    volumes = VolumeNews(kubelet.cache, kubelet.node_name, dirty)
     watch = kubelet.api.watch("Pod", field_selector=f"spec.nodeName={kubelet.node_name}")
     events = asyncio.create_task(_follow(watch, touched))
     full_at = clock.monotonic()  # the first pass looks at every pod
@@ -65,6 +68,9 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
             dirty.clear()
             for event in watch.drain():  # news already delivered is this pass's news
                 touched(event.object.metadata.uid)
+            if volumes.take():  # what the waiting pods' volumes wait for moved
+                for uid in kubelet.waiting:
+                    news.setdefault(uid, VOLUME)
             only = None
             if clock.monotonic() < full_at:
                 only = {*news, *kubelet.waiting, *kubelet.backing_off}
@@ -78,6 +84,7 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
             await wait_any(stop, dirty, clock.sleep(period))
     finally:
         watch.stop()
+        await volumes.close()
         for task in (heartbeat, runtime, events):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -7,7 +7,8 @@ The wake-ups these pin down: a pass (or a pod's sync) waited for the runtime's s
 check (CNI STATUS) whenever it was due — queued behind the node's sandbox execs, that
 held every pod of the node up; several syncs that found it due each started an exec of
 their own; news for a pod whose worker was busy must come back when the worker is done;
-a pod that waits is retried on the period, not by a sync loop spinning on itself."""
+a pod that waits is retried on the period, not by a sync loop spinning on itself, and
+at once when what its volumes wait for (an attachment to the node) moves."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.kubelet.kubelet import Kubelet
 from kubelet_sim.kubelet.node_lease import ensure_lease_namespace
-from kubelet_sim.kubelet.sync_triggers import EVENT, RETRY
+from kubelet_sim.kubelet.sync_triggers import EVENT, RETRY, VOLUME
 from kubelet_sim.runtime.containerd import ContainerRuntime, NetworkCondition
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.trace import Trace
@@ -206,3 +207,26 @@ async def test_a_waiting_pod_is_retried_on_the_period_not_by_a_loop_spinning_on_
     await until(lambda: len(syncs) == 3)
     await settle_loop()
     assert syncs[2] == RETRY and len(syncs) == 3
+
+
+async def test_a_waiting_pod_is_synced_again_at_once_when_an_attachment_to_its_node_moves(
+        running: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    kubelet = running.kubelet
+    syncs: list[str] = []
+    start = kubelet._start_pod
+
+    async def counted(pod: Any, why: str = "") -> bool:
+        syncs.append(why)
+        return await start(pod, why)
+
+    monkeypatch.setattr(kubelet, "_start_pod", counted)
+    claim = builders.pvc_volume("data", "missing")
+    running.api.create(builders.pod("web", node_name=NODE, volumes=[claim]))
+    await until(lambda: len(syncs) == 2)
+    running.api.create(builders.volume_attachment("va-elsewhere", "csi.example", "node-2",
+                                                  "pv-2"))
+    await settle_loop()
+    assert len(syncs) == 2  # another node's attachment is not this pod's news
+    running.api.create(builders.volume_attachment("va-here", "csi.example", NODE, "pv-1"))
+    await until(lambda: len(syncs) == 3)
+    assert syncs[2] == VOLUME and running.clock.monotonic() == 0.0
