@@ -62,6 +62,7 @@ class Row:
     cni_per_pod: float
     csi_per_pod: float
     rss_growth_mib: float = 0.0  # the simulator's resident memory with the pods Running
+    periodic_starts: int = 0  # pods a periodic pass of a kubelet started
 
     @property
     def create_rate(self) -> float:
@@ -95,6 +96,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     cluster.api.create(builders.namespace(ns))
     mark = len(cluster.trace.events)
     rss_before = rss_mib()
+    starts_before = pod_starts(cluster)
     start = time.monotonic()
     for i in range(count):
         volumes = []
@@ -106,6 +108,8 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     await wait_until(lambda: running(cluster, ns) == count, 60 + count * 2.0)
     created = time.monotonic() - start
     rss_growth = rss_mib() - rss_before
+    starts = pod_starts(cluster)
+    starts.subtract(starts_before)
     start = time.monotonic()
     for i in range(count):
         cluster.api.delete("Pod", f"p{i}", ns)
@@ -123,7 +127,8 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     calls = [e.call for e in cluster.trace.events[mark:]]
     cni = sum(c.startswith("cni ADD") or c.startswith("cni DEL") for c in calls)
     csi = sum(c.startswith("csi.") and c not in START_UP_CALLS for c in calls)
-    return Row(case, count, created, deleted, cni / count, csi / count, rss_growth)
+    return Row(case, count, created, deleted, cni / count, csi / count, rss_growth,
+               sum(n for why, n in starts.items() if why in PERIODIC))
 
 
 @dataclass
@@ -261,6 +266,8 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float,
                   f"{per_pod:>7.3f} {per_pod / base:>7.2f} {r.cni_per_pod:>7.1f} "
                   f"{r.csi_per_pod:>7.1f}  ≥{target:g}/s: x{r.create_rate / target:.2f} "
                   f"create, x{r.delete_rate / target:.2f} delete")
+        print("bursts, pods started by a periodic pass: " + ", ".join(
+            f"{r.case} {r.pods}: {r.periodic_starts}" for r in rows))
         if runs:
             print_open_loops(runs, rate)
         biggest = max((r for r in rows if r.case == "pods"), key=lambda r: r.pods)

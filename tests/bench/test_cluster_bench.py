@@ -26,6 +26,7 @@ def test_a_small_run_counts_exactly_the_kubernetes_calls_per_pod(
         assert cni_per_pod == 4.0
         assert csi_per_pod == (11.0 if case == "pvc-pods" else 0.0)
         assert float(cells[2]) > 0 and float(cells[3]) > 0  # created/s, deleted/s
+    assert "bursts, pods started by a periodic pass: pods 4: 0, pods 8: 0, pvc-pods 3: " in out
     runs = [line for line in out.splitlines() if line.startswith("open loop ")]
     assert [line.split(":")[0] for line in runs] == ["open loop 1", "open loop 2",
                                                       "open loop 3"]
