@@ -4,14 +4,16 @@ the emulated dataplane), measured through the API.
 
 Rows: pods only at each size (created and Running, then deleted: pods/s each way, and
 seconds per pod against the smallest size), pods with one PVC each (WaitForFirstConsumer,
-our driver), and an open-loop run (pods arriving at a fixed rate: creation → Running
-p50/p90/p99, the kubelet's pod start SLI). Also: resident memory of the simulator and of
+our driver), and after them three open-loop runs (pods arriving at a fixed rate: creation
+→ Running p50/p90/p99/max, the kubelet's pod start SLI, and how many pods a periodic
+pass of the kubelet started rather than their own watch event, as the kubelets count
+them); the figure is the worst of the three. Also: resident memory of the simulator and of
 the plugin processes, and the CNI execs and CSI calls per pod (the Kubernetes sequence:
 2 ADD + 2 DEL per pod; with a PVC 11: CreateVolume, ControllerPublish, NodeStage,
 NodePublish, NodeUnpublish, NodeUnstage, ControllerUnpublish, DeleteVolume and the
 kubelet's three NodeGetCapabilities; the capabilities each sidecar asks once are not
 counted). Targets are
-issue 13's; ratios > 1 meet them.
+issue 13's (rates) and issue 26's (open-loop tail); ratios > 1 meet them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import os
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +31,8 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.cluster import DRIVER_NAME, Cluster, ClusterConfig, default_nodes
+from kubelet_sim.kubelet.sync_triggers import PERIODIC
+from kubelet_sim.utils.trace import TraceEvent
 
 # What each sidecar asks its driver once, on first use (a real one at its start-up): not
 # calls of any pod's lifecycle.
@@ -35,7 +40,8 @@ START_UP_CALLS = frozenset({"csi.Identity/GetPluginInfo", "csi.Identity/GetPlugi
                             "csi.Identity/Probe", "csi.Controller/ControllerGetCapabilities"})
 TARGET_PODS_PER_S = 25.0
 TARGET_PVC_PODS_PER_S = 10.0
-TARGET_P99_S = 1.0
+TARGET_P99_S = 0.2
+TARGET_MAX_S = 0.5
 
 
 def rss_mib(pid: int | str = "self", field: str = "VmRSS") -> float:
@@ -56,6 +62,7 @@ class Row:
     cni_per_pod: float
     csi_per_pod: float
     rss_growth_mib: float = 0.0  # the simulator's resident memory with the pods Running
+    periodic_starts: int = 0  # pods a periodic pass of a kubelet started
 
     @property
     def create_rate(self) -> float:
@@ -89,6 +96,7 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     cluster.api.create(builders.namespace(ns))
     mark = len(cluster.trace.events)
     rss_before = rss_mib()
+    starts_before = pod_starts(cluster)
     start = time.monotonic()
     for i in range(count):
         volumes = []
@@ -100,6 +108,8 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     await wait_until(lambda: running(cluster, ns) == count, 60 + count * 2.0)
     created = time.monotonic() - start
     rss_growth = rss_mib() - rss_before
+    starts = pod_starts(cluster)
+    starts.subtract(starts_before)
     start = time.monotonic()
     for i in range(count):
         cluster.api.delete("Pod", f"p{i}", ns)
@@ -117,22 +127,65 @@ async def burst(cluster: Cluster, case: str, count: int, with_claims: bool) -> R
     calls = [e.call for e in cluster.trace.events[mark:]]
     cni = sum(c.startswith("cni ADD") or c.startswith("cni DEL") for c in calls)
     csi = sum(c.startswith("csi.") and c not in START_UP_CALLS for c in calls)
-    return Row(case, count, created, deleted, cni / count, csi / count, rss_growth)
+    return Row(case, count, created, deleted, cni / count, csi / count, rss_growth,
+               sum(n for why, n in starts.items() if why in PERIODIC))
 
 
-async def open_loop(cluster: Cluster, rate: float, seconds: float) -> list[float]:
-    """Creation → Running of pods created at ``rate`` per second for ``seconds``."""
-    ns = "open-loop"
+@dataclass
+class OpenLoop:
+    """One open-loop run: creation → Running of each pod (sorted), and the pods the
+    kubelets set Running, by what triggered the sync that did it (sync_triggers)."""
+
+    latencies: list[float]
+    starts: Counter[str]
+    load: float  # the load average as it began
+    slowest: str = ""  # where the slowest pod's time went
+
+    @property
+    def periodic(self) -> int:
+        """Pods started by a periodic pass (the resync, a waiting pod's retry)."""
+        return sum(n for why, n in self.starts.items() if why in PERIODIC)
+
+    def quantile(self, q: float) -> float:
+        return percentile(self.latencies, q)
+
+
+def pod_starts(cluster: Cluster) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for kubelet in cluster.kubelets.values():
+        total.update(kubelet.pod_starts)
+    return total
+
+
+async def open_loop(cluster: Cluster, rate: float, seconds: float, ns: str = "open-loop"
+                    ) -> OpenLoop:
+    """Pods created at ``rate`` per second for ``seconds`` (nothing else starts pods
+    meanwhile: the kubelets' counts are this run's)."""
+    load = os.getloadavg()[0]
+    before = pod_starts(cluster)
     cluster.api.create(builders.namespace(ns))
     created: dict[str, float] = {}
     started: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    sandbox: dict[str, list[float]] = {}  # the pod's CNI ADDs: first start, last end
     watch = cluster.api.watch("Pod", ns)
 
     async def observe() -> None:
         async for event in watch:
             name = event.object.name
+            if event.object.spec.get("nodeName") and name not in bound:
+                bound[name] = time.monotonic()
             if event.object.status.get("phase") == "Running" and name not in started:
                 started[name] = time.monotonic()
+
+    def cni(event: TraceEvent) -> None:  # told as each call ends, from the exec's thread
+        namespace, _, name = str(event.request.get("pod", "")).partition("/")
+        if namespace == ns and event.call.startswith("cni ADD"):
+            end = time.monotonic()
+            span = sandbox.setdefault(name, [end - event.duration_ms / 1000, end])
+            span[0], span[1] = min(span[0], end - event.duration_ms / 1000), max(span[1], end)
+
+    cluster.trace.listeners.append(cni)
 
     observer = asyncio.create_task(observe())
     total = int(rate * seconds)
@@ -144,17 +197,45 @@ async def open_loop(cluster: Cluster, rate: float, seconds: float) -> list[float
     await wait_until(lambda: len(started) == total, 60 + total)
     watch.stop()
     observer.cancel()
+    cluster.trace.listeners.remove(cni)
+    name = max(created, key=lambda n: started[n] - created[n])
+    marks: list[tuple[str, float | None]] = [("bound", bound.get(name))]
+    if name in sandbox:
+        marks += [("CNI ADD from", sandbox[name][0]), ("to", sandbox[name][1])]
+    marks.append(("Running", started[name]))
+    slowest = f"{name}: " + ", ".join(f"{k} +{v - created[name]:.3f} s"
+                                       for k, v in marks if v is not None)
+    starts = pod_starts(cluster)
+    starts.subtract(before)
     for i in range(total):
         cluster.api.delete("Pod", f"p{i}", ns)
     await wait_until(lambda: not pods(cluster, ns), 60 + total)
-    return sorted(started[n] - created[n] for n in created)
+    return OpenLoop(sorted(started[n] - created[n] for n in created), +starts, load, slowest)
 
 
 def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
-async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> None:
+def print_open_loops(runs: list[OpenLoop], rate: float) -> None:
+    for n, r in enumerate(runs, 1):
+        p50, p90, p99 = (r.quantile(q) for q in (0.5, 0.9, 0.99))
+        stdev = statistics.stdev(r.latencies) if len(r.latencies) > 1 else 0.0
+        print(f"open loop {n}: {len(r.latencies)} pods at {rate:g}/s, creation → Running "
+              f"p50 {p50:.3f} s, p90 {p90:.3f} s, p99 {p99:.3f} s, max {r.latencies[-1]:.3f} s"
+              f" (stdev {stdev:.3f} s); started by a periodic pass {r.periodic} of "
+              f"{sum(r.starts.values())}; load average {r.load:.1f}; slowest "
+              f"{r.slowest} after its creation")
+    worst_p99 = max(r.quantile(0.99) for r in runs)
+    worst_max = max(r.latencies[-1] for r in runs)
+    print(f"open loop, worst of {len(runs)}: p99 {worst_p99:.3f} s (target ≤ "
+          f"{TARGET_P99_S:g} s: x{TARGET_P99_S / worst_p99:.2f}), max {worst_max:.3f} s "
+          f"(target ≤ {TARGET_MAX_S:g} s: x{TARGET_MAX_S / worst_max:.2f}), started by a "
+          f"periodic pass {sum(r.periodic for r in runs)} (target 0)")
+
+
+async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float,
+              open_loops: int = 3) -> None:
     # our driver allows 64 volumes a node by default: 5 nodes hold 320 PVC pods, and
     # the scheduler keeps the rest Pending ("exceed max volume count"), as it should
     limit = max(64, -(-pvc_pods // 5) + 1)
@@ -170,7 +251,8 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
         rows = [await burst(cluster, "pods", n, False) for n in sizes]
         if pvc_pods:
             rows.append(await burst(cluster, "pvc-pods", pvc_pods, True))
-        latencies = await open_loop(cluster, rate, seconds) if rate else []
+        runs = [await open_loop(cluster, rate, seconds, f"open-loop-{n}")
+                for n in range(1, open_loops + 1)] if rate else []
         plugins = {"controller": cluster.controller_plugin, **cluster.node_plugins}
         plugin_rss = {name: rss_mib(p.process.pid) for name, p in plugins.items()
                       if p is not None and p.process is not None}
@@ -184,11 +266,10 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
                   f"{per_pod:>7.3f} {per_pod / base:>7.2f} {r.cni_per_pod:>7.1f} "
                   f"{r.csi_per_pod:>7.1f}  ≥{target:g}/s: x{r.create_rate / target:.2f} "
                   f"create, x{r.delete_rate / target:.2f} delete")
-        if latencies:
-            p50, p90, p99 = (percentile(latencies, q) for q in (0.5, 0.9, 0.99))
-            print(f"open loop: {len(latencies)} pods at {rate:g}/s, creation → Running "
-                  f"p50 {p50:.3f} s, p90 {p90:.3f} s, p99 {p99:.3f} s "
-                  f"(target p99 ≤ {TARGET_P99_S:g} s: x{TARGET_P99_S / p99:.2f})")
+        print("bursts, pods started by a periodic pass: " + ", ".join(
+            f"{r.case} {r.pods}: {r.periodic_starts}" for r in rows))
+        if runs:
+            print_open_loops(runs, rate)
         biggest = max((r for r in rows if r.case == "pods"), key=lambda r: r.pods)
         print(f"resident memory: simulator {rss_mib():.0f} MiB now, peak "
               f"{rss_mib(field='VmHWM'):.0f} MiB, +{biggest.rss_growth_mib:.0f} MiB with "
@@ -198,8 +279,6 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float) -> N
               + f" MiB (the CNI plugins are short-lived execs: `bench cni` measures "
               f"their memory); load average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
               f"({os.cpu_count()} CPUs)")
-        if len(latencies) > 1:
-            print(f"start latency stdev {statistics.stdev(latencies):.3f} s")
     finally:
         stop.set()
         await loops
@@ -212,6 +291,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--pvc-pods", type=int, default=50, help="pods with a PVC each (0: none)")
     p.add_argument("--rate", type=float, default=20.0, help="open-loop pods per second")
     p.add_argument("--seconds", type=float, default=10.0, help="open-loop duration")
+    p.add_argument("--open-loops", type=int, default=3,
+                   help="open-loop runs after the bursts (the figure is the worst)")
     a = p.parse_args(argv)
-    asyncio.run(run(a.pods or [100, 500, 1000], a.pvc_pods, a.rate, a.seconds))
+    asyncio.run(run(a.pods or [100, 500, 1000], a.pvc_pods, a.rate, a.seconds,
+                    a.open_loops))
     return 0

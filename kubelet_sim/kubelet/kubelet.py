@@ -26,7 +26,8 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -62,6 +63,7 @@ from kubelet_sim.kubelet.service_account_tokens import (
     token_attributes,
 )
 from kubelet_sim.kubelet.sync_loop import run_loop
+from kubelet_sim.kubelet.sync_triggers import RESYNC, RETRY, SETTLE
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.runtime.containerd import (
     ContainerRuntime,
@@ -113,6 +115,9 @@ class Kubelet:
         self.lease_duration_seconds = lease_duration_seconds
         # told (creation, now) when a pod's containers run: the pod start SLI
         self.on_pod_started: Callable[[datetime, datetime], None] | None = None
+        # the pods this kubelet set Running, by what triggered the sync that did it
+        # (sync_triggers: their own event, a periodic pass, ...)
+        self.pod_starts: Counter[str] = Counter()
         self.recorder = recorder or EventRecorder(api)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
@@ -150,6 +155,10 @@ class Kubelet:
         self.runtime_status_period = runtime_status_period
         self._status_checked_at: float | None = None
         self._network_condition: NetworkCondition | None = None
+        self._status_asking = asyncio.Lock()  # one CNI STATUS exec at a time
+        # set while the run loop's own task asks every period (runtime_status.py): a
+        # pass or a pod's sync then reads the last answer and never waits for an exec
+        self.runtime_status_in_background = False
         self._host_ip = ""  # the node's InternalIP, as last read from its Node
         self._node_missing_logged_at = -math.inf
 
@@ -190,12 +199,14 @@ class Kubelet:
     # -- the sync loop ---------------------------------------------------------------------
 
     async def sync_once(self, workers: PodWorkers | None = None,
-                        only: set[str] | None = None) -> bool:
+                        only: set[str] | None = None,
+                        triggers: Mapping[str, str] | None = None) -> bool:
         """One pass: registration, node status, every pod bound to this node (or those
         of them whose uid is in ``only``). Without ``workers`` the pods are synced one
         after another and the pass waits for them (settle: the same order every time);
         with them, each pod that needs work gets a worker of its own, and the pass
-        returns at once."""
+        returns at once. ``triggers`` names why a pod is synced (sync_triggers: its own
+        event, ...); a pod it does not name is synced by this periodic pass."""
         changed = False
         before = set(self.watcher.drivers)
         await self.watcher.scan()
@@ -209,12 +220,17 @@ class Kubelet:
                 record.pod = pod
             if only is not None and pod.metadata.uid not in only:
                 continue
+            why = (triggers or {}).get(pod.metadata.uid)
             if workers is not None and workers.busy(pod.metadata.uid):
-                continue  # its worker is still at it; the next pass sees the result
+                if why is not None:  # its news is kept for when the worker is done
+                    workers.sync_again(pod.metadata.uid, why)
+                continue  # its worker is still at it
+            if why is None:
+                why = SETTLE if workers is None else RESYNC if only is None else RETRY
             if pod.is_terminating:
                 sync = functools.partial(self._kill_pod, pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
-                sync = functools.partial(self._start_pod, pod)
+                sync = functools.partial(self._start_pod, pod, why)
             else:
                 changed |= self._restore_ready(pod)
                 if pod.metadata.uid not in self.pods or \
@@ -255,13 +271,29 @@ class Kubelet:
     # -- node status -----------------------------------------------------------------------
 
     async def _runtime_network_status(self) -> NetworkCondition:
-        now = self.clock.monotonic()
-        due = (self._status_checked_at is None
-               or now - self._status_checked_at >= self.runtime_status_period)
-        if due or self._network_condition is None:
-            self._network_condition = await asyncio.to_thread(self.runtime.network_status)
-            self._status_checked_at = now
-        return self._network_condition
+        """The runtime's network status as last asked; asked now when it is due and no
+        task of the run loop asks in the background (settle)."""
+        condition = self._network_condition
+        if condition is not None and (
+                (self.runtime_status_in_background and self.runtime_status_period > 0)
+                or not self._runtime_status_due()):
+            return condition
+        return await self.check_runtime_status()
+
+    def _runtime_status_due(self) -> bool:
+        return (self._status_checked_at is None or self.clock.monotonic()
+                - self._status_checked_at >= self.runtime_status_period)
+
+    async def check_runtime_status(self, force: bool = False) -> NetworkCondition:
+        """Ask the runtime (CNI STATUS) unless an answer came meanwhile that is not due
+        yet (``force``: ask anyway): one ask at a time, a second caller waits for the
+        first one's answer instead of starting an exec of its own."""
+        async with self._status_asking:
+            if force or self._network_condition is None or self._runtime_status_due():
+                now = self.clock.monotonic()
+                self._network_condition = await asyncio.to_thread(self.runtime.network_status)
+                self._status_checked_at = now
+            return self._network_condition
 
     async def sync_node_status(self) -> bool:
         network = await self._runtime_network_status()
@@ -290,7 +322,7 @@ class Kubelet:
 
     # -- pod start -------------------------------------------------------------------------
 
-    async def _start_pod(self, pod: Resource) -> bool:
+    async def _start_pod(self, pod: Resource, why: str = SETTLE) -> bool:
         uid = pod.metadata.uid
         record = self.pods.setdefault(uid, PodRecord())
         record.pod = pod
@@ -336,6 +368,8 @@ class Kubelet:
             self._set_running(pod, record)
         except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
             log.warning("status of pod %s not written: %s", pod.name, err)
+        else:
+            self.pod_starts[why] += 1
         return True
 
     async def _republish(self, pod: Resource) -> bool:

@@ -1,4 +1,5 @@
-"""The kubelet's run loop: when it syncs which pods, and the lease beside it."""
+"""The kubelet's run loop: when it syncs which pods, and the lease and runtime status
+beside it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from typing import TYPE_CHECKING
 from kubelet_sim.apiserver.watch import Watch
 from kubelet_sim.kubelet.node_lease import keep_lease
 from kubelet_sim.kubelet.pod_workers import PodWorkers
+from kubelet_sim.kubelet.runtime_status import keep_runtime_status
+from kubelet_sim.kubelet.sync_triggers import EVENT, FOLLOW_UP, VOLUME
+from kubelet_sim.kubelet.volume_news import VolumeNews
 from kubelet_sim.utils.wakeup import wait_any
 
 if TYPE_CHECKING:
@@ -23,46 +27,65 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
                    resync: float) -> None:
     """The kubelet's loops: a pass when one of its pods changes (a watch on the pods
     bound to this node, as the kubelet's pod config source) or a pod worker
-    finishes, over those pods and the ones still waiting (a volume not attached
-    yet, a sandbox backing off), at least every ``period`` seconds; every
-    ``resync`` seconds a pass over all of them. Pods are synced by
-    :class:`PodWorkers`, up to ``kubelet.parallel_pods`` at once. Beside it (the
-    kubelet's node lease controller), the node's Lease is renewed every 10 s, so a
-    long pass never holds back the heartbeat."""
+    finishes having changed something or what a waiting pod's volumes wait for moves
+    (volume_news.py), over those pods and the ones still waiting (a volume not
+    attached yet, a sandbox backing off), at least every ``period`` seconds;
+    every ``resync`` seconds a pass over all of them (both on the kubelet's clock).
+    Pods are synced by :class:`PodWorkers`, up to ``kubelet.parallel_pods`` at once;
+    news for a pod whose worker is busy is handed back when it is done. Each pod's
+    sync carries what triggered it (sync_triggers), which the kubelet counts for the
+    pods it starts. Beside it: the node's Lease renewed every 10 s (the node lease
+    controller), so a long pass never holds back the heartbeat, and the runtime's
+    network status asked every ``runtime_status_period`` (runtime_status.py)."""
     await kubelet.start()
-    heartbeat = asyncio.create_task(
-        keep_lease(kubelet.api, kubelet.node_name, kubelet.clock,
-                   kubelet.lease_duration_seconds, stop),
-        name=f"lease-{kubelet.node_name}")
+    clock = kubelet.clock
     dirty = asyncio.Event()
-    changed: set[str] = set()  # uids of pods with news since the last pass
+    news: dict[str, str] = {}  # uid -> why it needs a sync, since the last pass
 
     def touched(uid: str) -> None:
-        changed.add(uid)
+        news[uid] = EVENT
         dirty.set()
 
-    workers = PodWorkers(kubelet.parallel_pods, on_done=touched)
+    def done(uid: str, changed: bool, again: str | None) -> None:
+        why = again or (FOLLOW_UP if changed else None)
+        if why is not None:
+            news.setdefault(uid, why)
+            dirty.set()
+
+    heartbeat = asyncio.create_task(
+        keep_lease(kubelet.api, kubelet.node_name, clock,
+                   kubelet.lease_duration_seconds, stop),
+        name=f"lease-{kubelet.node_name}")
+    runtime = asyncio.create_task(keep_runtime_status(kubelet, stop, dirty.set),
+                                  name=f"runtime-status-{kubelet.node_name}")
+    workers = PodWorkers(kubelet.parallel_pods, on_done=done)
+    volumes = VolumeNews(kubelet.cache, kubelet.node_name, dirty)
     watch = kubelet.api.watch("Pod", field_selector=f"spec.nodeName={kubelet.node_name}")
     events = asyncio.create_task(_follow(watch, touched))
-    loop = asyncio.get_running_loop()
-    full_at = loop.time()  # the first pass looks at every pod
+    full_at = clock.monotonic()  # the first pass looks at every pod
     try:
         while not stop.is_set():
             dirty.clear()
+            for event in watch.drain():  # news already delivered is this pass's news
+                touched(event.object.metadata.uid)
+            if volumes.take():  # what the waiting pods' volumes wait for moved
+                for uid in kubelet.waiting:
+                    news.setdefault(uid, VOLUME)
             only = None
-            if loop.time() < full_at:
-                only = {*changed, *kubelet.waiting, *kubelet.backing_off}
+            if clock.monotonic() < full_at:
+                only = {*news, *kubelet.waiting, *kubelet.backing_off}
             else:
-                full_at = loop.time() + resync
-            changed.clear()
+                full_at = clock.monotonic() + resync
+            triggers, news = news, {}
             try:
-                await kubelet.sync_once(workers, only)
+                await kubelet.sync_once(workers, only, triggers)
             except Exception:  # the loop must survive any bad pass, as the kubelet does
                 log.exception("kubelet %s sync failed", kubelet.node_name)
-            await wait_any(stop, dirty, asyncio.sleep(period))
+            await wait_any(stop, dirty, clock.sleep(period))
     finally:
         watch.stop()
-        for task in (heartbeat, events):
+        await volumes.close()
+        for task in (heartbeat, runtime, events):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -1,7 +1,8 @@
 """`bench cluster` at a small size: its table holds the rows it promises, and the calls it
 counts per pod are exactly the Kubernetes sequence (2 CNI ADD + 2 DEL per pod; with a
 claim, the 11 CSI calls of provisioning, attach, stage, publish and back to
-DeleteVolume)."""
+DeleteVolume), and each of the three open-loop runs reports its tail and that no pod was
+started by a periodic pass."""
 
 from __future__ import annotations
 
@@ -25,5 +26,13 @@ def test_a_small_run_counts_exactly_the_kubernetes_calls_per_pod(
         assert cni_per_pod == 4.0
         assert csi_per_pod == (11.0 if case == "pvc-pods" else 0.0)
         assert float(cells[2]) > 0 and float(cells[3]) > 0  # created/s, deleted/s
-    assert "open loop: 5 pods at 10/s, creation → Running p50" in out
+    assert "bursts, pods started by a periodic pass: pods 4: 0, pods 8: 0, pvc-pods 3: " in out
+    runs = [line for line in out.splitlines() if line.startswith("open loop ")]
+    assert [line.split(":")[0] for line in runs] == ["open loop 1", "open loop 2",
+                                                      "open loop 3"]
+    for line in runs:
+        assert "5 pods at 10/s, creation → Running p50" in line and ", max " in line
+        # every pod was started by its own event, none by a periodic pass of a kubelet
+        assert "started by a periodic pass 0 of 5;" in line
+    assert "open loop, worst of 3: p99" in out and "started by a periodic pass 0 (target 0)" in out
     assert "resident memory: simulator" in out

@@ -27,7 +27,7 @@ async def test_no_more_than_the_limit_of_pods_sync_at_once_and_each_pod_has_one_
         return True
 
     wakeups: list[str] = []
-    workers = PodWorkers(limit=3, on_done=wakeups.append)
+    workers = PodWorkers(limit=3, on_done=lambda uid, changed, again: wakeups.append(uid))
     for i in range(7):
         workers.dispatch(f"pod-{i}", functools.partial(sync, f"pod-{i}"))
     assert workers.busy("pod-0") and workers.in_flight == 7
