@@ -237,7 +237,7 @@ class Resource:
     api_version: str = ""
     # the JSON of a stored object, made the first time a LIST writes it out (a stored
     # object never changes: a write stores a new one); copies start without it
-    encoded: str | None = field(default=None, init=False, repr=False, compare=False)
+    encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.api_version:

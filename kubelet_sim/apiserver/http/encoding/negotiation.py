@@ -246,24 +246,16 @@ class _YamlDumper(yaml.SafeDumper):
 _YamlDumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
 
 
-class EncodedItems(list[str]):
-    """A list's items already in JSON (stored objects' cached encodings), written as they
-    are by a JSON answer. One object for the whole list: no new object per item, so
-    a LIST of thousands leaves nothing for the garbage collector (whose full
-    collections stop every thread)."""
-
-
 def _member(value: Any) -> str:
-    if isinstance(value, EncodedItems):
-        return "[" + ", ".join(value) + "]"
     if isinstance(value, list) and len(value) > ENCODE_PIECES_FROM:
         return "[" + ", ".join(json.dumps(item) for item in value) + "]"
     return json.dumps(value)
 
 
 def _json(body: Any) -> bytes:
-    """``json.dumps(body)``, a list's items (or a Table's rows) encoded one by one (or
-    taken as they are, :class:`EncodedItems`): the C encoder holds the GIL for a whole
+    """``json.dumps(body)``, a list's items (or a Table's rows) encoded one by one (a
+    list of stored objects is written from their own JSON instead, :mod:`.json_list`):
+    the C encoder holds the GIL for a whole
     call, and one call over thousands of objects would stop every other thread (the
     event loop too) for its duration."""
     if not isinstance(body, dict) or not any(isinstance(v, list) for v in body.values()):
