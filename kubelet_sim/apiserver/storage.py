@@ -60,7 +60,7 @@ def storage_key(namespace: str, name: str) -> str:
 
 
 def _encode(obj: Resource) -> bytes:
-    obj.encoded = json.dumps(obj.to_dict()).encode()
+    obj.encoded = json.dumps(obj.shared_dict()).encode()
     return obj.encoded
 
 
