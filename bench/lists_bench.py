@@ -214,6 +214,14 @@ class CpuMeter:
                 f"bench clients {ms(self.spent['bench clients'] / count)}")
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid``, MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _own_cpu() -> float:
     times = os.times()
     return times.user + times.system
@@ -282,14 +290,17 @@ def run(source: Path, objects: int, clients: int, rounds: int) -> bool:
             time.sleep(3.0)
         quiet = poller.latencies()
         print(f"/healthz alone:                {percentiles(quiet)}")
+        rss_before = rss_mib(pid)
         with HealthPoller(api) as poller, CpuMeter(pid) as cpu:
             took = concurrent_lists(api, clients, rounds)
         busy = poller.latencies()
+        rss_after = rss_mib(pid)
         print(f"/healthz with {clients} LISTs of {objects}: {percentiles(busy)}")
         print(f"  each LIST of {objects}: median {statistics.median(took):.2f} s, "
               f"max {max(took):.2f} s ({len(took)} LISTs)")
         print(f"  CPU per LIST: {cpu.per(len(took))}; load average "
               f"{os.getloadavg()[0]:.2f}")
+        print(f"  up's RSS {rss_before:.0f} MiB before the LISTs, {rss_after:.0f} MiB after")
         conn = api.connect()
         began = time.monotonic()
         with CpuMeter(pid) as one:
