@@ -39,6 +39,10 @@ from kubelet_sim.apiserver.watch import (
 )
 
 Predicate = Callable[[Resource], bool]
+# Objects of a kind from which each one's JSON is made when it is written, not when a LIST
+# first asks for it: fewer cost a LIST little to encode (1,000: ~35 ms), and their kept
+# JSON would only be memory (10,000 updates of one Lease: RSS +3 MiB).
+ENCODE_ON_WRITE_FROM = 1000
 Feed = Callable[[str, Resource], None]  # (event type, the stored object) per commit
 
 
@@ -171,12 +175,12 @@ class ObjectStore:
     @staticmethod
     def encoded_json(objects: list[Resource]) -> list[bytes]:
         """``json.dumps(obj.to_dict()).encode()`` of each stored object (current or kept
-        in the history), made when it was committed (or loaded from disk: then the first
-        time it is asked for) and kept on it, as kube-apiserver's watch cache keeps an
-        object's serialized forms: a LIST of thousands then builds no objects (nothing
-        for the garbage collector, whose full collections stop every thread) and its
-        answer is these bytes joined. Safe without the lock: stored objects never
-        change."""
+        in the history), made when it was committed (for kinds of at least
+        :data:`ENCODE_ON_WRITE_FROM` objects) or else the first time it is asked for, and
+        kept on it, as kube-apiserver's watch cache keeps an object's serialized forms: a
+        LIST of thousands then builds no objects (nothing for the garbage collector, whose
+        full collections stop every thread) and its answer is these bytes joined. Safe
+        without the lock: stored objects never change."""
         return [obj.encoded if obj.encoded is not None else _encode(obj) for obj in objects]
 
     def page(self, kind: str, prefix: str, start: str, matches: Predicate | None, limit: int,
@@ -241,11 +245,12 @@ class ObjectStore:
             self._index(obj.kind).put(key, stored)
         if event_type != DELETED:
             self._schedule_expiry(stored, written=self._now())
-            # its JSON now, while the write is paying for Python anyway: a LIST never
-            # encodes (the first LIST of 20,000 new objects would take 0.4-0.7 s of GIL);
-            # what JSON cannot hold fails where it is answered, as before
-            with contextlib.suppress(TypeError, ValueError):
-                _encode(stored)
+            if len(self._index(obj.kind).objects) >= ENCODE_ON_WRITE_FROM:
+                # its JSON now, while the write pays for Python anyway: a LIST of the kind
+                # never encodes (the first LIST of 20,000 new objects would hold the GIL
+                # 0.4-0.7 s); what JSON cannot hold fails where it is answered, as before
+                with contextlib.suppress(TypeError, ValueError):
+                    _encode(stored)
         change = Change(event_type, stored, prev)
         self._history.record(change)
         for feed in self._feeds.get(obj.kind, ()):

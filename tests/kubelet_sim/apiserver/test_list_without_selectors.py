@@ -2,16 +2,20 @@
 predicate about every object: the same objects, resourceVersion, continue token and
 remaining count as the predicate's walk, whatever the namespace, limit and start; with
 changes to undo (a page at an older resourceVersion) and for a cluster-scoped kind
-asked with a namespace it walks as before."""
+asked with a namespace it walks as before. The listed objects' JSON is kept on them:
+made when they are written once their kind is big, else when first listed, and always
+what encoding the object anew writes."""
 
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver import storage
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.storage import ObjectStore, Page, key_prefix
 from kubelet_sim.testing.fake_clock import FakeClock
@@ -90,3 +94,16 @@ def test_a_cluster_scoped_kind_asked_in_a_namespace_lists_nothing_as_before(
         api: APIServer) -> None:
     assert [o.name for o in api.read_list("Namespace").items] == ["a", "a-b", "b"]
     assert api.read_list("Namespace", "a").items == []
+
+
+def test_a_big_kinds_objects_carry_their_json_from_their_write_the_rest_from_a_list(
+        api: APIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(storage, "ENCODE_ON_WRITE_FROM", 22)  # the fixture made 21 Leases
+    assert all(o.encoded is None for o in api.read_list("Lease").items)
+    api.create(lease("l7", "a"))
+    api.update(Resource.from_dict({**lease("l1", "b"), "spec": {"holderIdentity": "x"}}))
+    written = {o.key for o in api.read_list("Lease").items if o.encoded is not None}
+    assert written == {("Lease", "a", "l7"), ("Lease", "b", "l1")}
+    listed = api.read_list("Lease").items
+    assert api.encoded_json(listed) == [json.dumps(o.to_dict()).encode() for o in listed]
+    assert all(o.encoded is not None for o in listed)
