@@ -12,7 +12,6 @@ stretch and make the loop wait for it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -20,6 +19,7 @@ from aiohttp import payload, web
 from aiohttp.abc import AbstractStreamWriter
 
 from kubelet_sim.apiserver.http.encoding.negotiation import JSON, WRITE_SLICE
+from kubelet_sim.apiserver.http.encoding.turns import write_slice
 
 SEPARATOR = b", "  # json.dumps' item separator
 TAIL = b"]}"
@@ -39,7 +39,8 @@ def joined(start: bytes, items: list[bytes]) -> bytes:
 
 class _Items(payload.Payload):
     """A big list answer, written about :data:`WRITE_SLICE` bytes at a time with the loop
-    free in between (TLS encrypts what is written on the loop's thread)."""
+    free in between (TLS encrypts what is written on the loop's thread), in turn with the
+    other big answers (:mod:`.turns`)."""
 
     _autoclose = True
 
@@ -61,8 +62,7 @@ class _Items(payload.Payload):
             data = (self._start if first == 0 else SEPARATOR) + SEPARATOR.join(group)
             if first + step >= count:
                 data += TAIL
-            await writer.write(data)
-            await asyncio.sleep(0)  # whatever else is ready runs between two slices
+            await write_slice(writer, data)  # in turn with other big answers
 
 
 def respond_list(start: bytes, items: list[bytes]) -> web.Response:

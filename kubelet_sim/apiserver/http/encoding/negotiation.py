@@ -20,7 +20,6 @@ request, :func:`read_body` gives them the JSON object whatever the wire, and
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import fail, status_body
 
 from . import envelope
+from .turns import write_slice
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -276,9 +276,9 @@ def encode(body: Any, out: Output) -> tuple[bytes, str]:
 
 
 class _Slices(payload.Payload):
-    """A big answer's bytes, written a slice at a time with the loop free in between:
-    TLS encrypts what is written on the loop's thread, megabytes at once would hold
-    every other request up."""
+    """A big answer's bytes, written a slice at a time with the loop free in between
+    (in turn with the other big answers, :mod:`.turns`): TLS encrypts what is written on
+    the loop's thread, megabytes at once would hold every other request up."""
 
     _autoclose = True
 
@@ -292,8 +292,7 @@ class _Slices(payload.Payload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         view = memoryview(self._value)
         for start in range(0, len(view), WRITE_SLICE):
-            await writer.write(view[start:start + WRITE_SLICE])
-            await asyncio.sleep(0)  # whatever else is ready runs between two slices
+            await write_slice(writer, view[start:start + WRITE_SLICE])
 
 
 def respond(request: web.Request, body: Any, status: int = 200,

@@ -4,11 +4,13 @@ whole list at once writes — the YAML answer (encoded anew from the objects) re
 and put through ``json.dumps`` — with selectors, ``limit`` and ``continue`` (also at the
 first page's resourceVersion after writes), ``resourceVersion=0``, across namespaces
 and in answers bigger than one written slice; the protobuf answer holds the same
-objects."""
+objects. Big answers take turns a slice at a time, and a client that does not read its
+answer holds up no other."""
 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import urllib.request
 from collections.abc import Iterator
@@ -157,3 +159,29 @@ def test_the_protobuf_list_holds_the_objects_of_the_json_list(leases: Served) ->
             {k: v for k, v in item.items() if k not in ("apiVersion", "kind")}
             for item in as_json["items"]]
         assert as_protobuf["metadata"] == as_json["metadata"]
+
+
+def test_a_client_that_does_not_read_its_big_list_holds_up_no_other(leases: Served) -> None:
+    # 4 MB of Leases: more than the socket buffers hold, so their answer stalls
+    leases.api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "huge"}})
+    for i in range(40):
+        big = lease(f"h{i:02d}", "huge", 1)
+        big["metadata"]["annotations"] = {"note": "x" * 100_000}
+        leases.api.create(big)
+    host, port = leases.handle.url.removeprefix("https://").rsplit(":", 1)
+    tls = ssl.create_default_context(cafile=str(leases.handle.credentials.ca_cert))
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect((host, int(port)))
+    try:
+        with tls.wrap_socket(raw, server_hostname=host) as stalled:
+            stalled.sendall(f"GET {GROUP}/namespaces/huge/leases HTTP/1.1\r\nHost: {host}\r\n"
+                            f"Authorization: Bearer {leases.handle.credentials.token}\r\n"
+                            "\r\n".encode())
+            stalled.recv(1)  # its answer has begun, and is never read further
+            for _ in range(3):
+                body = json.loads(fetch(leases, f"{GROUP}/namespaces/big/leases"))
+                assert len(body["items"]) == 250
+    finally:
+        for i in range(40):
+            leases.api.delete("Lease", f"h{i:02d}", "huge")
