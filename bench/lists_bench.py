@@ -10,7 +10,9 @@ while the eight list.
 What the LISTs cost is shown as CPU time per LIST (from ``/proc``: numbers that hold on a
 machine other work keeps busy, where the latencies do not): ``up``'s threads by name,
 the list thread's being about the time it holds the GIL (it runs Python) and so keeps the
-event loop (``apiserver-http``) waiting, and this process's clients reading the answers.
+event loop (``apiserver-http``) waiting, and this process's clients reading the answers;
+then how long the loop's and the list's threads were ready to run but waited for a CPU
+(the machine's other work: on 2 cores shared with other sessions, most of the tail).
 
 ``--source DIR`` runs ``up`` from another checkout (e.g. main, to compare).
 """
@@ -172,19 +174,21 @@ class HealthPoller:
         return found
 
 
-def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) of each thread of process ``pid`` so far, summed by
-    thread name (threads the OS knows by the process's name only: "other")."""
-    tick = os.sysconf("SC_CLK_TCK")
-    found: dict[str, float] = {}
+def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:
+    """Seconds on a CPU and seconds runnable but waiting for one (the OS's run queue:
+    the machine's other work) of each thread of process ``pid`` so far, summed by thread
+    name (threads the OS knows by the process's name only: "other"); from
+    ``/proc/PID/task/*/schedstat``."""
+    found: dict[str, tuple[float, float]] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            ran, waited = (task / "schedstat").read_text().split()[:2]
         except OSError:  # the thread ended meanwhile
             continue
         name = name if name.startswith("apiserver-") else "other"
-        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        cpu, queued = found.get(name, (0.0, 0.0))
+        found[name] = (cpu + int(ran) / 1e9, queued + int(waited) / 1e9)
     return found
 
 
@@ -195,6 +199,8 @@ class CpuMeter:
     def __init__(self, pid: int) -> None:
         self._pid = pid
         self.spent: dict[str, float] = {}
+        self.queued: dict[str, float] = {}
+        self.bench = 0.0
 
     def __enter__(self) -> CpuMeter:
         self._before = thread_cpu(self._pid)
@@ -203,15 +209,21 @@ class CpuMeter:
 
     def __exit__(self, *exc: object) -> None:
         after = thread_cpu(self._pid)
-        self.spent = {name: after[name] - self._before.get(name, 0.0) for name in after}
-        self.spent["bench clients"] = _own_cpu() - self._ours
+        for name, (cpu, queued) in after.items():
+            cpu_before, queued_before = self._before.get(name, (0.0, 0.0))
+            self.spent[name] = cpu - cpu_before
+            self.queued[name] = queued - queued_before
+        self.bench = _own_cpu() - self._ours
 
     def per(self, count: int) -> str:
-        ups = {k: v for k, v in self.spent.items() if k != "bench clients"}
-        parts = ", ".join(f"{name} {ms(seconds / count)}"
-                          for name, seconds in sorted(ups.items(), key=lambda kv: -kv[1]))
-        return (f"up {ms(sum(ups.values()) / count)} ({parts}); "
-                f"bench clients {ms(self.spent['bench clients'] / count)}")
+        parts = ", ".join(f"{name} {ms(seconds / count)}" for name, seconds in
+                          sorted(self.spent.items(), key=lambda kv: -kv[1]))
+        return (f"up {ms(sum(self.spent.values()) / count)} ({parts}); "
+                f"bench clients {ms(self.bench / count)}")
+
+    def waits(self, count: int) -> str:
+        return ", ".join(f"{name} {ms(self.queued[name] / count)}"
+                         for name in ("apiserver-http", "apiserver-list") if name in self.queued)
 
 
 def rss_mib(pid: int) -> float:
@@ -300,6 +312,8 @@ def run(source: Path, objects: int, clients: int, rounds: int) -> bool:
               f"max {max(took):.2f} s ({len(took)} LISTs)")
         print(f"  CPU per LIST: {cpu.per(len(took))}; load average "
               f"{os.getloadavg()[0]:.2f}")
+        if cpu.queued.get("apiserver-http") is not None:
+            print(f"  waiting for a CPU (the run queue) per LIST: {cpu.waits(len(took))}")
         print(f"  up's RSS {rss_before:.0f} MiB before the LISTs, {rss_after:.0f} MiB after")
         conn = api.connect()
         began = time.monotonic()
