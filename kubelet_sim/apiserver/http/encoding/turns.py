@@ -8,7 +8,7 @@ idles as long as the slice took: big answers get half the loop's thread at most 
 in ~0.1 s). A loop kept busy by big answers is, for the OS, a thread that uses all its
 CPU time, which waits behind the machine's other work when a request comes in; one that
 sleeps half the time runs at once (``bench lists``, 2 cores shared with other sessions,
-load 10-22: ``/healthz`` p99 with eight listers 25-43 ms, 36-123 ms without it). A
+load 4-24: ``/healthz`` p99 with eight listers 19-63 ms, median 34, 36-123 ms without). A
 slow client holds up no one: its answer waits for the client to take what was written
 before (the transport's buffer to drain) outside its turn.
 """
