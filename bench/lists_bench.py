@@ -7,6 +7,13 @@ client's LIST of all N: unpaged against paged (``limit=500`` and ``continue``), 
 pages checked to hold each Lease once. Target (issue 22): ``/healthz`` p99 < 50 ms
 while the eight list.
 
+What the LISTs cost is shown as CPU time per LIST (from ``/proc``: numbers that hold on a
+machine other work keeps busy, where the latencies do not): ``up``'s threads by name,
+the list thread's being about the time it holds the GIL (it runs Python) and so keeps the
+event loop (``apiserver-http``) waiting, and this process's clients reading the answers;
+then how long the loop's and the list's threads were ready to run but waited for a CPU
+(the machine's other work: on 2 cores shared with other sessions, most of the tail).
+
 ``--source DIR`` runs ``up`` from another checkout (e.g. main, to compare).
 """
 
@@ -77,9 +84,9 @@ class Endpoint:
 
 
 @contextmanager
-def running_up(source: Path) -> Iterator[Endpoint]:
-    """``up`` with one node from ``source`` (its objects in memory only), stopped
-    (SIGTERM) afterwards."""
+def running_up(source: Path) -> Iterator[tuple[Endpoint, int]]:
+    """``up`` with one node from ``source`` (its objects in memory only) and its PID,
+    stopped (SIGTERM) afterwards."""
     env = dict(os.environ, PYTHONPATH=str(source))
     proc = subprocess.Popen([sys.executable, "-m", "kubelet_sim", "up"], cwd=source, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -91,7 +98,7 @@ def running_up(source: Path) -> Iterator[Endpoint]:
             if not line:
                 raise RuntimeError("up ended before printing its kubeconfig")
         threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep it drained
-        yield Endpoint.from_kubeconfig(line.strip().split("=", 1)[1])
+        yield Endpoint.from_kubeconfig(line.strip().split("=", 1)[1]), proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -167,6 +174,75 @@ class HealthPoller:
         return found
 
 
+def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:
+    """Seconds on a CPU and seconds runnable but waiting for one (the OS's run queue:
+    the machine's other work) of each thread of process ``pid`` so far, summed by thread
+    name (threads the OS knows by the process's name only: "other"); from
+    ``/proc/PID/task/*/schedstat``."""
+    found: dict[str, tuple[float, float]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            ran, waited = (task / "schedstat").read_text().split()[:2]
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = name if name.startswith("apiserver-") else "other"
+        cpu, queued = found.get(name, (0.0, 0.0))
+        found[name] = (cpu + int(ran) / 1e9, queued + int(waited) / 1e9)
+    return found
+
+
+class CpuMeter:
+    """CPU time ``up``'s threads (by name) and this process spend between enter and
+    exit."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self.spent: dict[str, float] = {}
+        self.queued: dict[str, float] = {}
+        self.bench = 0.0
+
+    def __enter__(self) -> CpuMeter:
+        self._before = thread_cpu(self._pid)
+        self._ours = _own_cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        after = thread_cpu(self._pid)
+        for name, (cpu, queued) in after.items():
+            cpu_before, queued_before = self._before.get(name, (0.0, 0.0))
+            self.spent[name] = cpu - cpu_before
+            self.queued[name] = queued - queued_before
+        self.bench = _own_cpu() - self._ours
+
+    def per(self, count: int) -> str:
+        parts = ", ".join(f"{name} {ms(seconds / count)}" for name, seconds in
+                          sorted(self.spent.items(), key=lambda kv: -kv[1]))
+        return (f"up {ms(sum(self.spent.values()) / count)} ({parts}); "
+                f"bench clients {ms(self.bench / count)}")
+
+    def waits(self, count: int) -> str:
+        return ", ".join(f"{name} {ms(self.queued[name] / count)}"
+                         for name in ("apiserver-http", "apiserver-list") if name in self.queued)
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid``, MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
 def percentiles(latencies: list[float]) -> str:
     ms = sorted(x * 1000 for x in latencies)
     if not ms:
@@ -220,21 +296,29 @@ def concurrent_lists(api: Endpoint, clients: int, rounds: int) -> list[float]:
 
 def run(source: Path, objects: int, clients: int, rounds: int) -> bool:
     print(f"up from {source}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    with running_up(source) as api:
+    with running_up(source) as (api, pid):
         print(f"created {objects} Leases in {create_leases(api, objects):.1f} s")
         with HealthPoller(api) as poller:
             time.sleep(3.0)
         quiet = poller.latencies()
         print(f"/healthz alone:                {percentiles(quiet)}")
-        with HealthPoller(api) as poller:
+        rss_before = rss_mib(pid)
+        with HealthPoller(api) as poller, CpuMeter(pid) as cpu:
             took = concurrent_lists(api, clients, rounds)
         busy = poller.latencies()
+        rss_after = rss_mib(pid)
         print(f"/healthz with {clients} LISTs of {objects}: {percentiles(busy)}")
         print(f"  each LIST of {objects}: median {statistics.median(took):.2f} s, "
               f"max {max(took):.2f} s ({len(took)} LISTs)")
+        print(f"  CPU per LIST: {cpu.per(len(took))}; load average "
+              f"{os.getloadavg()[0]:.2f}")
+        if cpu.queued.get("apiserver-http") is not None:
+            print(f"  waiting for a CPU (the run queue) per LIST: {cpu.waits(len(took))}")
+        print(f"  up's RSS {rss_before:.0f} MiB before the LISTs, {rss_after:.0f} MiB after")
         conn = api.connect()
         began = time.monotonic()
-        whole = list_all(api, conn)
+        with CpuMeter(pid) as one:
+            whole = list_all(api, conn)
         unpaged = time.monotonic() - began
         began = time.monotonic()
         paged = list_all(api, conn, limit=500)
@@ -242,6 +326,7 @@ def run(source: Path, objects: int, clients: int, rounds: int) -> bool:
         same = paged == whole and len(set(paged)) == objects
         print(f"one client: unpaged LIST {unpaged:.2f} s, limit=500 pages {paged_s:.2f} s "
               f"({'every Lease once' if same else 'PAGES DIFFER from the LIST'})")
+        print(f"  CPU of that unpaged LIST: {one.per(1)}")
         met = p99(busy) < TARGET_P99_MS
         print(f"target /healthz p99 < {TARGET_P99_MS:.0f} ms with {clients} listers: "
               f"{'met' if met else 'NOT met'}")

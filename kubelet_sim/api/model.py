@@ -14,6 +14,7 @@ Small typed accessors for fields the simulator reads often live at the bottom.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -180,6 +181,10 @@ def clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _shared(value: Any) -> Any:
+    return value
+
+
 @dataclass
 class ObjectMeta:
     """``metadata`` with the fields the simulator maintains. Timestamps are RFC 3339 strings
@@ -240,14 +245,15 @@ class ObjectMeta:
             kwargs[attr] = value
         return cls(**kwargs)
 
-    def to_dict(self) -> JSON:
-        """Wire form; empty/zero fields are omitted, as Kubernetes serialises them."""
+    def to_dict(self, copier: Callable[[Any], Any] = clone) -> JSON:
+        """Wire form; empty/zero fields are omitted, as Kubernetes serialises them.
+        ``copier`` copies each value (``_shared``: none, to encode and never modify)."""
         out: JSON = {}
         for wire, attr in _META_FIELDS.items():
             value = getattr(self, attr)
             if value in (None, "", 0, {}, []):
                 continue
-            out[wire] = clone(value)
+            out[wire] = copier(value)
         return out
 
 
@@ -263,7 +269,7 @@ class Resource:
     api_version: str = ""
     # the JSON of a stored object, made the first time a LIST writes it out (a stored
     # object never changes: a write stores a new one); copies start without it
-    encoded: str | None = field(default=None, init=False, repr=False, compare=False)
+    encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.api_version:
@@ -307,16 +313,24 @@ class Resource:
 
     # -- wire form -----------------------------------------------------------------------
     def to_dict(self) -> JSON:
+        return self._wire(clone)
+
+    def shared_dict(self) -> JSON:
+        """:meth:`to_dict` sharing the object's own values instead of copies: to encode
+        (several times cheaper), never to modify or keep."""
+        return self._wire(_shared)
+
+    def _wire(self, copier: Callable[[Any], Any]) -> JSON:
         # an object of a custom kind whose definition just went (a watch still delivering
         # its DELETED events) keeps the custom shape: every field but status in body
         has_spec = (KINDS.get(self.kind) or _CUSTOM_KINDS.get(self.kind) or _GONE).has_spec
         out: JSON = {"apiVersion": self.api_version, "kind": self.kind}
-        out["metadata"] = self.metadata.to_dict()
-        out.update(clone(self.body))
+        out["metadata"] = self.metadata.to_dict(copier)
+        out.update(copier(self.body))
         if has_spec:
-            out["spec"] = clone(self.spec)
+            out["spec"] = copier(self.spec)
         if self.status:
-            out["status"] = clone(self.status)
+            out["status"] = copier(self.status)
         return out
 
     @classmethod

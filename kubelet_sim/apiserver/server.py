@@ -228,6 +228,9 @@ class APIServer:
         def matches(obj: Resource) -> bool:
             return selected(obj) and (where is None or where(obj))
 
+        # without selectors every object under the key prefix is listed: no call per object
+        every = (not label_selector and not field_selector and where is None
+                 and (info.namespaced or not namespace))
         prefix = key_prefix(namespace if info.namespaced else None)
         start, at = "", None
         if continue_from:
@@ -245,7 +248,8 @@ class APIServer:
             if at is not None and at > self._store.version:
                 raise TooLargeResourceVersion(at, self._store.version)
             try:
-                page = self._store.page(kind, prefix, start, matches, max(limit, 0), at)
+                page = self._store.page(kind, prefix, start, None if every else matches,
+                                        max(limit, 0), at)
             except Gone:
                 raise ExpiredContinue(INCONSISTENT_CONTINUE, continue_token.encode(
                     start[len(prefix):], continue_token.LATEST)) from None
@@ -257,10 +261,10 @@ class APIServer:
                 found.remaining_item_count = page.remaining
         return found
 
-    def encoded_json(self, obj: Resource) -> str:
-        """The JSON of an object :meth:`read_list` handed out, kept until it is next
-        written (no lock needed)."""
-        return self._store.encoded_json(obj)
+    def encoded_json(self, objects: builtins.list[Resource]) -> builtins.list[bytes]:
+        """The JSON of each object :meth:`read_list` handed out, made once per object
+        (a write stores a new one; no lock needed)."""
+        return self._store.encoded_json(objects)
 
     def request_token(self, namespace: str, name: str, request: JSON) -> JSON:
         """``POST serviceaccounts/<name>/token``: the answered TokenRequest

@@ -53,9 +53,9 @@ from kubelet_sim.apiserver.http.custom import (
 from kubelet_sim.apiserver.http.custom import table as custom_table
 from kubelet_sim.apiserver.http.encoding import (
     JSON,
-    EncodedItems,
     Output,
     WatchStream,
+    json_list,
     not_acceptable,
     output,
     read_body,
@@ -242,12 +242,12 @@ class Rest:
                 "kind": "PartialObjectMetadataList", "apiVersion": output.meta_api_version,
                 "metadata": meta,
                 "items": [_partial({"metadata": o.metadata.to_dict()}, output) for o in items]})
-        if output.media == JSON and served_as_stored(r):
-            listed: builtins.list[Any] = EncodedItems(self.api.encoded_json(o) for o in items)
-        else:
-            listed = [shown(r, o.to_dict()) for o in items]
+        if output.media == JSON and served_as_stored(r):  # the stored objects' own JSON
+            return json_list.respond_list(json_list.head(f"{r.kind}List", r.group_version, meta),
+                                          self.api.encoded_json(items))
         return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
-                                 "metadata": meta, "items": listed})
+                                 "metadata": meta,
+                                 "items": [shown(r, o.to_dict()) for o in items]})
 
     async def watch(self, request: web.Request, target: Target) -> web.StreamResponse:
         r = target.resource

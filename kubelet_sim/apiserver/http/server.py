@@ -38,7 +38,7 @@ from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.http.token_signer import TokenSigner, persistent_signer
-from kubelet_sim.apiserver.http.workers import Workers
+from kubelet_sim.apiserver.http.workers import LOOP_THREAD_NAME, Workers, name_os_thread
 from kubelet_sim.apiserver.server import APIServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -300,6 +300,7 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
         started["runner"] = runner
 
     def run() -> None:
+        name_os_thread(LOOP_THREAD_NAME)
         asyncio.set_event_loop(loop)
         try:
             loop.run_until_complete(begin())

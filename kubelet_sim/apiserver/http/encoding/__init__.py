@@ -13,7 +13,6 @@ from kubelet_sim.apiserver.http.encoding.negotiation import (
     JSON,
     PATCH_TYPES,
     PROTOBUF,
-    EncodedItems,
     Output,
     WatchStream,
     error_response,
@@ -25,6 +24,6 @@ from kubelet_sim.apiserver.http.encoding.negotiation import (
     status_response,
 )
 
-__all__ = ["JSON", "PATCH_TYPES", "PROTOBUF", "EncodedItems", "Output", "WatchStream",
+__all__ = ["JSON", "PATCH_TYPES", "PROTOBUF", "Output", "WatchStream",
            "error_response", "negotiate", "not_acceptable", "output", "read_body", "respond",
            "status_response"]

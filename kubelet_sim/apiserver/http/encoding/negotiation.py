@@ -20,7 +20,6 @@ request, :func:`read_body` gives them the JSON object whatever the wire, and
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from kubelet_sim.apiserver.http.resources import ApiResource
 from kubelet_sim.apiserver.http.status import fail, status_body
 
 from . import envelope
+from .turns import write_slice
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -246,24 +246,16 @@ class _YamlDumper(yaml.SafeDumper):
 _YamlDumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
 
 
-class EncodedItems(list[str]):
-    """A list's items already in JSON (stored objects' cached encodings), written as they
-    are by a JSON answer. One object for the whole list: no new object per item, so
-    a LIST of thousands leaves nothing for the garbage collector (whose full
-    collections stop every thread)."""
-
-
 def _member(value: Any) -> str:
-    if isinstance(value, EncodedItems):
-        return "[" + ", ".join(value) + "]"
     if isinstance(value, list) and len(value) > ENCODE_PIECES_FROM:
         return "[" + ", ".join(json.dumps(item) for item in value) + "]"
     return json.dumps(value)
 
 
 def _json(body: Any) -> bytes:
-    """``json.dumps(body)``, a list's items (or a Table's rows) encoded one by one (or
-    taken as they are, :class:`EncodedItems`): the C encoder holds the GIL for a whole
+    """``json.dumps(body)``, a list's items (or a Table's rows) encoded one by one (a
+    list of stored objects is written from their own JSON instead, :mod:`.json_list`):
+    the C encoder holds the GIL for a whole
     call, and one call over thousands of objects would stop every other thread (the
     event loop too) for its duration."""
     if not isinstance(body, dict) or not any(isinstance(v, list) for v in body.values()):
@@ -284,9 +276,9 @@ def encode(body: Any, out: Output) -> tuple[bytes, str]:
 
 
 class _Slices(payload.Payload):
-    """A big answer's bytes, written a slice at a time with the loop free in between:
-    TLS encrypts what is written on the loop's thread, megabytes at once would hold
-    every other request up."""
+    """A big answer's bytes, written a slice at a time with the loop free in between
+    (in turn with the other big answers, :mod:`.turns`): TLS encrypts what is written on
+    the loop's thread, megabytes at once would hold every other request up."""
 
     _autoclose = True
 
@@ -300,8 +292,7 @@ class _Slices(payload.Payload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         view = memoryview(self._value)
         for start in range(0, len(view), WRITE_SLICE):
-            await writer.write(view[start:start + WRITE_SLICE])
-            await asyncio.sleep(0)  # whatever else is ready runs between two slices
+            await write_slice(writer, view[start:start + WRITE_SLICE])
 
 
 def respond(request: web.Request, body: Any, status: int = 200,
