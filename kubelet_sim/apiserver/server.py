@@ -66,6 +66,7 @@ from kubelet_sim.api.model import (
     kind_info,
     new,
     set_condition,
+    stored_kind,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver import continue_token
@@ -295,7 +296,8 @@ class APIServer:
     @locked
     def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
-        kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
+        kind = obj.kind if isinstance(obj, Resource) else \
+            stored_kind(str(obj.get("kind")), str(obj.get("apiVersion") or ""))
         if not kind_info(kind).status_subresource:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
         return self._update(obj, status_only=True, verb=f"{verb}_status")
@@ -563,9 +565,9 @@ class APIServer:
         served = next((k for k in self.custom.kinds() if k.name == definition), None)
         if served is None:
             return
-        for obj in list(self._store.sorted(served.kind)):
+        for obj in list(self._store.sorted(served.store_kind)):
             self._remove(obj)
-        self._store.close_watches(served.kind)  # their streams end once the DELETEDs are out
+        self._store.close_watches(served.store_kind)  # their streams end once the DELETEDs are out
 
     def _delete_namespace_contents(self, namespace: str) -> None:
         for kind, name in self._store.names_in_namespace(namespace):

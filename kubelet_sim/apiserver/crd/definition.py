@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 from kubelet_sim.api.errors import FieldError, InvalidObject
 from kubelet_sim.api.label_rules import dns1035_label_errors, dns_subdomain_errors
-from kubelet_sim.api.model import JSON, Resource, set_condition
+from kubelet_sim.api.model import JSON, KINDS, Resource, custom_store_kind, set_condition
+from kubelet_sim.apiserver.crd.naming import NamesDecision
 from kubelet_sim.apiserver.crd.schema import Schema, shown_value
 from kubelet_sim.apiserver.crd.schema_rules import schema_errors
 
@@ -66,6 +67,19 @@ class CustomKind:
     @property
     def qualified_kind(self) -> str:
         return f"{self.kind}.{self.group}"
+
+    @property
+    def adopts_builtin(self) -> bool:
+        """Whether it describes a kind built into the simulator, as stored (the
+        external-snapshotter kinds): its objects then stay under the built-in kind."""
+        builtin = KINDS.get(self.kind)
+        return builtin is not None and \
+            builtin.api_version == f"{self.group}/{self.storage_version.name}"
+
+    @property
+    def store_kind(self) -> str:
+        """The key the store keeps its objects under."""
+        return self.kind if self.adopts_builtin else custom_store_kind(self.kind, self.group)
 
 
 def set_defaults(crd: Resource) -> None:
@@ -340,30 +354,43 @@ def custom_kind(crd: Resource) -> CustomKind:
         categories=tuple(names.get("categories") or ()), versions=tuple(versions))
 
 
-def set_status(crd: Resource, now: datetime, conflict: str = "") -> None:
+def set_status(crd: Resource, now: datetime, names: NamesDecision) -> None:
     """The status apiextensions' naming and establishing controllers converge to:
-    acceptedNames, NamesAccepted and Established (False with ``conflict``'s reason when
-    the names cannot be served), storedVersions (every storage version ever used)."""
-    names = crd.spec.get("names") or {}
+    acceptedNames and NamesAccepted as ``names`` decided; Established True once every name
+    is accepted (False, NotAccepted, while a name conflicts and it never was);
+    storedVersions (every storage version ever used)."""
     stored = list(crd.status.get("storedVersions") or [])
     for version in crd.spec.get("versions") or []:
         if isinstance(version, dict) and version.get("storage") and \
                 version.get("name") not in stored:
             stored.append(version["name"])
-    if conflict:
+    crd.status["acceptedNames"] = names.accepted
+    if names.reason:
         set_condition(crd, {"type": "NamesAccepted", "status": "False",
-                            "reason": "KindConflict", "message": conflict}, now)
-        set_condition(crd, {"type": "Established", "status": "False",
-                            "reason": "NotAccepted", "message": "not all names are accepted"},
-                      now)
-        crd.status.setdefault("acceptedNames", {"plural": "", "kind": ""})
+                            "reason": names.reason, "message": names.message}, now)
+        if not is_established(crd):
+            set_condition(crd, {"type": "Established", "status": "False",
+                                "reason": "NotAccepted",
+                                "message": "not all names are accepted"}, now)
     else:
         set_condition(crd, {"type": "NamesAccepted", "status": "True",
                             "reason": "NoConflicts", "message": "no conflicts found"}, now)
-        set_condition(crd, {"type": "Established", "status": "True",
-                            "reason": "InitialNamesAccepted",
-                            "message": "the initial names have been accepted"}, now)
-        crd.status["acceptedNames"] = {k: v for k, v in names.items()
-                                       if k in ("plural", "singular", "shortNames", "kind",
-                                                "listKind", "categories")}
+        if not is_established(crd):
+            set_condition(crd, {"type": "Established", "status": "True",
+                                "reason": "InitialNamesAccepted",
+                                "message": "the initial names have been accepted"}, now)
     crd.status["storedVersions"] = stored
+
+
+def is_established(crd: Resource) -> bool:
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in crd.status.get("conditions") or [])
+
+
+def is_served(crd: Resource) -> bool:
+    """Established with every name accepted: what the simulator serves (a definition
+    whose names were changed into a conflict is no longer served here, where
+    kube-apiserver keeps serving the names accepted before)."""
+    return is_established(crd) and any(
+        c.get("type") == "NamesAccepted" and c.get("status") == "True"
+        for c in crd.status.get("conditions") or [])
