@@ -78,6 +78,7 @@ from kubelet_sim.apiserver.admission import (
     generated_name,
 )
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
+from kubelet_sim.apiserver.crd.definition import is_served
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
@@ -557,7 +558,17 @@ class APIServer:
         self._store.commit(DELETED, final, current)
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
+        if current.kind == CRD_KIND:
+            self._reconsider_names(str(current.spec.get("group") or ""))
         return final.copy()
+
+    def _reconsider_names(self, group: str) -> None:
+        """As apiextensions' naming controller after a definition goes: the definitions of
+        its group still refused a name are looked at again (their status recomputed)."""
+        for crd in list(self._store.sorted(CRD_KIND)):
+            if crd.spec.get("group") == group and not is_served(crd) \
+                    and not crd.is_terminating:
+                self._update(crd.to_dict(), status_only=True, verb="update")
 
     def _delete_custom_resources(self, definition: str) -> None:
         """What apiextensions' cleanup finalizer does before a definition goes: every

@@ -109,3 +109,16 @@ def test_objects_stored_under_the_bare_kind_move_to_the_groups_key_on_load(
         rows = [json.loads(body)["metadata"]["name"] for (body,) in db.execute(
             "SELECT body FROM objects WHERE kind LIKE 'Widget%'")]
     assert rows == []
+
+
+def test_a_deleted_definition_frees_its_names_for_the_one_refused_them() -> None:
+    api = APIServer()
+    api.create(in_group("a.example.com"))
+    refused = api.create(in_group("a.example.com", "gizmos"))
+    assert names_accepted(refused)[0] == "False"
+    api.delete("CustomResourceDefinition", "widgets.a.example.com")
+    again = api.get("CustomResourceDefinition", "gizmos.a.example.com")
+    assert names_accepted(again) == ("True", "NoConflicts", "no conflicts found")
+    assert (condition(again, "Established") or {}).get("status") == "True"
+    assert [k.name for k in api.custom.kinds()] == ["gizmos.a.example.com"]
+    api.create(widget("a.example.com", "w"))  # served as Widget again, from gizmos
