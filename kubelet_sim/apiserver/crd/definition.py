@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from kubelet_sim.api.errors import FieldError, InvalidObject
 from kubelet_sim.api.label_rules import dns1035_label_errors, dns_subdomain_errors
 from kubelet_sim.api.model import JSON, KINDS, Resource, custom_store_kind, set_condition
+from kubelet_sim.apiserver.crd.internal_form import internal_versions
 from kubelet_sim.apiserver.crd.naming import NamesDecision
 from kubelet_sim.apiserver.crd.schema import Schema, shown_value
 from kubelet_sim.apiserver.crd.schema_rules import schema_errors
@@ -166,8 +167,8 @@ def _status_enabled(version: Any) -> bool:
 
 def _version_errors(versions: Any) -> list[FieldError]:
     if not isinstance(versions, list) or not versions:
-        return [_invalid("spec.versions", [], "must have exactly one version marked as storage "
-                         "version")]
+        return [FieldError("FieldValueInvalid", "spec.versions", "Invalid value: null: must "
+                           "have exactly one version marked as storage version")]
     errors: list[FieldError] = []
     for i, version in enumerate(versions):
         if isinstance(version, dict) and \
@@ -200,11 +201,13 @@ def _version_errors(versions: Any) -> list[FieldError]:
         if not shared_columns:
             for j, column in enumerate(version.get("additionalPrinterColumns") or []):
                 errors += _column_errors(column, f"{path}.additionalPrinterColumns[{j}]")
+    shown = internal_versions(versions)
     if len(set(map(str, names))) != len(names):
-        errors.append(_invalid("spec.versions", versions, "must contain unique version names"))
+        errors.append(FieldError("FieldValueInvalid", "spec.versions", f"Invalid value: {shown}"
+                                 ": must contain unique version names"))
     if sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
-        errors.append(_invalid("spec.versions", versions,
-                               "must have exactly one version marked as storage version"))
+        errors.append(FieldError("FieldValueInvalid", "spec.versions", f"Invalid value: {shown}"
+                                 ": must have exactly one version marked as storage version"))
     return errors
 
 

@@ -224,3 +224,32 @@ def test_printer_columns_and_scale_paths_are_checked_where_every_version_shares_
         "boolean,date,integer,number,string",
         'spec.additionalPrinterColumns[0].JSONPath: Invalid value: "spec.size": must be a '
         "simple json path starting with ."]
+
+
+def test_two_storage_versions_show_the_versions_as_the_internal_go_structs() -> None:
+    doc = definition(with_spec(), versions=2)
+    doc["spec"]["versions"][1]["storage"] = True
+    doc["spec"]["versions"][1]["deprecated"] = True
+    version = ('{{"Name":"{}","Served":true,"Storage":true,"Deprecated":{},'
+               '"DeprecationWarning":null,"Schema":null,"Subresources":null,'
+               '"AdditionalPrinterColumns":null,"SelectableFields":null}}')
+    assert errors_of(doc) == [
+        f'spec.versions: Invalid value: [{version.format("v1", "false")},'
+        f'{version.format("v2", "true")}]: must have exactly one version marked as storage '
+        "version"]
+
+
+def test_a_version_schema_of_its_own_is_shown_with_every_go_field() -> None:
+    doc = definition({"type": "object", "properties": {"a": {"type": "integer",
+                                                             "default": 2}}}, versions=2)
+    doc["spec"]["versions"][0]["name"] = "v2"
+    doc["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["description"] = "<b>"
+    message = errors_of(doc)[0]
+    assert message.startswith(
+        'spec.versions: Invalid value: [{"Name":"v2","Served":true,"Storage":true,'
+        '"Deprecated":false,"DeprecationWarning":null,"Schema":{"OpenAPIV3Schema":{"ID":"",'
+        '"Schema":"","Ref":null,"Description":"","Type":"object","Nullable":false,')
+    assert '"Properties":{"a":{"ID":"","Schema":"","Ref":null,"Description":"",' \
+        '"Type":"integer","Nullable":false,"Format":"","Title":"","Default":2,' in message
+    assert '"Description":"\\u003cb\\u003e"' in message
+    assert message.endswith(": must contain unique version names")
