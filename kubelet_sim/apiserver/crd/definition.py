@@ -133,11 +133,7 @@ def definition_errors(crd: Resource) -> list[FieldError]:
     errors += _version_errors(spec.get("versions"))
     errors += _names_errors(names)
     errors += _shared_errors(spec.get("versions"))
-    strategy = (spec.get("conversion") or {}).get("strategy")
-    if strategy not in (None, "None", "Webhook"):
-        errors.append(FieldError("FieldValueNotSupported", "spec.conversion.strategy",
-                                 f"Unsupported value: {shown_value(strategy)}: supported "
-                                 'values: "None", "Webhook"'))
+    errors += _conversion_errors(spec.get("conversion"))
     if spec.get("preserveUnknownFields") is True:
         errors.append(_invalid("spec.preserveUnknownFields", True, "cannot set to true, set "
                                "x-kubernetes-preserve-unknown-fields to true in "
@@ -313,6 +309,60 @@ def _column_errors(column: Any, path: str) -> list[FieldError]:
     else:
         errors += _simple_path_errors(str(json_path), f"{path}.JSONPath")
     return errors
+
+
+def _conversion_errors(conversion: Any) -> list[FieldError]:
+    """The conversion as apiextensions checks it, at the paths of its internal form (the
+    webhook's clientConfig and review versions one level up)."""
+    if not isinstance(conversion, dict):
+        return []
+    errors: list[FieldError] = []
+    path = "spec.conversion"
+    strategy = conversion.get("strategy")
+    found = conversion.get("webhook")
+    webhook: dict[str, Any] = found if isinstance(found, dict) else {}
+    config = webhook.get("clientConfig")
+    reviews = webhook.get("conversionReviewVersions") or []
+    if not strategy:
+        errors.append(_required(f"{path}.strategy"))
+    elif strategy not in ("None", "Webhook"):
+        errors.append(FieldError("FieldValueNotSupported", f"{path}.strategy",
+                                 f"Unsupported value: {shown_value(strategy)}: supported "
+                                 'values: "None", "Webhook"'))
+    if strategy == "Webhook":
+        if not isinstance(config, dict):
+            errors.append(_required(f"{path}.webhookClientConfig",
+                                    "required when strategy is set to Webhook"))
+        elif ("url" in config) == ("service" in config):
+            errors.append(_required(f"{path}.webhookClientConfig",
+                                    "exactly one of url or service is required"))
+        if not reviews:
+            errors.append(_required(f"{path}.conversionReviewVersions"))
+        else:
+            seen: set[str] = set()
+            for i, version in enumerate(reviews):
+                if version in seen:
+                    errors.append(_invalid(f"{path}.conversionReviewVersions[{i}]", version,
+                                           "duplicate version"))
+                    continue
+                seen.add(str(version))
+                errors += [_invalid(f"{path}.conversionReviewVersions[{i}]", version, text)
+                           for text in dns1035_label_errors(str(version))]
+            if not seen & {"v1", "v1beta1"}:
+                errors.append(_invalid(f"{path}.conversionReviewVersions", reviews,
+                                       "must include at least one of v1, v1beta1"))
+    else:
+        if config is not None:
+            errors.append(_forbidden(f"{path}.webhookClientConfig",
+                                     "should not be set when strategy is not set to Webhook"))
+        if reviews:
+            errors.append(_forbidden(f"{path}.conversionReviewVersions",
+                                     "should not be set when strategy is not set to Webhook"))
+    return errors
+
+
+def _forbidden(path: str, text: str) -> FieldError:
+    return FieldError("FieldValueForbidden", path, f"Forbidden: {text}")
 
 
 def _approval_errors(crd: Resource, group: str) -> list[FieldError]:

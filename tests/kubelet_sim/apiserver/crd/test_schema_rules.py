@@ -253,3 +253,21 @@ def test_a_version_schema_of_its_own_is_shown_with_every_go_field() -> None:
         '"Type":"integer","Nullable":false,"Format":"","Title":"","Default":2,' in message
     assert '"Description":"\\u003cb\\u003e"' in message
     assert message.endswith(": must contain unique version names")
+
+
+def test_a_webhook_conversion_needs_a_client_config_and_a_known_review_version() -> None:
+    doc = definition(with_spec())
+    doc["spec"]["conversion"] = {"strategy": "Webhook",
+                                 "webhook": {"conversionReviewVersions": ["v2"]}}
+    assert errors_of(doc) == [
+        "spec.conversion.webhookClientConfig: Required value: required when strategy is set "
+        "to Webhook",
+        'spec.conversion.conversionReviewVersions: Invalid value: ["v2"]: must include at '
+        "least one of v1, v1beta1"]
+    doc["spec"]["conversion"] = {"strategy": "None", "webhook": {
+        "clientConfig": {"url": "https://x"}, "conversionReviewVersions": ["v1"]}}
+    assert errors_of(doc) == [
+        "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is "
+        "not set to Webhook",
+        "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy "
+        "is not set to Webhook"]
