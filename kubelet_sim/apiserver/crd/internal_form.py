@@ -166,6 +166,11 @@ def _shared(versions: list[Any], key: str) -> bool:
     return all(v == values[0] for v in values)
 
 
+def internal_schema(schema: Any) -> str:
+    """A JSONSchemaProps as kube-apiserver writes it in an ``Invalid value``."""
+    return _dump(_schema(schema))
+
+
 def internal_versions(versions: list[Any]) -> str:
     """``spec.versions`` as kube-apiserver writes it in an ``Invalid value``."""
     moved = {key: _shared(versions, key) for key in

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubelet_sim.api.errors import FieldError
+from kubelet_sim.apiserver.crd.internal_form import internal_schema
 from kubelet_sim.apiserver.crd.schema import (
     EMBEDDED,
     INT_OR_STRING,
@@ -131,9 +132,10 @@ def _status_root_errors(schema: Schema, path: str) -> list[FieldError]:
                                  "subresource is enabled")]
             continue
         if name not in _ALLOWED_AT_STATUS_ROOT:
-            return [_invalid(path, schema, f"only {_ALLOWED_AT_STATUS_ROOT_GO} fields are "
-                             "allowed at the root of the schema if the status subresource is "
-                             "enabled")]
+            return [FieldError("FieldValueInvalid", path, f"Invalid value: "
+                               f"{internal_schema(schema)}: only {_ALLOWED_AT_STATUS_ROOT_GO} "
+                               "fields are allowed at the root of the schema if the status "
+                               "subresource is enabled")]
     return []
 
 

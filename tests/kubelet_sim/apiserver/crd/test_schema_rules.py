@@ -271,3 +271,18 @@ def test_a_webhook_conversion_needs_a_client_config_and_a_known_review_version()
         "not set to Webhook",
         "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy "
         "is not set to Webhook"]
+
+
+def test_with_the_status_subresource_the_root_holds_only_what_status_extraction_keeps() -> None:
+    schema = {"type": "object", "anyOf": [{"required": ["spec"]}],
+              "properties": {"spec": {"type": "object"}}}
+    errors = [str(e) for e in schema_errors(schema, ROOT, True)]
+    assert len(errors) == 1
+    assert errors[0].startswith(f'{ROOT}: Invalid value: {{"ID":"","Schema":"","Ref":null,')
+    assert errors[0].endswith(
+        ": only [Description Type Format Title Maximum ExclusiveMaximum Minimum "
+        "ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf "
+        "Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] "
+        "fields are allowed at the root of the schema if the status subresource is enabled")
+    assert schema_errors({"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                         ROOT, True) == []
