@@ -87,3 +87,20 @@ def dns_label_errors(value: str) -> list[str]:
     if not _DNS_LABEL.fullmatch(value):
         errors.append(_LABEL_RULE)
     return errors
+
+
+_DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS_1035_RULE = ("a DNS-1035 label must consist of lower case alphanumeric characters or "
+                  "'-', start with an alphabetic character, and end with an alphanumeric "
+                  "character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                  "'[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """What is wrong with a DNS-1035 label, e.g. a resource's plural (empty: nothing)."""
+    errors = []
+    if len(value) > MAX_LABEL_VALUE:
+        errors.append(f"must be no more than {MAX_LABEL_VALUE} characters")
+    if not _DNS_1035.fullmatch(value):
+        errors.append(_DNS_1035_RULE)
+    return errors

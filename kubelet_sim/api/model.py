@@ -132,10 +132,36 @@ _META_FIELDS = {
 }
 
 
-# The kinds CustomResourceDefinitions add while a cluster runs (kind -> its facts); kept by
-# kubelet_sim.apiserver.crd.registry through register_custom_kind / forget_custom_kind.
-# Keyed by kind name as the store is: one process serving two clusters shares it.
+# The kinds CustomResourceDefinitions add while a cluster runs (store key -> its facts); kept
+# by kubelet_sim.apiserver.crd.registry through register_custom_kind / forget_custom_kind.
+# A custom kind is stored as ``<Kind>.<group>`` (see custom_store_kind): two definitions may
+# name the same kind in different groups, as kube-apiserver allows. One process serving two
+# clusters shares it.
 _CUSTOM_KINDS: dict[str, KindInfo] = {}
+
+
+def custom_store_kind(kind: str, group: str) -> str:
+    """The key the store keeps a custom kind's objects under (``Widget.example.com``); a
+    kind name never holds a dot, so the key never meets a built-in kind's."""
+    return f"{kind}.{group}"
+
+
+def wire_kind(kind: str) -> str:
+    """The ``kind`` an object of a store key is shown with (``Widget``)."""
+    return kind.partition(".")[0]
+
+
+def stored_kind(kind: str, api_version: str) -> str:
+    """The store key of objects sent as ``kind`` in ``api_version``: the built-in kind of
+    that group, else a custom kind of that group, else ``kind`` as it is."""
+    if "." in kind:
+        return kind
+    group = api_version.rpartition("/")[0]
+    builtin = KINDS.get(kind)
+    if builtin is not None and builtin.api_version.rpartition("/")[0] == group:
+        return kind
+    key = custom_store_kind(kind, group)
+    return key if key in _CUSTOM_KINDS else kind
 
 
 _GONE = KindInfo("", "", False, False, has_spec=False, custom=True)
@@ -324,7 +350,7 @@ class Resource:
         # an object of a custom kind whose definition just went (a watch still delivering
         # its DELETED events) keeps the custom shape: every field but status in body
         has_spec = (KINDS.get(self.kind) or _CUSTOM_KINDS.get(self.kind) or _GONE).has_spec
-        out: JSON = {"apiVersion": self.api_version, "kind": self.kind}
+        out: JSON = {"apiVersion": self.api_version, "kind": wire_kind(self.kind)}
         out["metadata"] = self.metadata.to_dict(copier)
         out.update(copier(self.body))
         if has_spec:
@@ -341,6 +367,7 @@ class Resource:
         kind = raw.get("kind")
         if not isinstance(kind, str) or not kind:
             raise Invalid("kind", "Required value")
+        kind = stored_kind(kind, str(raw.get("apiVersion") or ""))
         info = kind_info(kind)
         api_version = raw.get("apiVersion") or info.api_version
         if api_version != info.api_version:

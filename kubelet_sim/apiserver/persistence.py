@@ -58,14 +58,27 @@ class ObjectDatabase:
         """The counter and every stored object (each with its resourceVersion)."""
         with self._lock:
             (version,) = self._conn.execute("SELECT version FROM counter").fetchone()
-            rows = self._conn.execute("SELECT body FROM objects").fetchall()
-        bodies = [json.loads(body) for (body,) in rows]
+            rows = self._conn.execute("SELECT kind, body FROM objects").fetchall()
+        keyed = [(kind, json.loads(body)) for (kind, body) in rows]
         # the definitions first: the kinds they add must be known to read their objects
-        definitions = [Resource.from_dict(b) for b in bodies if b.get("kind") == CRD_KIND]
+        definitions = [Resource.from_dict(b) for _, b in keyed if b.get("kind") == CRD_KIND]
         for crd in definitions:
             register_stored_definition(crd)
-        return int(version), definitions + [Resource.from_dict(b) for b in bodies
-                                            if b.get("kind") != CRD_KIND]
+        others = [(kind, Resource.from_dict(b)) for kind, b in keyed
+                  if b.get("kind") != CRD_KIND]
+        self._rekey([(kind, obj) for kind, obj in others if kind != obj.kind])
+        return int(version), definitions + [obj for _, obj in others]
+
+    def _rekey(self, moved: list[tuple[str, Resource]]) -> None:
+        """Rows written under an older key for their kind (custom resources were once
+        kept under their bare kind) move to the key the store uses now."""
+        if not moved:
+            return
+        with self._lock:
+            for old, obj in moved:
+                self._conn.execute("UPDATE OR REPLACE objects SET kind=? WHERE kind=? AND "
+                                   "namespace=? AND name=?",
+                                   (obj.kind, old, obj.namespace, obj.name))
 
     def commit(self, version: int, obj: Resource, deleted: bool) -> None:
         """Durably record ``obj`` (or its removal) as of ``version``."""

@@ -68,6 +68,7 @@ from kubelet_sim.api.model import (
     kind_info,
     new,
     set_condition,
+    stored_kind,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver import continue_token
@@ -79,6 +80,7 @@ from kubelet_sim.apiserver.admission import (
     generated_name,
 )
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
+from kubelet_sim.apiserver.crd.definition import is_served
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
@@ -332,7 +334,8 @@ class APIServer:
     @locked
     def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
         """Replace only ``status`` (the status subresource); everything else is ignored."""
-        kind = obj.kind if isinstance(obj, Resource) else str(obj.get("kind"))
+        kind = obj.kind if isinstance(obj, Resource) else \
+            stored_kind(str(obj.get("kind")), str(obj.get("apiVersion") or ""))
         if not kind_info(kind).status_subresource:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
         return self._update(obj, status_only=True, verb=f"{verb}_status")
@@ -610,7 +613,17 @@ class APIServer:
             self.services.release(current)
         if current.kind != "Namespace" and current.namespace:
             self._finish_namespace(current.namespace)
+        if current.kind == CRD_KIND:
+            self._reconsider_names(str(current.spec.get("group") or ""))
         return final.copy()
+
+    def _reconsider_names(self, group: str) -> None:
+        """As apiextensions' naming controller after a definition goes: the definitions of
+        its group still refused a name are looked at again (their status recomputed)."""
+        for crd in list(self._store.sorted(CRD_KIND)):
+            if crd.spec.get("group") == group and not is_served(crd) \
+                    and not crd.is_terminating:
+                self._update(crd.to_dict(), status_only=True, verb="update")
 
     def _delete_custom_resources(self, definition: str) -> None:
         """What apiextensions' cleanup finalizer does before a definition goes: every
@@ -618,9 +631,9 @@ class APIServer:
         served = next((k for k in self.custom.kinds() if k.name == definition), None)
         if served is None:
             return
-        for obj in list(self._store.sorted(served.kind)):
+        for obj in list(self._store.sorted(served.store_kind)):
             self._remove(obj)
-        self._store.close_watches(served.kind)  # their streams end once the DELETEDs are out
+        self._store.close_watches(served.store_kind)  # their streams end once the DELETEDs are out
 
     def _delete_namespace_contents(self, namespace: str) -> None:
         for kind, name in self._store.names_in_namespace(namespace):

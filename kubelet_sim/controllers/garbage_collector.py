@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_sim.api.errors import Gone, NotFound
-from kubelet_sim.api.model import JSON, KINDS, Resource, served_kinds
+from kubelet_sim.api.model import JSON, KINDS, Resource, served_kinds, stored_kind
 from kubelet_sim.apiserver.deletion_policy import (
     BACKGROUND,
     FOREGROUND,
@@ -97,12 +97,13 @@ class GarbageCollector(Controller):
     # -- a dependent and its owners -------------------------------------------------------
 
     def _owner_state(self, dependent: Resource, ref: JSON) -> str:
-        info = served_kinds().get(str(ref.get("kind")))  # custom kinds too
+        kind = stored_kind(str(ref.get("kind")), str(ref.get("apiVersion")))
+        info = served_kinds().get(kind)  # custom kinds too
         if info is None or info.api_version != ref.get("apiVersion"):
             return SOLID  # cannot be resolved: never taken as gone
         if info.namespaced and not dependent.namespace:
             return ABSENT  # a cluster-scoped object cannot be owned by a namespaced one
-        owner = get_or_none(self.api, str(ref.get("kind")), str(ref.get("name")),
+        owner = get_or_none(self.api, kind, str(ref.get("name")),
                             dependent.namespace if info.namespaced else "")
         if owner is None or owner.metadata.uid != ref.get("uid"):
             return ABSENT

@@ -51,6 +51,10 @@ class CustomApiResource(ApiResource):
     definition: CustomKind | None = field(default=None, compare=False)
     served_version: CustomVersion | None = field(default=None, compare=False)
 
+    @property
+    def stored_kind(self) -> str:
+        return self.definition.store_kind if self.definition else self.kind
+
 
 def custom_parts(r: ApiResource) -> tuple[CustomKind, CustomVersion] | None:
     if isinstance(r, CustomApiResource) and r.definition and r.served_version:
@@ -233,7 +237,7 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
                       namespace: str, workers: Workers) -> dict[str, Any]:
     """GET, PUT or PATCH (merge or JSON patch on the Scale) of ``<plural>/<name>/scale``;
     the write runs in ``workers``' write pool."""
-    current = api.get(r.kind, name, namespace)
+    current = api.get(r.stored_kind, name, namespace)
     if request.method == "GET":
         return scale_of(r, current)
     if request.method not in ("PUT", "PATCH"):

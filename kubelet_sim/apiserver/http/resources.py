@@ -74,6 +74,12 @@ class ApiResource:
     def singular(self) -> str:
         return self.kind.lower()
 
+    @property
+    def stored_kind(self) -> str:
+        """The key the API server core keeps its objects under (a custom kind's differs
+        from its ``kind``)."""
+        return self.kind
+
 
 def _resource(kind: str) -> ApiResource:
     info = KINDS[kind]
@@ -104,6 +110,7 @@ REQUESTS = (BINDINGS, SELF_SUBJECT_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS,
 RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS_V1,
                                       *REQUESTS)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
+_BUILT_IN_GROUPS = frozenset(r.group for r in RESOURCES)
 
 
 @dataclass(frozen=True)
@@ -151,13 +158,17 @@ def lookup(group: str, version: str, plural: str) -> ApiResource | None:
 
 
 def group_versions(extra: Iterable[ApiResource] = ()) -> dict[str, list[ApiResource]]:
-    """group/version -> its resources, core ("v1") first; ``extra`` (the resources of
-    CustomResourceDefinitions) are added, replacing a built-in one of the same path."""
+    """group/version -> its resources, core ("v1") first, then the built-in groups, then
+    the groups only CustomResourceDefinitions serve (kube-apiserver ranks those below every
+    built-in group, by name among themselves: the order kubectl resolves a name served in
+    several groups by); ``extra`` (the resources of CustomResourceDefinitions) are added,
+    replacing a built-in one of the same path."""
     by_path = {(r.group, r.version, r.plural): r for r in RESOURCES}
     by_path.update({(r.group, r.version, r.plural): r for r in extra})
     out: dict[str, list[ApiResource]] = {}
     for r in sorted(by_path.values(),
-                    key=lambda r: (r.group != "", r.group, _version_order(r.version))):
+                    key=lambda r: (r.group != "", r.group not in _BUILT_IN_GROUPS, r.group,
+                                   _version_order(r.version))):
         out.setdefault(r.group_version, []).append(r)
     return out
 

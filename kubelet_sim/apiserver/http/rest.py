@@ -200,7 +200,7 @@ class Rest:
 
     def get(self, request: web.Request, target: Target) -> web.Response:
         self._single_transform(request, target.resource)
-        obj = self.api.get(target.resource.kind, target.name, target.namespace)
+        obj = self.api.get(target.resource.stored_kind, target.name, target.namespace)
         return _answer(request, self._shown(request, target.resource, obj))
 
     def _single_transform(self, request: web.Request, r: ApiResource) -> None:
@@ -215,7 +215,7 @@ class Rest:
 
     def _list(self, request: web.Request, target: Target) -> web.Response:
         r = target.resource
-        found = self.api.read_list(r.kind, target.namespace or None,
+        found = self.api.read_list(r.stored_kind, target.namespace or None,
                                    label_selector=request.query.get("labelSelector") or None,
                                    field_selector=request.query.get("fieldSelector") or None,
                                    limit=_int_param(request, "limit") or 0,
@@ -263,11 +263,11 @@ class Rest:
         try:
             if request.query.get("sendInitialEvents") in ("1", "true"):
                 # a streaming list: the current objects, then a BOOKMARK marking their end
-                found = await self.workers.read(self.api.read_list, r.kind,
+                found = await self.workers.read(self.api.read_list, r.stored_kind,
                                                 target.namespace or None, labels, fields)
                 initial, since = found.items, found.resource_version
             # without a resourceVersion it starts with every object: off the loop too
-            watch = await self.workers.read(self.api.watch, r.kind, target.namespace or None,
+            watch = await self.workers.read(self.api.watch, r.stored_kind, target.namespace or None,
                                             labels, fields, since, buffer_limit=WATCH_BUFFER)
         except Gone as err:
             await _send(response, {"type": "ERROR", "object": status_body(
@@ -342,7 +342,7 @@ class Rest:
         if obj.name != target.name:
             raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
                              f"the URL ({target.name})")
-        current = self.api.get(target.resource.kind, target.name, target.namespace)
+        current = self.api.get(target.resource.stored_kind, target.name, target.namespace)
         self._record(obj, shown(target.resource, current.to_dict()), manager, target)
         if dry_run:
             apply_defaults(obj)
@@ -376,7 +376,7 @@ class Rest:
         problems = fields.duplicate_fields(patch)
         r = target.resource
         for attempt in range(PATCH_RETRIES):
-            current = self.api.get(r.kind, target.name, target.namespace)
+            current = self.api.get(r.stored_kind, target.name, target.namespace)
             live = shown(r, current.to_dict())
             merged = patching.patched(kind, live, patch, target, mode)
             if not isinstance(merged, dict):
@@ -425,7 +425,8 @@ class Rest:
         wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
         for attempt in range(PATCH_RETRIES):
             try:
-                current: Resource | None = self.api.get(r.kind, target.name, target.namespace)
+                current: Resource | None = self.api.get(r.stored_kind, target.name,
+                                                        target.namespace)
             except NotFound:
                 if target.subresource or wanted:
                     raise
@@ -473,8 +474,8 @@ class Rest:
         opts = _DeleteOptions.read(request, options)
         if opts.dry_run:
             return _answer(request, shown(target.resource, self.api.get(
-                target.resource.kind, target.name, target.namespace).to_dict()))
-        obj = self.api.delete(target.resource.kind, target.name, target.namespace,
+                target.resource.stored_kind, target.name, target.namespace).to_dict()))
+        obj = self.api.delete(target.resource.stored_kind, target.name, target.namespace,
                               grace_period_seconds=opts.grace, propagation_policy=opts.policy,
                               uid=opts.uid, resource_version=opts.resource_version)
         return _answer(request, shown(target.resource, obj.to_dict()))
@@ -487,14 +488,14 @@ class Rest:
         list_options.check(request.query, watch=False)
         r = target.resource
         opts = _DeleteOptions.read(request, options)
-        found = self.api.list(r.kind, target.namespace or None,
+        found = self.api.list(r.stored_kind, target.namespace or None,
                               label_selector=request.query.get("labelSelector") or None,
                               field_selector=request.query.get("fieldSelector") or None)
         deleted: builtins.list[dict[str, Any]] = []
         for obj in found.items:
             if not opts.dry_run:
                 try:
-                    obj = self.api.delete(r.kind, obj.name, obj.namespace,
+                    obj = self.api.delete(r.stored_kind, obj.name, obj.namespace,
                                           grace_period_seconds=opts.grace,
                                           propagation_policy=opts.policy)
                 except NotFound:

@@ -175,7 +175,7 @@ async def test_custom_resources_are_collected_and_collect_as_owners(
     lease(api, "child", widget_owner)
     await gc.settle()
     api.delete("Lease", "owner", "default")
-    api.delete("Widget", "parent", "default")
+    api.delete("Widget.stable.example.com", "parent", "default")
     await gc.settle()
-    assert [w.name for w in api.list("Widget").items] == []
+    assert [w.name for w in api.list("Widget.stable.example.com").items] == []
     assert not exists(api, "child")

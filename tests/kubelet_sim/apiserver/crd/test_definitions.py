@@ -20,6 +20,9 @@ CRD: dict[str, Any] = yaml.safe_load(
     (PROJECT_ROOT / "tests" / "fixtures" / "widgets_crd.yaml").read_text())
 
 
+WIDGET_KIND = "Widget.stable.example.com"  # the store's key for the custom kind
+
+
 def widget(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "stable.example.com/v1", "kind": "Widget",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"size": "1Gi", **spec}}
@@ -52,21 +55,43 @@ def test_a_definition_must_be_named_plural_dot_group_with_one_storage_version() 
     with pytest.raises(InvalidObject) as caught:
         APIServer().create(bad)
     fields = [e.field for e in caught.value.errors]
-    assert fields == ["metadata.name", "spec.scope", "spec.versions",
-                      "spec.versions[1].schema.openAPIV3Schema"]
+    # apiextensions' order: the schema a version lacks comes before the versions' checks
+    assert fields == ["metadata.name", "spec.scope", "spec.versions[1].schema.openAPIV3Schema",
+                      "spec.versions"]
     assert caught.value.message.startswith(
         'CustomResourceDefinition.apiextensions.k8s.io "gadgets.stable.example.com" is '
         'invalid: [metadata.name: Invalid value: "gadgets.stable.example.com": must be '
         'spec.names.plural+"."+spec.group')
 
 
-def test_a_definition_whose_kind_is_built_in_elsewhere_is_not_served() -> None:
+def test_a_definition_of_a_built_in_kind_in_another_group_is_served_beside_it() -> None:
     clash = copy.deepcopy(CRD)
     clash["metadata"]["name"] = "pods.stable.example.com"
     clash["spec"]["names"] = {"plural": "pods", "kind": "Pod"}
     api = APIServer()
     crd = api.create(clash)
-    assert (condition(crd, "NamesAccepted") or {}).get("status") == "False"
+    assert (condition(crd, "NamesAccepted") or {}).get("status") == "True"
+    assert [k.qualified_kind for k in api.custom.kinds()] == ["Pod.stable.example.com"]
+    custom = api.create({**widget("p"), "kind": "Pod"})
+    assert custom.to_dict()["kind"] == "Pod"
+    assert custom.to_dict()["apiVersion"] == "stable.example.com/v1"
+    assert api.list("Pod").items == []  # the built-in pods are apart
+    forget_custom_kind("Pod.stable.example.com")
+
+
+def test_a_built_in_kind_redefined_in_its_group_with_another_storage_version_is_not_served(
+        ) -> None:
+    clash = copy.deepcopy(CRD)
+    clash["metadata"]["name"] = "volumesnapshots.snapshot.storage.k8s.io"
+    clash["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, test"}
+    clash["spec"]["group"] = "snapshot.storage.k8s.io"
+    clash["spec"]["names"] = {"plural": "volumesnapshots", "kind": "VolumeSnapshot"}
+    clash["spec"]["versions"][0]["storage"] = False
+    clash["spec"]["versions"][1]["storage"] = True  # v1beta1, where the simulator has v1
+    api = APIServer()
+    crd = api.create(clash)
+    accepted = condition(crd, "NamesAccepted") or {}
+    assert (accepted.get("status"), accepted.get("reason")) == ("False", "KindConflict")
     assert api.custom.kinds() == []
 
 
@@ -86,7 +111,7 @@ def test_a_custom_resource_failing_its_schema_is_invalid_with_every_cause(
         'spec.replicas in body must be of type integer: "string", spec.color: Unsupported '
         'value: "pink": supported values: "red", "green", "blue"]')
     with pytest.raises(NotFound):
-        api.get("Widget", "w", "default")
+        api.get(WIDGET_KIND, "w", "default")
 
 
 def test_the_status_subresource_splits_spec_and_status(api: APIServer) -> None:
@@ -113,14 +138,14 @@ def test_deleting_the_definition_deletes_its_objects_and_the_kind(api: APIServer
     api.delete("CustomResourceDefinition", "widgets.stable.example.com")
     assert api.custom.kinds() == []
     with pytest.raises(Invalid):
-        api.list("Widget")
+        api.list(WIDGET_KIND)
 
 
 def test_definitions_and_their_objects_survive_a_restart(tmp_path: Path) -> None:
     first = APIServer(database=ObjectDatabase(tmp_path / "db.sqlite"))
     first.create(copy.deepcopy(CRD))
     first.create(widget("w", color="red"))
-    forget_custom_kind("Widget")  # as a new process: the kind comes back from the disk
+    forget_custom_kind(WIDGET_KIND)  # as a new process: the kind comes back from the disk
     again = APIServer(database=ObjectDatabase(tmp_path / "db.sqlite"))
     assert [k.kind for k in again.custom.kinds()] == ["Widget"]
-    assert again.get("Widget", "w", "default").to_dict()["spec"]["color"] == "red"
+    assert again.get(WIDGET_KIND, "w", "default").to_dict()["spec"]["color"] == "red"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_sim.apiserver.crd.columns import cell, evaluate, human_duration
-from kubelet_sim.apiserver.crd.schema import apply_defaults, prune, structural_errors, validate
+from kubelet_sim.apiserver.crd.schema import apply_defaults, prune, validate
+from kubelet_sim.apiserver.crd.schema_rules import schema_errors
 
 SPEC: dict[str, Any] = {
     "type": "object",
@@ -23,7 +24,7 @@ SPEC: dict[str, Any] = {
                          "x-kubernetes-list-type": "set", "items": {"type": "string"}},
                 "ports": {"type": "array", "x-kubernetes-list-type": "map",
                           "x-kubernetes-list-map-keys": ["name"],
-                          "items": {"type": "object", "properties": {
+                          "items": {"type": "object", "required": ["name"], "properties": {
                               "name": {"type": "string"}, "port": {"type": "integer"}}}},
                 "target": {"x-kubernetes-int-or-string": True},
                 "note": {"type": "string", "nullable": True},
@@ -173,13 +174,14 @@ def test_a_number_accepts_an_integer_but_an_integer_refuses_a_fraction() -> None
 # -- structure -----------------------------------------------------------------------------
 
 def test_a_schema_without_types_or_an_object_root_is_not_structural() -> None:
-    errors = structural_errors({"type": "object", "properties": {"spec": {
-        "properties": {"a": {"type": "string"}}}}}, "spec.versions[0].schema.openAPIV3Schema")
+    errors = schema_errors({"type": "object", "properties": {"spec": {
+        "properties": {"a": {"type": "string"}}}}}, "spec.versions[0].schema.openAPIV3Schema",
+        False)
     assert [str(e) for e in errors] == [
         "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must "
         "not be empty for specified object fields"]
-    assert [e.field for e in structural_errors({"type": "string"}, "s")] == ["s.type"]
-    assert structural_errors(SPEC, "s") == []
+    assert [e.field for e in schema_errors({"type": "string"}, "s", False)] == ["s.type"]
+    assert schema_errors(SPEC, "s", False) == []
 
 
 # -- printer columns -----------------------------------------------------------------------

@@ -225,7 +225,8 @@ def test_what_a_go_client_sends_is_stored_as_go_reads_it(cluster: Cluster) -> No
     version = crd.spec.versions.add(name="v1", served=True, storage=True, deprecated=False)
     root = version.schema.openAPIV3Schema
     root.type, root.description, root.nullable = "object", "", False
-    root.xKubernetesPreserveUnknownFields = False
+    name = root.properties["name"]  # a zero behind a pointer (apiextensions refuses
+    name.type, name.minLength = "string", 0  # x-kubernetes-preserve-unknown-fields: false)
     count = root.properties["count"]
     count.type, count.maximum, count.exclusiveMaximum = "number", 20.0, False
     count.default.raw = b"1.5"
@@ -239,8 +240,9 @@ def test_what_a_go_client_sends_is_stored_as_go_reads_it(cluster: Cluster) -> No
     doc = cluster.raw.send("GET", f"{CRDS}/things.example.com", accept=JSON).json()
     assert doc["spec"]["versions"] == [{
         "name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": False,
+            "type": "object",
             "properties": {
+                "name": {"type": "string", "minLength": 0},
                 "count": {"type": "number", "maximum": 20, "default": 1.5},
                 "labels": {"type": "object",
                            "additionalProperties": {"type": "string"}}}}}}]
