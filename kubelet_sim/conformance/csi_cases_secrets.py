@@ -39,7 +39,6 @@ from typing import Any
 import jwt
 
 from kubelet_sim.api import builders
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, parse_time
 from kubelet_sim.apiserver.token_request import API_AUDIENCES, ISSUER
 from kubelet_sim.conformance.csi_cases_driver_fields import policy_of
@@ -341,7 +340,8 @@ async def missing_secret(run: CsiRun, ns: str) -> None:
         pod = run.api.get("Pod", "waiting", ns)
         await _settle_until(run, lambda: bool(_events_naming(
             run, "Pod", "waiting", ns, "FailedMount", publisher)), RETRY_WAIT)
-        assert pod.status.get("phase") != "Running", "the pod runs without its Secret"
+        assert run.api.get("Pod", "waiting", ns).status.get("phase") != "Running", \
+            "the pod runs without its Secret"
         assert not _publishes(run, pod, 0), \
             "NodePublishVolume was called while its Secret was missing"
         events = run.events("Pod", "waiting", ns)
@@ -354,8 +354,7 @@ async def missing_secret(run: CsiRun, ns: str) -> None:
         sent = [s for e, s in seen.of("Node/NodePublishVolume")
                 if pod.metadata.uid in str(e.request.get("target_path", ""))]
         assert sent == [published], "NodePublishVolume did not get the Secret created late"
-        with contextlib.suppress(NotFound):
-            await _clean_up(run, ns, "waiting", "late", sc)
+        await _clean_up(run, ns, "waiting", "late", sc)
 
 
 CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
