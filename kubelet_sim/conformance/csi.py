@@ -44,7 +44,11 @@ Cases (suite ``csi``), in the order they run:
   own), the cases about its fields (:mod:`kubelet_sim.conformance.csi_cases_driver_fields`):
   ``csidriver/fs-group-policy``, ``csidriver/selinux-mount``, ``csidriver/no-attach``,
   ``csidriver/lifecycle-mode-refusal``, each skipped when the object does not set its field;
-  ``ephemeral/inline`` skips when the object does not list Ephemeral.
+  ``ephemeral/inline`` skips when the object does not list Ephemeral; and the cases
+  about tokens and Secrets (:mod:`kubelet_sim.conformance.csi_cases_secrets`):
+  ``csidriver/token-requests``, ``csidriver/requires-republish`` (each skipped when the
+  object does not set its field), ``secrets/every-operation`` and
+  ``secrets/missing-secret``.
 
 Our driver, when the suite starts it, reports a volume limit of 3 per node.
 
@@ -64,6 +68,7 @@ from kubelet_sim.conformance import csi_cases as basic
 from kubelet_sim.conformance import csi_cases_capacity as capacity_cases
 from kubelet_sim.conformance import csi_cases_driver_fields as driver_fields
 from kubelet_sim.conformance import csi_cases_nodes as node_cases
+from kubelet_sim.conformance import csi_cases_secrets as secret_cases
 from kubelet_sim.conformance import csi_cases_volumes as volume_cases
 from kubelet_sim.conformance.csi_run import SUITE, CsiRun, CsiTarget, WrongDriver
 from kubelet_sim.conformance.report import Report
@@ -91,6 +96,7 @@ CASES: list[tuple[str, Callable[[CsiRun, str], Awaitable[None]]]] = [
     ("co-retries/controller-publish-timeout", node_cases.controller_publish_timeout),
     ("restart/teardown-after-node-plugin-restart", basic.teardown_after_node_plugin_restart),
     *driver_fields.CASES,
+    *secret_cases.CASES,
 ]
 
 # Our driver, when the suite starts it, reports a small volume limit per node, so that

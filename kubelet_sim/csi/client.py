@@ -4,7 +4,8 @@
 method that takes it (found in the CSI descriptor) and returns the response message, or
 raises `CsiError` carrying the gRPC status code. Every call is recorded to the `Trace` (node,
 component, ``csi.<Service>/<Method>``, a request summary with the ``csi_secret`` fields
-left out, ``OK`` or ``<CODE>: <message>``, duration).
+left out, ``OK`` or ``<CODE>: <message>``, duration); the trace's request observers
+also get the whole request (how the conformance suite sees the secrets a call carried).
 
 Two backends share that surface: `GrpcCsiClient` talks grpc.aio over a unix socket (the real
 driver, or any CSI driver), `kubelet_sim.testing.fake_csi.FakeCsiClient` answers in memory for fast
@@ -157,11 +158,13 @@ class CsiClient(ABC):
         return response
 
     def _record(self, call: str, request: Message, result: str, started: float) -> None:
-        self.trace.record(
+        event = self.trace.record(
             node=self.node, component=self.component, call=call,
             request=request_summary(request), result=result,
             duration_ms=(time.monotonic() - started) * 1000.0,
         )
+        for observe in self.trace.request_observers:
+            observe(event, request)
 
 
 def socket_target(endpoint: str) -> str:

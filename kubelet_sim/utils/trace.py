@@ -51,6 +51,11 @@ class Trace:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # called with every event as it is recorded (e.g. the cluster's metrics)
     listeners: list[Callable[[TraceEvent], None]] = field(default_factory=list)
+    # called with an event and the whole request it summarizes (a CSI request message,
+    # its secrets included) by the clients that make calls: in-process observers only
+    # (the conformance suite's secrets cases); nothing they see is written or kept here
+    request_observers: list[Callable[[TraceEvent, object], None]] = field(
+        default_factory=list)
 
     @classmethod
     def to_file(cls, path: Path, *, phase: str = "") -> Trace:

@@ -23,8 +23,11 @@ CASES = ("provisioning/filesystem", "provisioning/block", "expansion/online",
          "capacity/get-capacity", "capacity/scheduling", "co-retries/node-stage-unavailable",
          "co-retries/controller-publish-timeout", "restart/teardown-after-node-plugin-restart",
          "csidriver/fs-group-policy", "csidriver/selinux-mount", "csidriver/no-attach",
-         "csidriver/lifecycle-mode-refusal")
-DRIVER_FIELD_CASES = tuple(c for c in CASES if c.startswith("csidriver/"))
+         "csidriver/lifecycle-mode-refusal", "csidriver/token-requests",
+         "csidriver/requires-republish", "secrets/every-operation", "secrets/missing-secret")
+# the cases that run only with --csidriver FILE
+DRIVER_FIELD_CASES = tuple(c for c in CASES if c.startswith(("csidriver/", "secrets/")))
+TOKEN_AND_SECRET_CASES = DRIVER_FIELD_CASES[-4:]
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,7 +73,34 @@ def test_the_driver_field_cases_pass_with_a_csidriver_object_that_sets_them(
     assert done.returncode == 0, done.stdout + done.stderr
     results = rows(done.stdout)
     assert {c: r for c, (r, _) in results.items()} == {
-        "ephemeral/inline": "SKIPPED", **{c: "PASSED" for c in DRIVER_FIELD_CASES}}
+        "ephemeral/inline": "SKIPPED",
+        **{c: "PASSED" for c in DRIVER_FIELD_CASES if c not in TOKEN_AND_SECRET_CASES},
+        "csidriver/token-requests": "SKIPPED", "csidriver/requires-republish": "SKIPPED"}
+
+
+TOKENS_CSIDRIVER = """apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata:
+  name: any
+spec:
+  requiresRepublish: true
+  tokenRequests:
+  - audience: vault.example.com
+    expirationSeconds: 3600
+  - audience: ""
+"""
+
+
+def test_the_token_and_secret_cases_pass_with_a_csidriver_object_asking_for_tokens(
+    tmp_path: Path,
+) -> None:
+    csidriver = tmp_path / "csidriver.yaml"
+    csidriver.write_text(TOKENS_CSIDRIVER)
+
+    done = conformance("--csidriver", str(csidriver), "--focus", "token|republish|secrets/")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(done.stdout) == {case: ("PASSED", "") for case in TOKEN_AND_SECRET_CASES}
 
 
 def test_a_csidriver_file_without_a_csidriver_object_is_refused(tmp_path: Path) -> None:
@@ -139,7 +169,7 @@ def test_our_driver_at_endpoints_compared_to_ours_differs_only_where_it_is_skipp
         ("restart/teardown-after-node-plugin-restart", "outcome")]
     assert all("SKIPPED" in row and row.endswith("PASSED") for _, _, row in found)
     assert done.stdout.splitlines()[-1].startswith(
-        "3 of 22 cases differ from ours (3 in outcome, 0 in calls only)")
+        "3 of 26 cases differ from ours (3 in outcome, 0 in calls only)")
 
 
 def test_a_broken_driver_compared_to_ours_shows_the_rpc_that_failed(tmp_path: Path) -> None:

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.up_process import PROJECT_ROOT
-from tests.kubelet_sim.cli.test_conformance_csi import conformance, differences_rows, rows
+from tests.kubelet_sim.cli.test_conformance_csi import (
+    TOKEN_AND_SECRET_CASES,
+    TOKENS_CSIDRIVER,
+    conformance,
+    differences_rows,
+    rows,
+)
 
 HOSTPATHPLUGIN = PROJECT_ROOT / ".tools" / "bin" / "hostpathplugin"
 
@@ -43,15 +49,23 @@ def hostpath(tmp_path: Path) -> Iterator[str]:
         socket.unlink(missing_ok=True)
 
 
-def test_the_reference_driver_passes_and_makes_the_calls_ours_gets(hostpath: str) -> None:
+def test_the_reference_driver_passes_and_makes_the_calls_ours_gets(
+    hostpath: str, tmp_path: Path,
+) -> None:
+    # its deployment's CSIDriver, with tokens and republish (the token and Secret cases run)
+    csidriver = tmp_path / "csidriver.yaml"
+    csidriver.write_text(TOKENS_CSIDRIVER + "  volumeLifecycleModes: [Persistent, Ephemeral]\n"
+                         "  podInfoOnMount: true\n  fsGroupPolicy: File\n")
     done = conformance("--controller-endpoint", hostpath, "--node-endpoint",
-                       f"node-1={hostpath}", "--compare-to", "ours")
+                       f"node-1={hostpath}", "--csidriver", str(csidriver),
+                       "--compare-to", "ours")
     assert done.returncode == 0, done.stdout + done.stderr
     results = rows(done.stdout.split("\n\n", 1)[0])
     assert "FAILED" not in {outcome for outcome, _ in results.values()}
     passed = [case for case, (outcome, _) in results.items() if outcome == "PASSED"]
     assert {"provisioning/filesystem", "snapshots/restore", "expansion/offline",
-            "volume-limits/one-over-the-limit"} <= set(passed)
+            "volume-limits/one-over-the-limit", "csidriver/fs-group-policy",
+            *TOKEN_AND_SECRET_CASES} <= set(passed)
     # every difference is a case the target skipped (with its reason); no call differs
     found = differences_rows(done.stdout)
     assert found and all(what == "outcome" and "SKIPPED" in row for _, what, row in found)
