@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
+from kubelet_sim.apiserver import workloads
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -150,3 +151,6 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "CSIDriver": _csi_driver,
     "NetworkPolicy": _network_policy,
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_DEFAULTERS.update(workloads.DEFAULTERS)

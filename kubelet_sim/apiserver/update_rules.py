@@ -27,6 +27,7 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
+from kubelet_sim.apiserver import workloads
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -160,3 +161,6 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "VolumeSnapshot": _snapshot_source,
     "VolumeSnapshotContent": _snapshot_source,
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_RULES.update(workloads.UPDATE_RULES)

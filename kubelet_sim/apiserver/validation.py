@@ -18,6 +18,7 @@ from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
+from kubelet_sim.apiserver import workloads
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -490,3 +491,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "PodDisruptionBudget": _pod_disruption_budget,
     "Event": _event,
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_VALIDATORS.update(workloads.VALIDATORS)

@@ -26,6 +26,7 @@ from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, lookup
 from kubelet_sim.apiserver.http.status import fail
 from kubelet_sim.apiserver.http.workers import Workers
+from kubelet_sim.apiserver.http.workload_tables import format_selector
 from kubelet_sim.apiserver.patch.json_patch import apply_json_patch, decode_operations
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.server import APIServer
@@ -189,9 +190,16 @@ def _row_object(doc: dict[str, Any], include: str, api_version: str) -> dict[str
 
 # -- scale -------------------------------------------------------------------------------------
 
+# Built-in kinds with a scale subresource (Deployment, ReplicaSet, StatefulSet): the same
+# paths, and the selector as the text of ``spec.selector``.
+_BUILT_IN_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
+
+
 def _scale_paths(r: ApiResource) -> dict[str, Any]:
     parts = custom_parts(r)
-    assert parts is not None and parts[1].scale is not None
+    if parts is None:
+        return _BUILT_IN_SCALE
+    assert parts[1].scale is not None
     return parts[1].scale
 
 
@@ -201,7 +209,9 @@ def scale_of(r: ApiResource, obj: Resource) -> dict[str, Any]:
     meta = obj.metadata
     status: dict[str, Any] = {"replicas": int(columns.evaluate(
         doc, paths["statusReplicasPath"]) or 0)}
-    if paths.get("labelSelectorPath"):
+    if paths is _BUILT_IN_SCALE:
+        status["selector"] = format_selector(obj.spec.get("selector")).replace("<none>", "")
+    elif paths.get("labelSelectorPath"):
         selector = columns.evaluate(doc, paths["labelSelectorPath"])
         if isinstance(selector, str) and selector:
             status["selector"] = selector

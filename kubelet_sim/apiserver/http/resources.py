@@ -27,8 +27,17 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "Lease": ("leases", (), ()),
     "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
     "Event": ("events", ("ev",), ()),
+    "Deployment": ("deployments", ("deploy",), ("all",)),
+    "ReplicaSet": ("replicasets", ("rs",), ("all",)),
+    "StatefulSet": ("statefulsets", ("sts",), ("all",)),
+    "DaemonSet": ("daemonsets", ("ds",), ("all",)),
+    "ControllerRevision": ("controllerrevisions", (), ()),
+    "Job": ("jobs", (), ("all",)),
     "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
 }
+
+# the kinds with the scale subresource (autoscaling/v1 Scale; http.workload_scale)
+_SCALED = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CREATE_ONLY = ("create",)
@@ -64,7 +73,7 @@ def _resource(kind: str) -> ApiResource:
     # a Namespace goes one by one (its contents go with it): no deletecollection
     verbs = tuple(v for v in VERBS if v != "deletecollection") if kind == "Namespace" else VERBS
     return ApiResource(kind, group, version, plural, info.namespaced, info.status_subresource,
-                       short, categories, verbs)
+                       short, categories, verbs, has_scale=kind in _SCALED)
 
 
 # The stored core/v1 Events served again in the events.k8s.io/v1 shape (see events.py).

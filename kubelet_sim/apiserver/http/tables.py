@@ -13,7 +13,7 @@ from typing import Any
 
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.http import events
+from kubelet_sim.apiserver.http import events, workload_tables
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -162,6 +162,7 @@ COLUMNS: dict[str, list[Column]] = {
     # kubectl prints the definition's creation stamp itself, not an age
     "CustomResourceDefinition": [NAME, ("Created At", "date", 0,
                                         _get("metadata.creationTimestamp", ""))],
+    **workload_tables.COLUMNS,
 }
 
 
