@@ -1,5 +1,6 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, attach/detach,
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, the
+workload controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job), attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner, -attacher, -snapshotter,
 -resizer).
@@ -25,6 +26,7 @@ from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
+from kubelet_sim.controllers.workloads import workload_controllers
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
@@ -74,6 +76,7 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
+        *workload_controllers(api, common),
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),
