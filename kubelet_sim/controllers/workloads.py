@@ -9,7 +9,9 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.deployment import DeploymentController
 from kubelet_sim.controllers.replicaset import ReplicaSetController
+from kubelet_sim.controllers.statefulset import StatefulSetController
 
 
 def workload_controllers(api: APIServer, common: dict[str, Any]) -> list[Controller]:
-    return [DeploymentController(api, **common), ReplicaSetController(api, **common)]
+    return [DeploymentController(api, **common), ReplicaSetController(api, **common),
+            StatefulSetController(api, **common)]
