@@ -42,6 +42,7 @@ from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
+from kubelet_sim.kubelet.container_exit import exit_due_containers
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -197,6 +198,7 @@ class Kubelet:
                 sync = functools.partial(self._start_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
+                changed |= exit_due_containers(self.api, pod, self.clock.now())
                 continue
             if workers is None:
                 changed |= await sync()
