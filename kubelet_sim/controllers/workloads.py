@@ -7,6 +7,7 @@ from typing import Any
 
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.daemonset import DaemonSetController
 from kubelet_sim.controllers.deployment import DeploymentController
 from kubelet_sim.controllers.job import JobController
 from kubelet_sim.controllers.replicaset import ReplicaSetController
@@ -15,4 +16,5 @@ from kubelet_sim.controllers.statefulset import StatefulSetController
 
 def workload_controllers(api: APIServer, common: dict[str, Any]) -> list[Controller]:
     return [DeploymentController(api, **common), ReplicaSetController(api, **common),
-            StatefulSetController(api, **common), JobController(api, **common)]
+            StatefulSetController(api, **common), DaemonSetController(api, **common),
+            JobController(api, **common)]
