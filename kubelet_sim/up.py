@@ -3,7 +3,8 @@
 The controllers and the kubelets run their loops (watch-driven, not settle rounds) and
 the API is served over HTTPS on 127.0.0.1 with a kubeconfig written for it, so kubectl,
 client-go or the Python client drive the cluster while every CSI call and CNI exec stays
-real. SIGINT or SIGTERM tears it down in Kubernetes' order: every pod deleted and
+real. SIGINT or SIGTERM tears it down in Kubernetes' order: the workloads (Deployments,
+StatefulSets, DaemonSets, Jobs, ReplicaSets) deleted, every pod deleted and
 waited for (so its sandbox is stopped with CNI DEL, its volumes unpublished, unstaged
 and detached), then the loops, the API server and the plugin processes stop.
 """
@@ -26,6 +27,7 @@ from kubelet_sim.apiserver.http import start_api_server
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.controllers.workloads import WORKLOAD_KINDS
 from kubelet_sim.state_dir_lock import StateDirInUse, StateDirLock
 
 TEARDOWN_SECONDS = 120.0
@@ -168,6 +170,11 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
             ready.set()
         await shutdown.wait()
         print("shutting down: deleting pods", flush=True)
+        # the workloads first, or their controllers would make the pods again
+        for kind in WORKLOAD_KINDS:
+            for obj in cluster.api.list(kind).items:
+                with contextlib.suppress(Exception):
+                    cluster.api.delete(kind, obj.name, obj.namespace)
         for pod in cluster.api.list("Pod").items:
             with contextlib.suppress(Exception):
                 cluster.api.delete("Pod", pod.name, pod.namespace)

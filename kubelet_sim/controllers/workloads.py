@@ -13,6 +13,9 @@ from kubelet_sim.controllers.job import JobController
 from kubelet_sim.controllers.replicaset import ReplicaSetController
 from kubelet_sim.controllers.statefulset import StatefulSetController
 
+# the kinds whose controllers make pods, owners first
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet")
+
 
 def workload_controllers(api: APIServer, common: dict[str, Any]) -> list[Controller]:
     return [DeploymentController(api, **common), ReplicaSetController(api, **common),
