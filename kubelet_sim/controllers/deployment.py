@@ -15,7 +15,8 @@ Deployment carries its new ReplicaSet's revision. Old ReplicaSets beyond
 its ReplicaSets (``updatedReplicas``: the new one's) with the conditions
 ``Available`` (MinimumReplicasAvailable / MinimumReplicasUnavailable) and ``Progressing``
 (NewReplicaSetCreated, FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable,
-ProgressDeadlineExceeded), which ``kubectl rollout status`` reads.
+ProgressDeadlineExceeded; Unknown with DeploymentPaused/DeploymentResumed), which
+``kubectl rollout status`` reads.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class DeploymentController(Controller):
         sets = claim(self.api, d, self.cache.list("ReplicaSet", d.namespace), selector_of(d),
                      "ReplicaSet")
         new, old = self._split(d, sets)
+        self._paused_condition(d)
         if d.spec.get("paused"):
             return self._sync_status(d, new, old)
         if new is None:
@@ -128,6 +130,15 @@ class DeploymentController(Controller):
         if not changed:
             changed = self._cleanup(d, old)
         return self._sync_status(d, new, old) or changed
+
+    def _paused_condition(self, d: Resource) -> None:
+        """Progressing Unknown (DeploymentPaused / DeploymentResumed) when paused or
+        resumed, as checkPausedConditions writes it."""
+        reason = (condition(d, "Progressing") or {}).get("reason")
+        if d.spec.get("paused") and reason != "DeploymentPaused":
+            self._progressing(d, "Unknown", "DeploymentPaused", "Deployment is paused")
+        elif not d.spec.get("paused") and reason == "DeploymentPaused":
+            self._progressing(d, "Unknown", "DeploymentResumed", "Deployment is resumed")
 
     def _split(self, d: Resource, sets: list[Resource]) -> tuple[Resource | None,
                                                                    list[Resource]]:

@@ -249,3 +249,25 @@ async def test_available_replicas_wait_for_min_ready_seconds() -> None:
     clock.advance(10)
     await settle(d_ctl, rs_ctl)
     assert api.get("ReplicaSet", rs.name, "default").status["availableReplicas"] == 1
+
+
+async def test_a_paused_deployment_does_not_roll_until_resumed() -> None:
+    api, clock = cluster()
+    api.create(deployment(replicas=1))
+    d_ctl, rs_ctl = controllers(api, clock)
+    await settle(d_ctl, rs_ctl)
+    run(api, clock)
+    d = api.get("Deployment", "web", "default")
+    d.spec["paused"] = True
+    d.spec["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    api.update(d)
+    await settle(d_ctl, rs_ctl)
+    assert len(sets(api)) == 1
+    progressing = next(c for c in api.get("Deployment", "web", "default").status["conditions"]
+                       if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("Unknown", "DeploymentPaused")
+    d = api.get("Deployment", "web", "default")
+    d.spec["paused"] = False
+    api.update(d)
+    await settle(d_ctl, rs_ctl)
+    assert len(sets(api)) == 2
