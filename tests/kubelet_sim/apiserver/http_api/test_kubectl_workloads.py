@@ -101,7 +101,7 @@ def csi_calls(up: Up, log: str) -> list[dict[str, Any]]:
 
 
 def test_deployment_create_scale_set_image_rollout_status_and_undo(up: Up) -> None:
-    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3")
+    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2")
     said = up.kubectl("rollout", "status", "deployment/web", "--timeout=60s", timeout=90)
     assert 'deployment "web" successfully rolled out' in said
     deployment = get_json(up, "deployment", "web")
@@ -117,14 +117,14 @@ def test_deployment_create_scale_set_image_rollout_status_and_undo(up: Up) -> No
     assert rs["metadata"]["name"] == f"web-{pod_hash}"
     assert rs["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
     pods = get_json(up, "pods", "-l", "app=web")["items"]
-    assert len(pods) == 3
+    assert len(pods) == 2
     assert all(p["metadata"]["name"].startswith(f"web-{pod_hash}-") for p in pods)
 
-    up.kubectl("scale", "deployment", "web", "--replicas=5")
+    up.kubectl("scale", "deployment", "web", "--replicas=3")
     up.kubectl("rollout", "status", "deployment/web", "--timeout=60s", timeout=90)
     header, row = up.kubectl("get", "deployment", "web").splitlines()
     assert header.split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
-    assert row.split()[:4] == ["web", "5/5", "5", "5"]
+    assert row.split()[:4] == ["web", "3/3", "3", "3"]
 
     up.kubectl("set", "image", "deployment/web", "nginx=nginx:1.27")
     said = up.kubectl("rollout", "status", "deployment/web", "--timeout=90s", timeout=120)
@@ -143,7 +143,7 @@ def test_deployment_create_scale_set_image_rollout_status_and_undo(up: Up) -> No
              what="the pods back at the first template")
     first = get_json(up, "replicaset", sets["1"]["metadata"]["name"])
     assert first["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
-    assert first["spec"]["replicas"] == 5
+    assert first["spec"]["replicas"] == 3
     history = up.kubectl("rollout", "history", "deployment/web")
     assert [line.split()[0] for line in history.splitlines()[2:] if line] == ["2", "3"]
     up.kubectl("delete", "deployment", "web")
