@@ -20,7 +20,6 @@ from kubelet_sim.api import node_affinity
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_status
 from kubelet_sim.controllers.deployment import resolve
 from kubelet_sim.controllers.revisions import (
@@ -38,6 +37,7 @@ from kubelet_sim.controllers.workload_pods import (
     pod_from_template,
     selector_of,
 )
+from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "daemonset-controller"
 TEMPLATE_GENERATION = "pod-template-generation"
@@ -99,18 +99,14 @@ def node_of(pod: Resource) -> str | None:
     return pod.spec.get("nodeName") or node_affinity.pinned_node(pod.spec)
 
 
-class DaemonSetController(Controller):
+class DaemonSetController(WorkloadController):
     name = COMPONENT
     kinds = ("DaemonSet", "Pod", "Node", "ControllerRevision")
+    workload_kind, prefix = "DaemonSet", "ds"
+    # a node change may concern every DaemonSet
+    adopts = ("Pod", "ControllerRevision", "Node")
 
-    async def reconcile(self) -> bool:
-        changed = False
-        for ds in self.cache.list("DaemonSet"):
-            changed = await self.step(f"ds/{ds.namespace}/{ds.name}", self._sync, ds) \
-                or changed
-        return changed
-
-    async def _sync(self, ds: Resource) -> bool:
+    async def sync(self, ds: Resource) -> bool:
         if ds.metadata.deletion_timestamp:
             return False
         revisions = owned_revisions(self.api, self.cache, ds)

@@ -27,11 +27,11 @@ from typing import Any
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_object, write_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
     condition,
+    controller_of,
     controller_ref,
     is_active,
     owned_by,
@@ -39,6 +39,7 @@ from kubelet_sim.controllers.workload_pods import (
     set_condition,
     template_hash,
 )
+from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "deployment-controller"
 HASH_LABEL = "pod-template-hash"
@@ -93,20 +94,25 @@ def _replicas(rs: Resource) -> int:
     return int(rs.spec.get("replicas", 0))
 
 
-class DeploymentController(Controller):
+class DeploymentController(WorkloadController):
     name = COMPONENT
     kinds = ("Deployment", "ReplicaSet", "Pod")
+    workload_kind, prefix = "Deployment", "deploy"
+    adopts = ("ReplicaSet",)
 
-    async def reconcile(self) -> bool:
-        changed = False
-        for deployment in self.cache.list("Deployment"):
-            key = f"deploy/{deployment.namespace}/{deployment.name}"
-            changed = await self.step(key, self._sync, deployment) or changed
-        return changed
+    def keys_of_owned(self, obj: Resource, ref: dict[str, object]) -> list[str] | None:
+        """A pod of one of our ReplicaSets (Recreate waits for them to go)."""
+        if ref.get("kind") != "ReplicaSet":
+            return []
+        rs = self.cache.get("ReplicaSet", str(ref.get("name")), obj.namespace)
+        owner = controller_of(rs) if rs is not None else None
+        if owner is None or owner.get("kind") != "Deployment":
+            return []
+        return [self.key(obj.namespace, str(owner.get("name")))]
 
     # -- one deployment ----------------------------------------------------------------------
 
-    async def _sync(self, d: Resource) -> bool:
+    async def sync(self, d: Resource) -> bool:
         if d.metadata.deletion_timestamp:
             return False
         sets = claim(self.api, d, self.cache.list("ReplicaSet", d.namespace), selector_of(d),

@@ -24,7 +24,6 @@ from datetime import datetime
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
@@ -33,6 +32,7 @@ from kubelet_sim.controllers.workload_pods import (
     pod_from_template,
     selector_of,
 )
+from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "job-controller"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -75,18 +75,12 @@ def _condition(kind: str, reason: str, message: str, now: str) -> JSON:
             "reason": reason, "message": message}
 
 
-class JobController(Controller):
+class JobController(WorkloadController):
     name = COMPONENT
     kinds = ("Job", "Pod")
+    workload_kind, prefix = "Job", "job"
 
-    async def reconcile(self) -> bool:
-        changed = False
-        for job in self.cache.list("Job"):
-            changed = await self.step(f"job/{job.namespace}/{job.name}", self._sync, job) \
-                or changed
-        return changed
-
-    async def _sync(self, job: Resource) -> bool:
+    async def sync(self, job: Resource) -> bool:
         if job.metadata.deletion_timestamp or finished(job):
             return False
         pods = claim(self.api, job, self.cache.list("Pod", job.namespace), selector_of(job))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
@@ -21,6 +20,7 @@ from kubelet_sim.controllers.workload_pods import (
     pod_from_template,
     selector_of,
 )
+from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "replicaset-controller"
 BURST_REPLICAS = 500  # the controller's burstReplicas: pods created or deleted per sync
@@ -53,18 +53,12 @@ def replica_set_status(rs: Resource, pods: list[Resource], now_ready: list[bool]
             if v or k in ("replicas", "observedGeneration")}
 
 
-class ReplicaSetController(Controller):
+class ReplicaSetController(WorkloadController):
     name = COMPONENT
     kinds = ("ReplicaSet", "Pod")
+    workload_kind, prefix = "ReplicaSet", "rs"
 
-    async def reconcile(self) -> bool:
-        changed = False
-        for rs in self.cache.list("ReplicaSet"):
-            changed = await self.step(f"rs/{rs.namespace}/{rs.name}", self._sync, rs) \
-                or changed
-        return changed
-
-    async def _sync(self, rs: Resource) -> bool:
+    async def sync(self, rs: Resource) -> bool:
         candidates = [p for p in self.cache.list("Pod", rs.namespace) if is_active(p)]
         pods = claim(self.api, rs, candidates, selector_of(rs))
         changed = False

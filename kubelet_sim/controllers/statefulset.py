@@ -22,7 +22,6 @@ import copy
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import write_object, write_status
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
@@ -40,6 +39,7 @@ from kubelet_sim.controllers.workload_pods import (
     pod_from_template,
     selector_of,
 )
+from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "statefulset-controller"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -60,18 +60,13 @@ def _healthy(pod: Resource) -> bool:
             and not pod.metadata.deletion_timestamp)
 
 
-class StatefulSetController(Controller):
+class StatefulSetController(WorkloadController):
     name = COMPONENT
-    kinds = ("StatefulSet", "Pod", "PersistentVolumeClaim", "ControllerRevision")
+    kinds = ("StatefulSet", "Pod", "ControllerRevision")
+    workload_kind, prefix = "StatefulSet", "sts"
+    adopts = ("Pod", "ControllerRevision")
 
-    async def reconcile(self) -> bool:
-        changed = False
-        for sts in self.cache.list("StatefulSet"):
-            changed = await self.step(f"sts/{sts.namespace}/{sts.name}", self._sync, sts) \
-                or changed
-        return changed
-
-    async def _sync(self, sts: Resource) -> bool:
+    async def sync(self, sts: Resource) -> bool:
         if sts.metadata.deletion_timestamp:
             return False
         revisions = owned_revisions(self.api, self.cache, sts)

@@ -271,3 +271,20 @@ async def test_a_paused_deployment_does_not_roll_until_resumed() -> None:
     api.update(d)
     await settle(d_ctl, rs_ctl)
     assert len(sets(api)) == 2
+
+
+async def test_work_queue_keys_follow_controller_references() -> None:
+    api, clock = cluster()
+    api.create(deployment(replicas=1))
+    d_ctl, rs_ctl = controllers(api, clock)
+    await settle(d_ctl, rs_ctl)
+    [rs] = sets(api)
+    [pod] = pods(api)
+    assert d_ctl.keys_for(api.get("Deployment", "web", "default")) == ["deploy/default/web"]
+    assert d_ctl.keys_for(rs) == ["deploy/default/web"]
+    assert d_ctl.keys_for(pod) == ["deploy/default/web"]  # through its ReplicaSet
+    assert rs_ctl.keys_for(pod) == [f"rs/default/{rs.name}"]
+    orphan = builders.pod("bare")
+    assert rs_ctl.keys_for(orphan) is None  # any ReplicaSet might adopt it: full pass
+    assert d_ctl.keys_for(orphan) == []  # a Deployment adopts ReplicaSets only
+    assert await rs_ctl.reconcile_keys({f"rs/default/{rs.name}", "rs/default/gone"}) is False
