@@ -8,9 +8,10 @@ they run until the pod is deleted. Two pod annotations make them exit:
 The kubelet then follows the pod's ``restartPolicy``: ``Never``, or ``OnFailure`` with
 code 0, ends the pod (``Succeeded`` for 0, ``Failed`` otherwise; each container
 ``terminated`` with reason ``Completed`` or ``Error``, the Ready conditions False with
-reason ``PodCompleted``); ``Always``, or ``OnFailure`` with a non-zero code, restarts the
-containers (``restartCount`` up by one, ``lastState`` the termination), and they exit
-again after the same duration.
+reason ``PodCompleted``; the kubelet then stops the sandbox, CNI DEL, and unmounts the
+volumes, while the pod stays in the API); ``Always``, or ``OnFailure`` with a non-zero
+code, restarts the containers (``restartCount`` up by one, ``lastState`` the
+termination), and they exit again after the same duration.
 """
 
 from __future__ import annotations

@@ -196,6 +196,11 @@ class Kubelet:
                 sync = functools.partial(self._kill_pod, pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 sync = functools.partial(self._start_pod, pod)
+            elif pod.status.get("phase") in ("Succeeded", "Failed"):
+                record = self.pods.get(pod.metadata.uid)
+                if record is None or not (record.sandbox_id or record.volumes):
+                    continue
+                sync = functools.partial(self._stop_finished_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
                 changed |= exit_due_containers(self.api, pod, self.clock.now())
@@ -382,11 +387,22 @@ class Kubelet:
 
     # -- pod teardown ----------------------------------------------------------------------
 
-    async def _kill_pod(self, pod: Resource) -> bool:
-        uid = pod.metadata.uid
-        record = self.pods.get(uid, PodRecord())
+    async def _stop_finished_pod(self, pod: Resource) -> bool:
+        """A pod whose containers all ended (Succeeded or Failed) stays in the API until
+        deleted, but its sandbox stops (CNI DEL) and its volumes are unmounted, as the
+        kubelet's pod worker does for a terminated pod."""
+        record = self.pods.get(pod.metadata.uid)
+        if record is None:
+            return False
+        await self._tear_down(pod, record, killed=False)
+        return True
+
+    async def _tear_down(self, pod: Resource, record: PodRecord, *, killed: bool) -> bool:
+        """Stop the sandbox and unmount the volumes; True when some unmount must be
+        retried."""
         if record.sandbox_id:
-            containers_killed(self.recorder, pod, self.node_name)
+            if killed:
+                containers_killed(self.recorder, pod, self.node_name)
             await asyncio.to_thread(self.runtime.remove_pod_sandbox, record.sandbox_id)
             record.sandbox_id = ""
         info = pod_info(pod)
@@ -398,7 +414,12 @@ class Kubelet:
                 log.warning("unmount of %s for pod %s failed: %s", volume.spec_name, pod.name, err)
                 remaining.append(volume)
         record.volumes = remaining
-        if remaining:
+        return bool(remaining)
+
+    async def _kill_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.get(uid, PodRecord())
+        if await self._tear_down(pod, record, killed=True):
             return True
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)

@@ -228,6 +228,13 @@ def test_job_of_five_completions_completes(up: Up, tmp_path: Path) -> None:
     row = up.kubectl("get", "job", "batch", "--no-headers").split()
     assert row[:3] == ["batch", "Complete", "5/5"]
 
+    def sandboxes() -> str:
+        return "".join(f.read_text() for f in up.state.glob(
+            "cluster/node-*/containerd/sandboxes/*"))
+    # a finished pod's sandbox is stopped (CNI DEL) though the pod stays in the API
+    wait_for(lambda: not any(p["metadata"]["uid"] in sandboxes() for p in pods),
+             what="the finished pods' sandboxes removed")
+
 
 def test_get_all_lists_the_workloads(up: Up) -> None:
     up.kubectl("create", "deployment", "shown", "--image=nginx")
