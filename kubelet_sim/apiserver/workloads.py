@@ -116,12 +116,17 @@ def _job_defaults(obj: Resource) -> None:
                     "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
     template = spec.setdefault("template", {})
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    if not spec["manualSelector"] and spec.get("selector") is None and obj.metadata.uid:
+    if not spec["manualSelector"] and obj.metadata.uid:
         # the job strategy's generated selector, and the labels it needs on the template
+        # (each added where missing)
         uid = obj.metadata.uid
-        spec["selector"] = {"matchLabels": {JOB_CONTROLLER_UID: uid}}
-        labels.update({LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: obj.name,
-                       JOB_CONTROLLER_UID: uid, JOB_NAME: obj.name})
+        for key, value in ((LEGACY_CONTROLLER_UID, uid), (LEGACY_JOB_NAME, obj.name),
+                           (JOB_CONTROLLER_UID, uid), (JOB_NAME, obj.name)):
+            labels.setdefault(key, value)
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        selector.setdefault("matchLabels", {}).setdefault(JOB_CONTROLLER_UID, uid)
     if labels and not obj.metadata.labels:
         obj.metadata.labels = dict(labels)
     _template_defaults(spec)

@@ -6,7 +6,6 @@ a selector covers (the ControllerRefManager), and template hashes."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -56,11 +55,6 @@ def template_hash(template: Any, collision_count: int = 0) -> str:
     for byte in data:
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return safe_encode(str(value))
-
-
-def short_hash(data: Any) -> str:
-    """A stable digest for comparing templates."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def pod_from_template(owner: Resource, template: JSON, *, name: str = "",
