@@ -76,6 +76,10 @@ spec:
 """
 
 
+# a volume's node calls, in the order the kubelet makes them for one pod
+STAGING = ("NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume")
+
+
 @pytest.fixture(scope="module")
 def up() -> Iterator[Up]:
     with running_up("--nodes", "3") as cluster:
@@ -177,18 +181,38 @@ def test_stateful_set_claims_are_provisioned_staged_published_and_kept_across_sc
                                     "/csi.v1.Node/NodePublishVolume")]
         assert calls[:2] == ["NodeStageVolume", "NodePublishVolume"], (node, calls)
 
+    def controller_calls(method: str) -> int:
+        return sum(1 for c in csi_calls(up, "csi-controller.log")
+                   if c["method"] == f"/csi.v1.Controller/{method}")
+
+    assert controller_calls("ControllerPublishVolume") == 3
     up.kubectl("scale", "statefulset", "db", "--replicas=1")
     wait_for(lambda: [p["metadata"]["name"] for p in get_json(
         up, "pods", "-l", "app=db")["items"]] == ["db-0"], what="db-2 and db-1 gone")
     kept = {c["metadata"]["name"]: c["spec"]["volumeName"] for c in get_json(up, "pvc")["items"]}
     assert kept == volumes  # whenScaled: Retain (the default)
+    # the removed pods' volumes: unpublished, unstaged on their nodes, then detached (the
+    # driver writes its log line just after answering: wait for it)
+    for name in ("db-1", "db-2"):
+        node = pods[name]["spec"]["nodeName"]
+        handle = get_json(up, "pv", volumes[f"data-{name}"])["spec"]["csi"]["volumeHandle"]
+
+        def node_calls(node: str = node, handle: str = handle) -> list[str]:
+            return [c["method"].rsplit("/", 1)[1] for c in csi_calls(up, f"csi-{node}.log")
+                    if c["request"].get("volume_id") == handle
+                    and c["method"].rsplit("/", 1)[1] in STAGING]
+
+        wait_for(lambda: node_calls() == list(STAGING), timeout=20,
+                 what=f"{name}'s volume unpublished and unstaged")
+    wait_for(lambda: controller_calls("ControllerUnpublishVolume") == 2,
+             what="the two volumes detached")
 
     up.kubectl("scale", "statefulset", "db", "--replicas=3")
     up.kubectl("rollout", "status", "statefulset/db", "--timeout=90s", timeout=120)
     again = {c["metadata"]["name"]: c["spec"]["volumeName"] for c in get_json(up, "pvc")["items"]}
     assert again == volumes  # the same claims, the same volumes
-    assert len([c for c in csi_calls(up, "csi-controller.log")
-                if c["method"] == "/csi.v1.Controller/CreateVolume"]) == 3
+    assert controller_calls("CreateVolume") == 3  # no new volume: the claims were kept
+    assert controller_calls("ControllerPublishVolume") == 5
     revisions = get_json(up, "controllerrevisions")["items"]
     assert [r["revision"] for r in revisions] == [1]
     status = get_json(up, "statefulset", "db")["status"]
