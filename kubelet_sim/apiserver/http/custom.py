@@ -23,6 +23,7 @@ from kubelet_sim.apiserver.crd.definition import CustomKind, CustomVersion
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.http import events
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http.encoding.negotiation import read_body
 from kubelet_sim.apiserver.http.resources import ApiResource, group_versions, lookup
 from kubelet_sim.apiserver.http.status import fail
 from kubelet_sim.apiserver.http.workers import Workers
@@ -241,8 +242,9 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
         return scale_of(r, current)
     if request.method not in ("PUT", "PATCH"):
         raise fail(405, "MethodNotAllowed", f"{request.method} is not supported on scale")
-    try:
-        sent = fields.decode(await request.read() or b"{}")
+    try:  # a PUT of a built-in kind's Scale may come in protobuf (client-go's scale client)
+        sent = await read_body(request) if request.method == "PUT" \
+            else fields.decode(await request.read() or b"{}")
     except ValueError as e:
         raise BadRequest(f"the body of the request could not be decoded: {e}") from None
     scale = scale_of(r, current)
