@@ -26,7 +26,7 @@ from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
-from kubelet_sim.controllers.workloads import workload_controllers
+from kubelet_sim.controllers.workloads import workload_controllers as workload_loops
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
@@ -47,13 +47,16 @@ def cluster_controllers(
     resync_seconds: float = 30.0,
     sidecars: bool = True,
     snapshot_controller: bool = True,
+    workload_controllers: bool = True,
     node_monitor_grace_period: float | None = None,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
     the four CSI sidecars out (kube-controller-manager's loops stay);
     ``snapshot_controller=False`` leaves out the snapshot controller, which in a real
-    cluster is a component of its own deployed beside the sidecars. With a
+    cluster is a component of its own deployed beside the sidecars;
+    ``workload_controllers=False`` leaves out the Deployment, ReplicaSet, StatefulSet,
+    DaemonSet and Job controllers. With a
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
     controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
@@ -76,7 +79,7 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
-        *workload_controllers(api, common),
+        *(workload_loops(api, common) if workload_controllers else []),
         *sidecar(ExternalProvisioner(api, csi, driver, secrets=secrets, **common)),
         AttachDetachController(api, **common),
         *sidecar(ExternalAttacher(api, csi, driver, secrets=secrets, **common)),

@@ -163,6 +163,10 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
         if not cluster.config.sidecars:
             print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
                   "with --kubeconfig and --csi-address of the controller plugin", flush=True)
+        if not cluster.config.workload_controllers:
+            print("no workload controllers: run kube-controller-manager with --kubeconfig "
+                  "and --controllers=deployment-controller,replicaset-controller,"
+                  "statefulset-controller,daemonset-controller,job-controller", flush=True)
         if not cluster.config.snapshot_controller:
             print("no snapshot-controller: run the real one with --kubeconfig", flush=True)
         print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
