@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-snapshot-controller", action="store_true",
                     help="leave out the snapshot-controller (VolumeSnapshot to "
                     "VolumeSnapshotContent) so the real one can run against the API")
+    up.add_argument("--no-workload-controllers", action="store_true",
+                    help="leave out the Deployment, ReplicaSet, StatefulSet, DaemonSet and "
+                    "Job controllers so a real kube-controller-manager can run them "
+                    "(--controllers=deployment-controller,replicaset-controller,"
+                    "statefulset-controller,daemonset-controller,job-controller)")
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
@@ -218,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "service_node_port_range": args.service_node_port_range,
                          **({"sidecars": False} if args.no_sidecars else {}),
                          **({"snapshot_controller": False}
-                            if args.no_snapshot_controller else {})})))
+                            if args.no_snapshot_controller else {}),
+                         **({"workload_controllers": False}
+                            if args.no_workload_controllers else {})})))
         except UpRefused as e:
             print(f"kubelet_sim: {e}", file=sys.stderr)
             return 2

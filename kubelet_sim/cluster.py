@@ -92,6 +92,9 @@ class ClusterConfig:
     # False: no snapshot-controller (VolumeSnapshot -> VolumeSnapshotContent); the real
     # one, a cluster component of its own, runs beside the real sidecars.
     snapshot_controller: bool = True
+    # False: no Deployment/ReplicaSet/StatefulSet/DaemonSet/Job controllers; a real
+    # kube-controller-manager may run them against the API.
+    workload_controllers: bool = True
     # Keep the API objects in this file (the etcd role): a cluster started again with
     # the same file (and work dir) has every object it had. None: in memory only.
     api_database: Path | None = None
@@ -211,6 +214,7 @@ class Cluster:
                                            recorder=self.events,
                                            sidecars=cfg.sidecars,
                                            snapshot_controller=cfg.snapshot_controller,
+                                           workload_controllers=cfg.workload_controllers,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
         for kubelet in self.kubelets.values():
             await kubelet.start()

@@ -1,6 +1,7 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
 (scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
-accounts (a ``default`` one per namespace), endpointslice and endpoints, attach/detach,
+accounts (a ``default`` one per namespace), endpointslice and endpoints, the workload
+controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job), attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner with its capacity controller,
 -attacher, -snapshotter, -resizer).
@@ -29,6 +30,7 @@ from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.service_account import ServiceAccountController
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
+from kubelet_sim.controllers.workloads import workload_controllers as workload_loops
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
@@ -48,13 +50,16 @@ def cluster_controllers(
     resync_seconds: float = 30.0,
     sidecars: bool = True,
     snapshot_controller: bool = True,
+    workload_controllers: bool = True,
     node_monitor_grace_period: float | None = None,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
     the four CSI sidecars out (kube-controller-manager's loops stay);
     ``snapshot_controller=False`` leaves out the snapshot controller, which in a real
-    cluster is a component of its own deployed beside the sidecars. With a
+    cluster is a component of its own deployed beside the sidecars;
+    ``workload_controllers=False`` leaves out the Deployment, ReplicaSet, StatefulSet,
+    DaemonSet and Job controllers. With a
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
     controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
     recorder = recorder or EventRecorder(api)
@@ -79,6 +84,7 @@ def cluster_controllers(
         ServiceAccountController(api, **common),
         EndpointSliceController(api, **common),  # Services' endpoints (issue 24)
         EndpointsController(api, **common),
+        *(workload_loops(api, common) if workload_controllers else []),
         *sidecar(ExternalProvisioner(api, csi, driver, **common)),
         *sidecar(StorageCapacityController(api, csi, driver, **common)),
         AttachDetachController(api, **common),

@@ -3,7 +3,8 @@
 The controllers and the kubelets run their loops (watch-driven, not settle rounds) and
 the API is served over HTTPS on 127.0.0.1 with a kubeconfig written for it, so kubectl,
 client-go or the Python client drive the cluster while every CSI call and CNI exec stays
-real. SIGINT or SIGTERM tears it down in Kubernetes' order: every pod deleted and
+real. SIGINT or SIGTERM tears it down in Kubernetes' order: the workloads (Deployments,
+StatefulSets, DaemonSets, Jobs, ReplicaSets) deleted, every pod deleted and
 waited for (so its sandbox is stopped with CNI DEL, its volumes unpublished, unstaged
 and detached), then the loops, the API server and the plugin processes stop.
 """
@@ -30,6 +31,7 @@ from kubelet_sim.apiserver.services.kubernetes_service import (
     keep_kubernetes_service,
 )
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.controllers.workloads import WORKLOAD_KINDS
 from kubelet_sim.state_dir_lock import StateDirInUse, StateDirLock
 
 TEARDOWN_SECONDS = 120.0
@@ -169,6 +171,10 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
         if not cluster.config.sidecars:
             print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
                   "with --kubeconfig and --csi-address of the controller plugin", flush=True)
+        if not cluster.config.workload_controllers:
+            print("no workload controllers: run kube-controller-manager with --kubeconfig "
+                  "and --controllers=deployment-controller,replicaset-controller,"
+                  "statefulset-controller,daemonset-controller,job-controller", flush=True)
         if not cluster.config.snapshot_controller:
             print("no snapshot-controller: run the real one with --kubeconfig", flush=True)
         print(f"export KUBECONFIG={handle.kubeconfig}", flush=True)
@@ -176,6 +182,11 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
             ready.set()
         await shutdown.wait()
         print("shutting down: deleting pods", flush=True)
+        # the workloads first, or their controllers would make the pods again
+        for kind in WORKLOAD_KINDS:
+            for obj in cluster.api.list(kind).items:
+                with contextlib.suppress(Exception):
+                    cluster.api.delete(kind, obj.name, obj.namespace)
         for pod in cluster.api.list("Pod").items:
             with contextlib.suppress(Exception):
                 cluster.api.delete("Pod", pod.name, pod.namespace)

@@ -86,6 +86,15 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("ServiceAccount", "v1", True, False, has_spec=False,
                  top_level=frozenset({"secrets", "imagePullSecrets",
                                       "automountServiceAccountToken"})),
+        # apps/v1 and batch/v1 workloads (kubelet_sim.apiserver.workloads); a
+        # ControllerRevision has no spec: its data and revision sit at the top level
+        KindInfo("Deployment", "apps/v1", True, True, {}),
+        KindInfo("ReplicaSet", "apps/v1", True, True, {"replicas": 0}),
+        KindInfo("StatefulSet", "apps/v1", True, True, {}),
+        KindInfo("DaemonSet", "apps/v1", True, True, {}),
+        KindInfo("ControllerRevision", "apps/v1", True, False, has_spec=False,
+                 top_level=frozenset({"data", "revision"})),
+        KindInfo("Job", "batch/v1", True, True, {}),
         KindInfo(
             "Event", "v1", True, False, has_spec=False,
             top_level=frozenset({"involvedObject", "reason", "message", "source",

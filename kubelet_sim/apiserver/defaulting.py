@@ -14,6 +14,7 @@ from kubelet_sim.apiserver import rbac
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
+from kubelet_sim.apiserver import workloads
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -169,3 +170,6 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "RoleBinding": rbac.default_binding,
     "ClusterRoleBinding": rbac.default_binding,
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_DEFAULTERS.update(workloads.DEFAULTERS)

@@ -36,6 +36,7 @@ from kubelet_sim.apiserver import configmaps, rbac
 from kubelet_sim.apiserver.secret_rules import validate_secret_update
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
+from kubelet_sim.apiserver import workloads
 
 StorageClassLookup = Callable[[str], Resource | None]
 
@@ -185,3 +186,6 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
     "RoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
     "ClusterRoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_RULES.update(workloads.UPDATE_RULES)

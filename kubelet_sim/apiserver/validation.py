@@ -28,6 +28,7 @@ from kubelet_sim.apiserver import configmaps, rbac, secret_rules
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
+from kubelet_sim.apiserver import workloads
 
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -517,3 +518,6 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
                     rbac.validate_rbac),
 }
+
+# the apps/v1 and batch/v1 workload kinds keep their rules apart
+_VALIDATORS.update(workloads.VALIDATORS)

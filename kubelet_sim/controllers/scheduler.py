@@ -3,9 +3,10 @@
 A pending pod (no ``spec.nodeName``) goes to a feasible node; the filters run in the default
 profile's order and the first that fails names the node's reason:
 
-- NodeUnschedulable, TaintToleration: schedulable, taints tolerated (a not-ready node
-  carries the ``node.kubernetes.io/not-ready`` taint in a real cluster);
-- NodeAffinity: its ``nodeSelector`` matched;
+- NodeUnschedulable, TaintToleration: schedulable (or the unschedulable taint tolerated),
+  taints tolerated (a not-ready node carries the ``node.kubernetes.io/not-ready`` taint in
+  a real cluster);
+- NodeAffinity: its ``nodeSelector`` and required node affinity matched (`api.node_affinity`);
 - NodeVolumeLimits: per CSI driver, the volumes of the pods bound or assumed on the node plus
   the pod's new ones stay within CSINode ``allocatable.count`` (see `volume_limits`);
 - VolumeBinding: a bound claim's PV node affinity (its topology) admits the node; an unbound
@@ -34,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kubelet_sim.api import node_affinity
 from kubelet_sim.api.model import JSON, Resource, set_condition
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.api.taints import NO_SCHEDULE, NOT_READY, tolerates
@@ -53,6 +55,9 @@ from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limit
 
 SCHEDULER_NAME = "default-scheduler"
 NOT_READY_TAINT = {"key": NOT_READY, "effect": NO_SCHEDULE}
+# a node's spec.unschedulable, as the NodeUnschedulable filter reads it (DaemonSet pods
+# tolerate it)
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": NO_SCHEDULE}
 
 
 class Unschedulable(Exception):
@@ -166,7 +171,7 @@ class Scheduler(Controller):
     def _filter(self, pod: Resource, node: Resource, claims: list[Resource],
                 snapshot: Snapshot) -> str:
         """The first reason ``node`` does not fit ``pod`` ('' when it fits)."""
-        if node.spec.get("unschedulable"):
+        if node.spec.get("unschedulable") and not tolerates(pod, UNSCHEDULABLE_TAINT):
             return "node(s) were unschedulable"
         taints = list(node.spec.get("taints") or [])
         if not node_is_ready(node):
@@ -175,8 +180,7 @@ class Scheduler(Controller):
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
                 return (f"node(s) had untolerated taint {{{taint.get('key')}: "
                         f"{taint.get('value', '')}}}")
-        selector = pod.spec.get("nodeSelector") or {}
-        if any(node.labels.get(k) != v for k, v in selector.items()):
+        if not node_affinity.admits(pod.spec, node):
             return "node(s) didn't match Pod's node affinity/selector"
         if exceeds_volume_limits(snapshot, pod, node.name):
             return EXCEEDED

@@ -45,6 +45,7 @@ from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
+from kubelet_sim.kubelet.container_exit import exit_due_containers
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -231,8 +232,14 @@ class Kubelet:
                 sync = functools.partial(self._kill_pod, pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 sync = functools.partial(self._start_pod, pod, why)
+            elif pod.status.get("phase") in ("Succeeded", "Failed"):
+                record = self.pods.get(pod.metadata.uid)
+                if record is None or not (record.sandbox_id or record.volumes):
+                    continue
+                sync = functools.partial(self._stop_finished_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
+                changed |= exit_due_containers(self.api, pod, self.clock.now())
                 if pod.metadata.uid not in self.pods or \
                         not self.republish.due(pod.metadata.uid):
                     continue
@@ -460,11 +467,22 @@ class Kubelet:
 
     # -- pod teardown ----------------------------------------------------------------------
 
-    async def _kill_pod(self, pod: Resource) -> bool:
-        uid = pod.metadata.uid
-        record = self.pods.get(uid, PodRecord())
+    async def _stop_finished_pod(self, pod: Resource) -> bool:
+        """A pod whose containers all ended (Succeeded or Failed) stays in the API until
+        deleted, but its sandbox stops (CNI DEL) and its volumes are unmounted, as the
+        kubelet's pod worker does for a terminated pod."""
+        record = self.pods.get(pod.metadata.uid)
+        if record is None:
+            return False
+        await self._tear_down(pod, record, killed=False)
+        return True
+
+    async def _tear_down(self, pod: Resource, record: PodRecord, *, killed: bool) -> bool:
+        """Stop the sandbox and unmount the volumes; True when some unmount must be
+        retried."""
         if record.sandbox_id:
-            containers_killed(self.recorder, pod, self.node_name)
+            if killed:
+                containers_killed(self.recorder, pod, self.node_name)
             await asyncio.to_thread(self.runtime.remove_pod_sandbox, record.sandbox_id)
             record.sandbox_id = ""
         info = pod_info(pod)
@@ -476,7 +494,12 @@ class Kubelet:
                 log.warning("unmount of %s for pod %s failed: %s", volume.spec_name, pod.name, err)
                 remaining.append(volume)
         record.volumes = remaining
-        if remaining:
+        return bool(remaining)
+
+    async def _kill_pod(self, pod: Resource) -> bool:
+        uid = pod.metadata.uid
+        record = self.pods.get(uid, PodRecord())
+        if await self._tear_down(pod, record, killed=True):
             return True
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)

@@ -23,6 +23,7 @@ from kubelet_sim.apiserver.crd.definition import CustomKind, CustomVersion
 from kubelet_sim.apiserver.crd.registry import CustomResources
 from kubelet_sim.apiserver.http import events
 from kubelet_sim.apiserver.http import field_validation as fields
+from kubelet_sim.apiserver.http.encoding.negotiation import read_body
 from kubelet_sim.apiserver.http.resources import (
     DEPRECATED,
     ApiResource,
@@ -31,6 +32,7 @@ from kubelet_sim.apiserver.http.resources import (
 )
 from kubelet_sim.apiserver.http.status import fail
 from kubelet_sim.apiserver.http.workers import Workers
+from kubelet_sim.apiserver.http.workload_tables import format_selector
 from kubelet_sim.apiserver.patch.json_patch import apply_json_patch, decode_operations
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.server import APIServer
@@ -200,9 +202,16 @@ def _row_object(doc: dict[str, Any], include: str, api_version: str) -> dict[str
 
 # -- scale -------------------------------------------------------------------------------------
 
+# Built-in kinds with a scale subresource (Deployment, ReplicaSet, StatefulSet): the same
+# paths, and the selector as the text of ``spec.selector``.
+_BUILT_IN_SCALE = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
+
+
 def _scale_paths(r: ApiResource) -> dict[str, Any]:
     parts = custom_parts(r)
-    assert parts is not None and parts[1].scale is not None
+    if parts is None:
+        return _BUILT_IN_SCALE
+    assert parts[1].scale is not None
     return parts[1].scale
 
 
@@ -212,7 +221,9 @@ def scale_of(r: ApiResource, obj: Resource) -> dict[str, Any]:
     meta = obj.metadata
     status: dict[str, Any] = {"replicas": int(columns.evaluate(
         doc, paths["statusReplicasPath"]) or 0)}
-    if paths.get("labelSelectorPath"):
+    if paths is _BUILT_IN_SCALE:
+        status["selector"] = format_selector(obj.spec.get("selector")).replace("<none>", "")
+    elif paths.get("labelSelectorPath"):
         selector = columns.evaluate(doc, paths["labelSelectorPath"])
         if isinstance(selector, str) and selector:
             status["selector"] = selector
@@ -242,8 +253,9 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
         return scale_of(r, current)
     if request.method not in ("PUT", "PATCH"):
         raise fail(405, "MethodNotAllowed", f"{request.method} is not supported on scale")
-    try:
-        sent = fields.decode(await request.read() or b"{}")
+    try:  # a PUT of a built-in kind's Scale may come in protobuf (client-go's scale client)
+        sent = await read_body(request) if request.method == "PUT" \
+            else fields.decode(await request.read() or b"{}")
     except ValueError as e:
         raise BadRequest(f"the body of the request could not be decoded: {e}") from None
     scale = scale_of(r, current)

@@ -30,6 +30,12 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "Event": ("events", ("ev",), ()),
     "Secret": ("secrets", (), ()),
     "ServiceAccount": ("serviceaccounts", ("sa",), ()),
+    "Deployment": ("deployments", ("deploy",), ("all",)),
+    "ReplicaSet": ("replicasets", ("rs",), ("all",)),
+    "StatefulSet": ("statefulsets", ("sts",), ("all",)),
+    "DaemonSet": ("daemonsets", ("ds",), ("all",)),
+    "ControllerRevision": ("controllerrevisions", (), ()),
+    "Job": ("jobs", (), ("all",)),
     "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
     # configuration, services and RBAC (issue 24)
     "ConfigMap": ("configmaps", ("cm",), ()),
@@ -47,6 +53,9 @@ DEPRECATED: dict[tuple[str, str], str] = {
     ("v1", "Endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
                          "EndpointSlice",
 }
+
+# the kinds with the scale subresource (autoscaling/v1 Scale; http.workload_scale)
+_SCALED = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CREATE_ONLY = ("create",)
@@ -88,7 +97,7 @@ def _resource(kind: str) -> ApiResource:
     # a Namespace goes one by one (its contents go with it): no deletecollection
     verbs = tuple(v for v in VERBS if v != "deletecollection") if kind == "Namespace" else VERBS
     return ApiResource(kind, group, version, plural, info.namespaced, info.status_subresource,
-                       short, categories, verbs)
+                       short, categories, verbs, has_scale=kind in _SCALED)
 
 
 # The stored core/v1 Events served again in the events.k8s.io/v1 shape (see events.py).

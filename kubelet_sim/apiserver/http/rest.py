@@ -150,7 +150,7 @@ class Rest:
             custom = custom_parts(target.resource) is not None
             if custom:
                 refuse_other_media(request)  # custom resources are JSON only
-            if custom and target.subresource == "scale":
+            if target.subresource == "scale":
                 return _answer(request, await serve_scale(
                     self.api, request, target.resource, target.name, target.namespace,
                     self.workers))

@@ -92,6 +92,7 @@ def every_kind() -> list[Resource]:
         Resource.from_dict({"apiVersion": "v1", "kind": "ServiceAccount",
                             "metadata": {"name": "robot", "namespace": "default"}}),
         *config_service_and_rbac_kinds(),
+        *workloads(),
     ]
 
 
@@ -121,6 +122,25 @@ def config_service_and_rbac_kinds() -> list[Resource]:
          "roleRef": {"kind": "ClusterRole", "name": "reader"},
          "subjects": [{"kind": "User", "name": "jane"}]},
     )]
+
+
+def workloads() -> list[Resource]:
+    """The apps/v1 and batch/v1 kinds."""
+    template = {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    selector = {"matchLabels": {"app": "web"}}
+    out = [Resource.from_dict({"apiVersion": "apps/v1", "kind": kind,
+                               "metadata": {"name": "web", "namespace": "default"},
+                               "spec": {"selector": selector, "template": template}})
+           for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")]
+    job_template = {**template, "spec": {**template["spec"], "restartPolicy": "Never"}}
+    out.append(Resource.from_dict({"apiVersion": "batch/v1", "kind": "Job",
+                                   "metadata": {"name": "web", "namespace": "default"},
+                                   "spec": {"template": job_template}}))
+    out.append(Resource.from_dict({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                                   "metadata": {"name": "web-1", "namespace": "default"},
+                                   "data": {"spec": {"template": template}}, "revision": 1}))
+    return out
 
 
 def test_builders_cover_every_kind() -> None:

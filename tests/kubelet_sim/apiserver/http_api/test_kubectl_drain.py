@@ -1,6 +1,7 @@
 """kubectl's drain, delete --all, get pdb and auth commands against a running `up`: the
-node is cordoned with a patch, its pods evicted through pods/eviction, which asks their
-PodDisruptionBudget (kept up to date by the disruption controller in the control plane)."""
+node is cordoned with a patch, its pods (a ReplicaSet's) evicted through pods/eviction,
+which asks their PodDisruptionBudget (kept up to date by the disruption controller in the
+control plane)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from .conftest import needs_kubectl
 
 pytestmark = needs_kubectl
 
-def replicated_pod(name: str, node: str) -> dict[str, Any]:
-    """A pod a ReplicaSet would own (kubectl drain refuses bare pods without --force)."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "web"},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                              "name": "web", "uid": "00000000-web",
-                                              "controller": True}]},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}}
+def replica_set(node: str) -> dict[str, Any]:
+    """Two replicated pods on ``node`` (kubectl drain refuses bare pods without --force);
+    their replacements can go nowhere else."""
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                         "nodeSelector": {"kubernetes.io/hostname": node},
+                         "containers": [{"name": "c", "image": "busybox"}]}}}}
 
 
 def kubectl_fails(up: Up, *args: str, timeout: float = 60) -> str:
@@ -37,6 +38,10 @@ def pods_of(up: Up) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in items}
 
 
+def on_node(up: Up, node: str) -> dict[str, dict[str, Any]]:
+    return {name: p for name, p in pods_of(up).items() if p["spec"].get("nodeName") == node}
+
+
 def ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True"
                for c in pod.get("status", {}).get("conditions") or [])
@@ -45,12 +50,11 @@ def ready(pod: dict[str, Any]) -> bool:
 def test_drain_evicts_what_the_budget_allows_then_everything_once_it_is_gone(
         tmp_path: Path) -> None:
     with running_up("--nodes", "2") as up:
-        for name in ("web-1", "web-2"):
-            manifest = tmp_path / f"{name}.json"
-            manifest.write_text(json.dumps(replicated_pod(name, "node-1")))
-            up.kubectl("apply", "-f", str(manifest))
-        wait_for(lambda: len(pods_of(up)) == 2 and all(map(ready, pods_of(up).values())),
-                 what="both pods Ready")
+        manifest = tmp_path / "rs.json"
+        manifest.write_text(json.dumps(replica_set("node-1")))
+        up.kubectl("apply", "-f", str(manifest))
+        wait_for(lambda: len(on_node(up, "node-1")) == 2
+                 and all(map(ready, on_node(up, "node-1").values())), what="both pods Ready")
         pdb = tmp_path / "pdb.json"
         pdb.write_text(json.dumps({
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -73,13 +77,15 @@ def test_drain_evicts_what_the_budget_allows_then_everything_once_it_is_gone(
         assert "Cannot evict pod as it would violate the pod's disruption budget." in said
         node = json.loads(up.kubectl("get", "node", "node-1", "-o", "json"))
         assert node["spec"]["unschedulable"] is True  # cordoned first
-        wait_for(lambda: len(pods_of(up)) == 1, what="the evicted pod gone")
+        wait_for(lambda: len(on_node(up, "node-1")) == 1, what="the evicted pod gone")
 
         up.kubectl("delete", "pdb", "web")
         out = up.kubectl("drain", "node-1", "--ignore-daemonsets", "--delete-emptydir-data",
                          "--timeout=60s", timeout=90)
         assert "node/node-1 drained" in out
-        assert pods_of(up) == {}
+        assert on_node(up, "node-1") == {}
+        # the ReplicaSet's replacements wait: their node is cordoned
+        assert [p["status"]["phase"] for p in pods_of(up).values()] == ["Pending"] * 2
 
 
 def test_delete_pods_all_deletes_every_pod_of_the_namespace(tmp_path: Path) -> None:

@@ -160,7 +160,7 @@ def simulator_objects() -> list[dict[str, Any]]:
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
-    return out + _requests() + _config_services_and_rbac(api)
+    return out + _requests() + _config_services_and_rbac(api) + _workloads()
 
 
 def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
@@ -203,6 +203,54 @@ def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
          "subjects": [{"kind": "User", "name": "jane"}, {"kind": "Group", "name": "devs"}]},
     ]
     return [api.create(raw).to_dict() for raw in made]
+
+
+def _workloads() -> list[dict[str, Any]]:
+    """The apps/v1 and batch/v1 kinds with the statuses their controllers write, a
+    ControllerRevision and a Scale."""
+    api = APIServer(history_limit=50)
+    template = {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    selector = {"matchLabels": {"app": "web"}}
+    condition = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                 "message": "Deployment has minimum availability.",
+                 "lastUpdateTime": "2024-05-01T10:00:00Z",
+                 "lastTransitionTime": "2024-05-01T10:00:00Z"}
+    statuses = {"Deployment": {"replicas": 3, "availableReplicas": 3, "conditions": [condition],
+                               "observedGeneration": 1},
+                "ReplicaSet": {"replicas": 3, "readyReplicas": 3, "fullyLabeledReplicas": 3},
+                "StatefulSet": {"replicas": 3, "currentRevision": "web-6c9d5b",
+                                "updateRevision": "web-6c9d5b", "collisionCount": 0},
+                "DaemonSet": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3,
+                              "numberMisscheduled": 0, "numberReady": 3}}
+    out = []
+    for kind, status in statuses.items():
+        spec: dict[str, Any] = {"selector": selector, "template": template}
+        if kind == "StatefulSet":
+            spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+        made = api.create({"apiVersion": "apps/v1", "kind": kind,
+                           "metadata": {"name": "web", "namespace": "default"}, "spec": spec})
+        made.status = status
+        out.append(api.update_status(made).to_dict())
+    job = api.create({"apiVersion": "batch/v1", "kind": "Job",
+                      "metadata": {"name": "batch", "namespace": "default"},
+                      "spec": {"completions": 5, "template": {**template, "spec": {
+                          **template["spec"], "restartPolicy": "Never"}}}})
+    job.status = {"succeeded": 5, "startTime": "2024-05-01T10:00:00Z", "ready": 0,
+                  "uncountedTerminatedPods": {}, "conditions": [{
+                      "type": "Complete", "status": "True", "reason": "CompletionsReached",
+                      "lastProbeTime": "2024-05-01T10:00:05Z",
+                      "lastTransitionTime": "2024-05-01T10:00:05Z"}]}
+    out.append(api.update_status(job).to_dict())
+    out.append(api.create({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                           "metadata": {"name": "web-6c9d5b", "namespace": "default"},
+                           "data": {"spec": {"template": {**template, "$patch": "replace"}}},
+                           "revision": 1}).to_dict())
+    out.append({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"replicas": 3}, "status": {"replicas": 3, "selector": "app=web"}})
+    return out
 
 
 def _requests() -> list[dict[str, Any]]:

@@ -1,0 +1,113 @@
+"""kube-controller-manager's ReplicaSet controller: each ReplicaSet keeps ``spec.replicas``
+active pods that its selector covers (named ``<rs>-<5 random>``, with its controller
+reference; orphans the selector covers are adopted, its pods the selector left are
+released), deleting the least useful ones first when there are too many, and reports
+``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``, ``availableReplicas`` and
+``observedGeneration``.
+"""
+
+from __future__ import annotations
+
+from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.controllers.common import write_status
+from kubelet_sim.controllers.workload_pods import (
+    claim,
+    is_active,
+    is_available,
+    is_ready,
+    owned_by,
+    pod_from_template,
+    selector_of,
+)
+from kubelet_sim.controllers.workload_queue import WorkloadController
+
+COMPONENT = "replicaset-controller"
+BURST_REPLICAS = 500  # the controller's burstReplicas: pods created or deleted per sync
+_PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def deletion_rank(pod: Resource) -> tuple[int, int, int, str]:
+    """Which pods go first when there are too many (ActivePods' order, simplified): not
+    yet scheduled, then pending, unknown, running; not ready before ready; the newest
+    first."""
+    created = pod.metadata.creation_timestamp or ""
+    return (1 if pod.spec.get("nodeName") else 0,
+            _PHASE_RANK.get(str(pod.status.get("phase")), 0),
+            1 if is_ready(pod) else 0,
+            "".join(chr(0x10FFFF - ord(c)) for c in created))
+
+
+def replica_set_status(rs: Resource, pods: list[Resource], now_ready: list[bool],
+                       now_available: list[bool]) -> JSON:
+    template_labels = ((rs.spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    fully = sum(1 for p in pods
+                if all(p.metadata.labels.get(k) == v for k, v in template_labels.items()))
+    status: JSON = {"replicas": len(pods), "fullyLabeledReplicas": fully,
+                    "readyReplicas": sum(now_ready), "availableReplicas": sum(now_available),
+                    "observedGeneration": rs.metadata.generation}
+    conditions = rs.status.get("conditions")
+    if conditions:
+        status["conditions"] = conditions
+    return {k: v for k, v in status.items()
+            if v or k in ("replicas", "observedGeneration")}
+
+
+class ReplicaSetController(WorkloadController):
+    name = COMPONENT
+    kinds = ("ReplicaSet", "Pod")
+    workload_kind, prefix = "ReplicaSet", "rs"
+
+    async def sync(self, rs: Resource) -> bool:
+        candidates = [p for p in self.cache.list("Pod", rs.namespace) if is_active(p)]
+        pods = claim(self.api, rs, candidates, selector_of(rs))
+        changed = False
+        if not rs.metadata.deletion_timestamp:
+            changed = self._manage(rs, pods)
+            if changed:
+                pods = [p for p in self.cache.list("Pod", rs.namespace)
+                        if is_active(p) and owned_by(p, rs)]
+        return self._write_status(rs, pods) or changed
+
+    def _manage(self, rs: Resource, pods: list[Resource]) -> bool:
+        wanted = int(rs.spec.get("replicas", 1))
+        diff = len(pods) - wanted
+        if diff < 0:
+            for _ in range(min(-diff, BURST_REPLICAS)):
+                pod = self.api.create(pod_from_template(rs, rs.spec.get("template") or {}))
+                self.event("ReplicaSet", rs.namespace, rs.name, "Normal", "SuccessfulCreate",
+                           f"Created pod: {pod.name}")
+            return True
+        if diff > 0:
+            for pod in sorted(pods, key=deletion_rank)[:min(diff, BURST_REPLICAS)]:
+                try:
+                    self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+                except NotFound:
+                    continue
+                self.event("ReplicaSet", rs.namespace, rs.name, "Normal", "SuccessfulDelete",
+                           f"Deleted pod: {pod.name}")
+            return True
+        return False
+
+    def _write_status(self, rs: Resource, pods: list[Resource]) -> bool:
+        now = self.clock.now()
+        min_ready = int(rs.spec.get("minReadySeconds") or 0)
+        wanted = replica_set_status(rs, pods, [is_ready(p) for p in pods],
+                                    [is_available(p, min_ready, now) for p in pods])
+        if min_ready and any(is_ready(p) and not is_available(p, min_ready, now) for p in pods):
+            self._note_retry(f"rs/{rs.namespace}/{rs.name}", 1.0)
+        if wanted == rs.status:
+            return False
+
+        def mutate(obj: Resource) -> bool:
+            if obj.status == wanted:
+                return False
+            obj.status = dict(wanted)
+            return True
+
+        try:
+            return write_status(self.api, "ReplicaSet", rs.name, rs.namespace, mutate) \
+                is not None
+        except NotFound:
+            return False
+

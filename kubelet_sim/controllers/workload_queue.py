@@ -1,0 +1,57 @@
+"""The work queue of a workload controller, as client-go's controllers key theirs: a
+change of the workload queues its key (``<prefix>/<namespace>/<name>``); a change of
+something it controls (a pod, a ReplicaSet, a ControllerRevision) queues the key of its
+controller reference's owner; an orphan the workload might adopt asks for a full pass.
+:meth:`WorkloadController.sync` converges one workload."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+from kubelet_sim.api.model import Resource
+from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.workload_pods import controller_of
+
+
+class WorkloadController(Controller):
+    workload_kind: str = ""
+    prefix: str = ""
+    # the kinds whose orphans the workload adopts (a change of one may concern any)
+    adopts: tuple[str, ...] = ("Pod",)
+
+    def key(self, namespace: str, name: str) -> str:
+        return f"{self.prefix}/{namespace}/{name}"
+
+    @abstractmethod
+    async def sync(self, obj: Resource) -> bool:
+        """Converge one workload; True when anything was written."""
+
+    async def reconcile(self) -> bool:
+        changed = False
+        for obj in self.cache.list(self.workload_kind):
+            changed = await self.step(self.key(obj.namespace, obj.name), self.sync, obj) \
+                or changed
+        return changed
+
+    async def reconcile_keys(self, keys: set[str]) -> bool:
+        changed = False
+        for key in sorted(keys):
+            _, namespace, name = key.split("/", 2)
+            obj = self.cache.get(self.workload_kind, name, namespace)
+            if obj is not None:
+                changed = await self.step(key, self.sync, obj) or changed
+        return changed
+
+    def keys_for(self, obj: Resource) -> list[str] | None:
+        if obj.kind == self.workload_kind:
+            return [self.key(obj.namespace, obj.name)]
+        ref = controller_of(obj)
+        if ref is None:
+            return None if obj.kind in self.adopts else []
+        if ref.get("kind") == self.workload_kind:
+            return [self.key(obj.namespace, str(ref.get("name")))]
+        return self.keys_of_owned(obj, ref)
+
+    def keys_of_owned(self, obj: Resource, ref: dict[str, object]) -> list[str] | None:
+        """The keys a change of ``obj``, controlled by another kind (``ref``), concerns."""
+        return []
