@@ -10,11 +10,10 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
-from kubelet_sim.apiserver import rbac
+from kubelet_sim.apiserver import rbac, workloads
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
-from kubelet_sim.apiserver import workloads
 
 
 def apply_defaults(obj: Resource) -> None:

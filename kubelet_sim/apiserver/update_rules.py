@@ -32,11 +32,10 @@ from typing import Any
 from kubelet_sim.api.errors import Forbidden, Invalid
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
-from kubelet_sim.apiserver import configmaps, rbac
+from kubelet_sim.apiserver import configmaps, rbac, workloads
 from kubelet_sim.apiserver.secret_rules import validate_secret_update
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
-from kubelet_sim.apiserver import workloads
 
 StorageClassLookup = Callable[[str], Resource | None]
 

@@ -24,11 +24,10 @@ from kubelet_sim.api.label_rules import (
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
-from kubelet_sim.apiserver import configmaps, rbac, secret_rules
+from kubelet_sim.apiserver import configmaps, rbac, secret_rules, workloads
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
-from kubelet_sim.apiserver import workloads
 
 _PORT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 PROTOCOLS = ("TCP", "UDP", "SCTP")

@@ -44,8 +44,8 @@ from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
-from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.container_exit import exit_due_containers
+from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
