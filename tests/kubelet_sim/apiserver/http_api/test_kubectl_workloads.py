@@ -150,6 +150,21 @@ def test_deployment_create_scale_set_image_rollout_status_and_undo(up: Up) -> No
     assert first["spec"]["replicas"] == 3
     history = up.kubectl("rollout", "history", "deployment/web")
     assert [line.split()[0] for line in history.splitlines()[2:] if line] == ["2", "3"]
+
+    # kubectl expose reads the Deployment's selector; the endpointslice controller follows
+    up.kubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
+    service = get_json(up, "service", "web")
+    assert service["spec"]["selector"] == {"app": "web"}
+    assert service["spec"]["clusterIP"].startswith("10.")
+
+    def endpoints_are_the_pods() -> bool:
+        ips = {p["status"].get("podIP") for p in get_json(up, "pods", "-l", "app=web")["items"]}
+        slices = get_json(up, "endpointslices", "-l", "kubernetes.io/service-name=web")
+        ready = {a for s in slices["items"] for e in s.get("endpoints") or []
+                 if e["conditions"].get("ready") for a in e["addresses"]}
+        return len(ips) == 3 and ready == ips
+    wait_for(endpoints_are_the_pods, what="the Service's EndpointSlice to hold the pods' IPs")
+    up.kubectl("delete", "service", "web")
     up.kubectl("delete", "deployment", "web")
     wait_for(lambda: not get_json(up, "pods", "-l", "app=web")["items"],
              what="the garbage collector removing the ReplicaSets' pods")
