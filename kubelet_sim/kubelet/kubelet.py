@@ -44,6 +44,7 @@ from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
+from kubelet_sim.kubelet.local_volumes import LocalVolumes
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -140,6 +141,9 @@ class Kubelet:
             publish_attributes=lambda pod, volume: token_attributes(
                 api, self.tokens, volume.driver, pod),
         )
+        # emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes
+        self.local_volumes = LocalVolumes(api, self.paths, node_name, root_dir.parent / "rootfs",
+                                          self.clock, self.tokens)
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
         self.sandbox_backoff = ExponentialBackoff(self.clock)
@@ -217,10 +221,14 @@ class Kubelet:
                 sync = functools.partial(self._start_pod, pod)
             else:
                 changed |= self._restore_ready(pod)
-                if pod.metadata.uid not in self.pods or \
-                        not self.republish.due(pod.metadata.uid):
+                if pod.metadata.uid not in self.pods:
                     continue
-                sync = functools.partial(self._republish, pod)
+                if self.republish.due(pod.metadata.uid):
+                    sync = functools.partial(self._republish, pod)
+                elif self.local_volumes.stale(pod):  # a ConfigMap, Secret or token changed
+                    sync = functools.partial(self._refresh_local_volumes, pod)
+                else:
+                    continue
             if workers is None:
                 changed |= await sync()
             else:
@@ -312,6 +320,9 @@ class Kubelet:
                 return self._wait(
                     pod, "FailedMount",
                     f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
+        failures = self.local_volumes.set_up(pod)
+        if failures:  # FailedMount: retried on the next pass
+            return self._wait(pod, "FailedMount", failures[0])
         if not self.network_ready:
             cond = self._network_condition or NetworkCondition(ready=False)
             return self._wait(pod, "NetworkNotReady",
@@ -357,6 +368,14 @@ class Kubelet:
             except Exception as err:  # reported above; the next sync retries
                 log.info("republish of %s for pod %s failed: %s", volume.spec_name,
                          pod.name, err)
+        return False
+
+    async def _refresh_local_volumes(self, pod: Resource) -> bool:
+        """A running pod's configMap, secret, downwardAPI and projected files written
+        again (an object they come from changed, or a token is due for refresh)."""
+        for message in self.local_volumes.set_up(pod):
+            self.recorder.record("Pod", pod.namespace, pod.name, WARNING, "FailedMount",
+                                 message, "kubelet", host=self.node_name)
         return False
 
     @property
@@ -448,6 +467,7 @@ class Kubelet:
         self.waiting.pop(uid, None)
         self.republish.forget(uid)
         self.tokens.forget_pod(uid)
+        self.local_volumes.forget(uid)
         self._forget_sandbox_failures(uid)
         try:  # its volumes are unmounted: nothing of the pod stays on the node
             await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)
