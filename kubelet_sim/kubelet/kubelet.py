@@ -44,6 +44,7 @@ from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
+from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.local_volumes import LocalVolumes
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
@@ -144,6 +145,8 @@ class Kubelet:
         # emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes
         self.local_volumes = LocalVolumes(api, self.paths, node_name, root_dir.parent / "rootfs",
                                           self.clock, self.tokens)
+        self.empty_dir_eviction = EmptyDirEviction(api, self.recorder, node_name,
+                                                   self.local_volumes, self.clock)
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
         self.sandbox_backoff = ExponentialBackoff(self.clock)
@@ -235,6 +238,7 @@ class Kubelet:
                 workers.dispatch(pod.metadata.uid, sync)
         if only is None:
             changed |= await self._clean_up_vanished(pods, workers)
+            changed |= self.empty_dir_eviction.check(pods)  # emptyDir sizeLimit
             changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
                                                self.recorder, self.node_name)
         return changed
