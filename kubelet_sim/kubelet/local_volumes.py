@@ -3,7 +3,7 @@
 
 - ``emptyDir`` (``kubernetes.io~empty-dir``): an empty directory, 0777. ``medium:
   Memory`` is a plain directory too (no tmpfs: the simulator mounts nothing);
-  ``sizeLimit`` is measured (`empty_dir_over_limit`) but no pod is evicted for it.
+  ``sizeLimit`` is measured (`empty_dir_over_limit`; `empty_dir_eviction` evicts).
 - ``configMap`` (``kubernetes.io~configmap``), ``secret`` (``kubernetes.io~secret``),
   ``downwardAPI`` (``kubernetes.io~downward-api``) and ``projected``
   (``kubernetes.io~projected``): the directory (0777) holds the files written by the
