@@ -14,6 +14,7 @@ from kubelet_sim.apiserver import rbac
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
+from kubelet_sim.apiserver.volume_defaults import default_volumes
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -48,6 +49,7 @@ def _pod(obj: Resource) -> None:
     spec.setdefault("enableServiceLinks", True)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         _ports(container.get("ports"))
+    default_volumes(spec.get("volumes") or [])
     for volume in spec.get("volumes") or []:
         claim = volume.get("persistentVolumeClaim")
         if isinstance(claim, dict):
