@@ -74,7 +74,7 @@ def check_type(target: Path, shown: str, path_type: str) -> None:
 def set_up_host_path(node_root: Path, source: dict[str, object]) -> Path:
     """Check a hostPath volume source; returns where it is on this machine."""
     path = str(source.get("path", ""))
-    target = node_path(node_root, path)
     node_root.mkdir(parents=True, exist_ok=True)
+    target = node_path(node_root, path)
     check_type(target, path, str(source.get("type") or ""))
     return target

@@ -502,3 +502,15 @@ def test_a_pod_not_set_up_since_the_kubelet_started_is_stale(node: Node) -> None
     assert not node.volumes.stale(pod)
     node.volumes.forget(pod.metadata.uid)
     assert node.volumes.stale(pod)
+
+
+def test_an_item_path_climbing_out_of_the_volume_fails_and_writes_nothing(node: Node) -> None:
+    node.api.create(config_map(a="1"))
+    pod = node.pod({"name": "config", "configMap": {"name": "app-config",
+                                                    "items": [{"key": "a", "path": "../x"}]}})
+
+    [failure] = node.volumes.set_up(pod)
+
+    assert failure.startswith('MountVolume.SetUp failed for volume "config" : invalid path')
+    volumes_dir = node.dir(pod, "configMap", "config").parent
+    assert not (volumes_dir / "x").exists()
