@@ -14,6 +14,9 @@
   the pod's ServiceAccount, bound to the pod (the kubelet's token manager: kept, and
   asked again past 80% of its life); its file has ``defaultMode``, or 0600 when the pod
   has an ``fsGroup``. ``clusterTrustBundle`` sources are skipped.
+- with the pod's ``fsGroup``, each volume but hostPath gets the kubelet's
+  SetVolumeOwnership (`volume_ownership`): the group, group read (and write for an
+  emptyDir) and setgid directories; ``fsGroupChangePolicy: OnRootMismatch`` honoured.
 - ``hostPath``: checked in the node's root directory (`host_path`); no pod directory.
 
 ConfigMaps, Secrets and the node are read from the shared informer cache (kept by a
@@ -43,6 +46,7 @@ from kubelet_sim.kubelet.host_path import HostPathError, set_up_host_path
 from kubelet_sim.kubelet.paths import KubeletPaths, make_dirs
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.service_account_tokens import TokenManager
+from kubelet_sim.kubelet.volume_ownership import set_volume_ownership
 from kubelet_sim.kubelet.volume_payloads import (
     PayloadError,
     aggregate,
@@ -144,6 +148,11 @@ class LocalVolumes:
             os.chmod(directory, VOLUME_DIR_MODE)
         if payload is not None:
             write_payload(directory, payload, self.clock.now())
+        context = pod.spec.get("securityContext") or {}
+        if context.get("fsGroup") is not None:  # SetVolumeOwnership; only emptyDir is writable
+            set_volume_ownership(directory, int(context["fsGroup"]),
+                                 change_policy=str(context.get("fsGroupChangePolicy") or ""),
+                                 read_only=source != "emptyDir")
 
     def _object_payload(self, pod: Resource, kind: str, spec: JSON, items: list[JSON],
                         default_mode: int, seen: _Seen) -> Payload:

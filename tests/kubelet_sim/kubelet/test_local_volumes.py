@@ -378,14 +378,38 @@ def test_a_projected_volume_merges_its_sources_with_a_token_bound_to_the_pod(
     assert mode(directory / "token") == 0o440
 
 
-def test_a_projected_token_is_0600_when_the_pod_has_an_fs_group(node: Node) -> None:
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's group needs root")
+
+
+@needs_root
+def test_a_projected_token_is_0600_then_group_readable_when_the_pod_has_an_fs_group(
+        node: Node) -> None:
     node.api.create(config_map(level="info"))
     node.api.create(builders.secret("creds", "default", {"user": "admin"}))
     pod = node.pod(projected(), securityContext={"fsGroup": 2000})
 
-    node.volumes.set_up(pod)
+    assert node.volumes.set_up(pod) == []
 
-    assert mode(node.dir(pod, "projected", "all-in-one") / "token") == 0o600
+    token = node.dir(pod, "projected", "all-in-one") / "token"
+    assert mode(token) == 0o640  # 0600, then SetVolumeOwnership's group read
+    assert token.stat().st_gid == 2000
+
+
+@needs_root
+def test_an_fs_group_owns_the_volumes_read_only_except_an_empty_dir(node: Node) -> None:
+    node.api.create(builders.secret("creds", "default", {"pass": "s3cr3t"}))
+    pod = node.pod({"name": "creds", "secret": {"secretName": "creds", "defaultMode": 0o400}},
+                   {"name": "scratch", "emptyDir": {}},
+                   securityContext={"fsGroup": 3000})
+
+    assert node.volumes.set_up(pod) == []
+
+    secret_dir = node.dir(pod, "secret", "creds")
+    password = secret_dir / "pass"
+    assert (mode(password), password.stat().st_gid) == (0o440, 3000)
+    assert mode(secret_dir) & stat.S_ISGID
+    scratch = node.dir(pod, "emptyDir", "scratch")
+    assert (scratch.stat().st_gid, mode(scratch)) == (3000, 0o777 | stat.S_ISGID)
 
 
 def test_a_projected_token_is_refreshed_past_80_percent_of_its_life(node: Node) -> None:
