@@ -45,7 +45,7 @@ from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
-from kubelet_sim.kubelet.local_volumes import LocalVolumes
+from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -170,6 +170,8 @@ class Kubelet:
         found = recover(self.api, self.runtime, self.volumes, self.node_name)
         for pod in found.pods:
             self.pods[pod.uid] = PodRecord(pod.sandbox_id, list(pod.volumes), list(pod.ips))
+        bound = {p.metadata.uid for p in self.cache.by_index("Pod", POD_NODE, self.node_name)}
+        remove_orphaned_pod_dirs(self.paths, bound)  # pods gone while the kubelet was down
         for sandbox_id in found.orphaned_sandboxes:  # their pods were deleted meanwhile
             with contextlib.suppress(Exception):  # GC below retries the network part
                 await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)

@@ -43,7 +43,13 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.kubelet.atomic_writer import FileProjection, Payload, write_payload
 from kubelet_sim.kubelet.host_path import HostPathError, set_up_host_path
-from kubelet_sim.kubelet.paths import KubeletPaths, make_dirs
+from kubelet_sim.kubelet.paths import (
+    CSI_PLUGIN_NAME,
+    KubeletPaths,
+    escape_qualified_name,
+    make_dirs,
+    remove_pod_dir,
+)
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.service_account_tokens import TokenManager
 from kubelet_sim.kubelet.volume_ownership import set_volume_ownership
@@ -258,6 +264,25 @@ class LocalVolumes:
                 over.append(f'Usage of EmptyDir volume "{name}" exceeds the limit '
                             f'"{spec["sizeLimit"]}". ')
         return over
+
+
+def remove_orphaned_pod_dirs(paths: KubeletPaths, known: set[str]) -> list[str]:
+    """The kubelet's cleanup of orphaned pod directories, at start: ``pods/<uid>`` of a pod
+    it does not run any more (``known``: the uids bound here) goes when it holds only
+    volumes the kubelet made itself (a CSI volume there is left to the volume manager).
+    Returns the uids removed."""
+    removed: list[str] = []
+    csi_dir = escape_qualified_name(CSI_PLUGIN_NAME)
+    if not paths.pods_dir.is_dir():
+        return removed
+    for pod_dir in sorted(paths.pods_dir.iterdir()):
+        if pod_dir.name in known or not pod_dir.is_dir():
+            continue
+        if (pod_dir / "volumes" / csi_dir).exists() or (pod_dir / "volumeDevices").exists():
+            continue
+        if remove_pod_dir(pod_dir):
+            removed.append(pod_dir.name)
+    return removed
 
 
 def directory_usage(directory: Path) -> int:

@@ -59,3 +59,23 @@ async def test_a_restarted_kubelet_keeps_a_pods_config_map_current_and_tears_it_
     cluster.api.delete("Pod", "web", "default")
     await cluster.settle()
     assert not (restarted.paths.pods_dir / pod.metadata.uid).exists()
+
+
+async def test_a_pod_deleted_while_the_kubelet_was_down_loses_its_files_at_start(
+        cluster: Cluster) -> None:
+    cluster.api.create(builders.pod("web", volumes=[{"name": "scratch", "emptyDir": {}}]))
+    await cluster.settle()
+    pod = cluster.api.get("Pod", "web", "default")
+    old = cluster.kubelets[NODE]
+    pod_dir = old.paths.pods_dir / pod.metadata.uid
+    assert pod_dir.is_dir()
+    del cluster.kubelets[NODE]  # the kubelet is down: nobody tears the pod down
+    cluster.api.delete("Pod", "web", "default", grace_period_seconds=0)
+    await cluster.settle()
+    assert pod_dir.is_dir()
+
+    spec = next(s for s in cluster.config.nodes if s.name == NODE)
+    restarted = cluster.kubelets[NODE] = cluster._kubelet(spec, old.paths.root)
+    await restarted.start()
+
+    assert not pod_dir.exists()

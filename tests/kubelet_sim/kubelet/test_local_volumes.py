@@ -21,7 +21,7 @@ from kubelet_sim.api.quantity import Quantity
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.kubelet.atomic_writer import DATA_DIR_NAME
-from kubelet_sim.kubelet.local_volumes import LocalVolumes
+from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.service_account_tokens import TokenManager
 from kubelet_sim.testing.fake_clock import FakeClock
@@ -538,3 +538,15 @@ def test_an_item_path_climbing_out_of_the_volume_fails_and_writes_nothing(node: 
     assert failure.startswith('MountVolume.SetUp failed for volume "config" : invalid path')
     volumes_dir = node.dir(pod, "configMap", "config").parent
     assert not (volumes_dir / "x").exists()
+
+
+def test_orphaned_pod_dirs_go_at_start_unless_they_hold_a_csi_volume(node: Node) -> None:
+    paths = node.volumes.paths
+    for uid in ("running", "gone", "gone-with-csi"):
+        (paths.pods_dir / uid / "volumes" / "kubernetes.io~empty-dir" / "v").mkdir(parents=True)
+    (paths.pods_dir / "gone-with-csi" / "volumes" / "kubernetes.io~csi" / "pv" / "mount").mkdir(
+        parents=True)
+
+    assert remove_orphaned_pod_dirs(paths, {"running"}) == ["gone"]
+
+    assert sorted(p.name for p in paths.pods_dir.iterdir()) == ["gone-with-csi", "running"]
