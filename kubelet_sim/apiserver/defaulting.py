@@ -49,12 +49,12 @@ def _pod(obj: Resource) -> None:
     spec.setdefault("enableServiceLinks", True)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         _ports(container.get("ports"))
-    default_volumes(spec.get("volumes") or [])
     for volume in spec.get("volumes") or []:
         claim = volume.get("persistentVolumeClaim")
         if isinstance(claim, dict):
             claim.setdefault("readOnly", False)
     obj.status.setdefault("qosClass", qos_class(spec))
+    default_volumes(spec.get("volumes") or [])  # their sources' defaults
 
 
 def _same_quantity(a: object, b: object) -> bool:

@@ -225,15 +225,12 @@ class Kubelet:
             elif pod.status.get("phase") in (None, "", "Pending"):
                 sync = functools.partial(self._start_pod, pod)
             else:
+                self._refresh_local_volumes(pod)  # a ConfigMap, Secret or token changed
                 changed |= self._restore_ready(pod)
-                if pod.metadata.uid not in self.pods:
+                if pod.metadata.uid not in self.pods or \
+                        not self.republish.due(pod.metadata.uid):
                     continue
-                if self.republish.due(pod.metadata.uid):
-                    sync = functools.partial(self._republish, pod)
-                elif self.local_volumes.stale(pod):  # a ConfigMap, Secret or token changed
-                    sync = functools.partial(self._refresh_local_volumes, pod)
-                else:
-                    continue
+                sync = functools.partial(self._republish, pod)
             if workers is None:
                 changed |= await sync()
             else:
@@ -376,13 +373,15 @@ class Kubelet:
                          pod.name, err)
         return False
 
-    async def _refresh_local_volumes(self, pod: Resource) -> bool:
+    def _refresh_local_volumes(self, pod: Resource) -> None:
         """A running pod's configMap, secret, downwardAPI and projected files written
-        again (an object they come from changed, or a token is due for refresh)."""
+        again when an object they come from changed, a token is due for refresh or its
+        labels changed (small local writes: done in the pass, not by a pod worker)."""
+        if pod.metadata.uid not in self.pods or not self.local_volumes.stale(pod):
+            return
         for message in self.local_volumes.set_up(pod):
             self.recorder.record("Pod", pod.namespace, pod.name, WARNING, "FailedMount",
                                  message, "kubelet", host=self.node_name)
-        return False
 
     @property
     def backing_off(self) -> frozenset[str]:
