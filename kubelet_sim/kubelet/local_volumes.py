@@ -211,7 +211,10 @@ class LocalVolumes:
         audiences = [audience] if audience else []
         seconds = int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS)
         info = pod_info(pod)
-        status = self.tokens.token(info, audiences, seconds)
+        try:
+            status = self.tokens.token(info, audiences, seconds)
+        except ApiError as err:  # the kubelet's token manager's wording
+            raise PayloadError(f"failed to fetch token: {err}") from None
         due = self.tokens.refresh_due(info, audiences, seconds)
         if due is not None and (seen.refresh_at is None or due < seen.refresh_at):
             seen.refresh_at = due

@@ -550,3 +550,12 @@ def test_orphaned_pod_dirs_go_at_start_unless_they_hold_a_csi_volume(node: Node)
     assert remove_orphaned_pod_dirs(paths, {"running"}) == ["gone"]
 
     assert sorted(p.name for p in paths.pods_dir.iterdir()) == ["gone-with-csi", "running"]
+
+
+def test_a_token_for_a_missing_service_account_fails_the_mount(node: Node) -> None:
+    pod = node.pod({"name": "tok", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token"}}]}}, serviceAccountName="ghost")
+
+    assert node.volumes.set_up(pod) == [
+        'MountVolume.SetUp failed for volume "tok" : failed to fetch token: '
+        'serviceaccounts "ghost" not found']
