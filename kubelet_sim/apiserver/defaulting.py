@@ -14,6 +14,7 @@ from kubelet_sim.apiserver import rbac, workloads
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
+from kubelet_sim.apiserver.volume_defaults import default_volumes
 
 
 def apply_defaults(obj: Resource) -> None:
@@ -53,6 +54,7 @@ def _pod(obj: Resource) -> None:
         if isinstance(claim, dict):
             claim.setdefault("readOnly", False)
     obj.status.setdefault("qosClass", qos_class(spec))
+    default_volumes(spec.get("volumes") or [])  # their sources' defaults
 
 
 def _same_quantity(a: object, b: object) -> bool:

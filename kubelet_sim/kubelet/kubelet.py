@@ -46,6 +46,8 @@ from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
 from kubelet_sim.kubelet.container_events import containers_killed, containers_started
 from kubelet_sim.kubelet.container_exit import exit_due_containers
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
+from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
+from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -146,6 +148,11 @@ class Kubelet:
             publish_attributes=lambda pod, volume: token_attributes(
                 api, self.tokens, volume.driver, pod),
         )
+        # emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes
+        self.local_volumes = LocalVolumes(api, self.paths, node_name, root_dir.parent / "rootfs",
+                                          self.clock, self.tokens)
+        self.empty_dir_eviction = EmptyDirEviction(api, self.recorder, node_name,
+                                                   self.local_volumes, self.clock)
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
         self.sandbox_backoff = ExponentialBackoff(self.clock)
@@ -173,6 +180,8 @@ class Kubelet:
         found = recover(self.api, self.runtime, self.volumes, self.node_name)
         for pod in found.pods:
             self.pods[pod.uid] = PodRecord(pod.sandbox_id, list(pod.volumes), list(pod.ips))
+        bound = {p.metadata.uid for p in self.cache.by_index("Pod", POD_NODE, self.node_name)}
+        remove_orphaned_pod_dirs(self.paths, bound)  # pods gone while the kubelet was down
         for sandbox_id in found.orphaned_sandboxes:  # their pods were deleted meanwhile
             with contextlib.suppress(Exception):  # GC below retries the network part
                 await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)
@@ -238,6 +247,7 @@ class Kubelet:
                     continue
                 sync = functools.partial(self._stop_finished_pod, pod)
             else:
+                self._refresh_local_volumes(pod)  # a ConfigMap, Secret or token changed
                 changed |= self._restore_ready(pod)
                 changed |= exit_due_containers(self.api, pod, self.clock.now())
                 if pod.metadata.uid not in self.pods or \
@@ -250,6 +260,7 @@ class Kubelet:
                 workers.dispatch(pod.metadata.uid, sync)
         if only is None:
             changed |= await self._clean_up_vanished(pods, workers)
+            changed |= self.empty_dir_eviction.check(pods)  # emptyDir sizeLimit
             changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
                                                self.recorder, self.node_name)
         return changed
@@ -351,6 +362,9 @@ class Kubelet:
                 return self._wait(
                     pod, "FailedMount",
                     f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
+        failures = self.local_volumes.set_up(pod)
+        if failures:  # FailedMount: retried on the next pass
+            return self._wait(pod, "FailedMount", failures[0])
         if not self.network_ready:
             cond = self._network_condition or NetworkCondition(ready=False)
             return self._wait(pod, "NetworkNotReady",
@@ -399,6 +413,16 @@ class Kubelet:
                 log.info("republish of %s for pod %s failed: %s", volume.spec_name,
                          pod.name, err)
         return False
+
+    def _refresh_local_volumes(self, pod: Resource) -> None:
+        """A running pod's configMap, secret, downwardAPI and projected files written
+        again when an object they come from changed, a token is due for refresh or its
+        labels changed (small local writes: done in the pass, not by a pod worker)."""
+        if pod.metadata.uid not in self.pods or not self.local_volumes.stale(pod):
+            return
+        for message in self.local_volumes.set_up(pod):
+            self.recorder.record("Pod", pod.namespace, pod.name, WARNING, "FailedMount",
+                                 message, "kubelet", host=self.node_name)
 
     @property
     def backing_off(self) -> frozenset[str]:
@@ -505,6 +529,7 @@ class Kubelet:
         self.waiting.pop(uid, None)
         self.republish.forget(uid)
         self.tokens.forget_pod(uid)
+        self.local_volumes.forget(uid)
         self._forget_sandbox_failures(uid)
         try:  # its volumes are unmounted: nothing of the pod stays on the node
             await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)

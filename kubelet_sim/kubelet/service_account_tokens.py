@@ -69,16 +69,28 @@ class TokenManager:
         return dict(answered["status"])
 
     def requires_refresh(self, answered: JSON) -> bool:
-        seconds = int(answered["spec"]["expirationSeconds"])
-        expires = parse_time(answered["status"]["expirationTimestamp"])
-        issued = expires - timedelta(seconds=seconds)
-        now = self.clock.now()
-        return now > issued + MAX_TTL or now > expires - timedelta(seconds=seconds * 20 // 100)
+        return self.clock.now() > refresh_time(answered)
+
+    def refresh_due(self, pod: PodInfo, audiences: list[str],
+                    expiration_seconds: int | None) -> datetime | None:
+        """When the kept token for these arguments needs a refresh (None: none kept)."""
+        key = _Key(pod.namespace, pod.service_account, tuple(audiences), expiration_seconds,
+                   pod.name, pod.uid)
+        cached = self._cache.get(key)
+        return refresh_time(cached) if cached is not None else None
 
     def forget_pod(self, pod_uid: str) -> None:
         """Drop the tokens bound to a pod that is gone."""
         for key in [k for k in self._cache if k.pod_uid == pod_uid]:
             del self._cache[key]
+
+
+def refresh_time(answered: JSON) -> datetime:
+    """Past 80% of a token's lifetime, or 24 h after it was issued, whichever is first."""
+    seconds = int(answered["spec"]["expirationSeconds"])
+    expires = parse_time(answered["status"]["expirationTimestamp"])
+    issued = expires - timedelta(seconds=seconds)
+    return min(issued + MAX_TTL, expires - timedelta(seconds=seconds * 20 // 100))
 
 
 def driver_spec(api: APIServer, driver: str) -> JSON | None:

@@ -7,7 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubelet_sim.kubelet.paths import VOL_DATA_FILE, KubeletPaths, load_volume_data
+from kubelet_sim.kubelet.paths import (
+    CSI_PLUGIN_NAME,
+    VOL_DATA_FILE,
+    KubeletPaths,
+    escape_qualified_name,
+    load_volume_data,
+)
 
 VolumeKey = tuple[str, str]  # (driver, volume handle)
 
@@ -36,7 +42,8 @@ def reconstruct_from_disk(paths: KubeletPaths) -> Reconstructed:
         for link in paths.pods_dir.glob(f"*/volumeDevices/*/{spec_name}"):
             out.users.setdefault(key, set()).add(link.parents[2].name)
             out.pod_volumes += 1
-    for data_file in sorted(paths.pods_dir.glob(f"*/volumes/*/*/{VOL_DATA_FILE}")):
+    csi_dir = escape_qualified_name(CSI_PLUGIN_NAME)  # (a configMap key may be vol_data.json)
+    for data_file in sorted(paths.pods_dir.glob(f"*/volumes/{csi_dir}/*/{VOL_DATA_FILE}")):
         data = load_volume_data(data_file.parent)
         key = (data["driverName"], data["volumeHandle"])
         out.users.setdefault(key, set()).add(data_file.parents[3].name)
