@@ -179,6 +179,9 @@ def _pod(obj: Resource) -> None:
         _check(c["name"] not in seen, f"{path}.name", f"Duplicate value: {json.dumps(c['name'])}")
         seen.add(c["name"])
         _check(bool(c.get("image")), f"{path}.image", "Required value")
+        # only init containers (sidecars) may set their own restartPolicy
+        _check(c.get("restartPolicy") is None, f"{path}.restartPolicy",
+               "Forbidden: may not be set for non-init containers")
         names: set[str] = set()
         for j, port in enumerate(c.get("ports") or []):
             ppath = f"{path}.ports[{j}]"
