@@ -191,6 +191,9 @@ def _pod(obj: Resource) -> None:
                 port_name(port["name"], f"{ppath}.name")
                 _check(port["name"] not in names, f"{ppath}.name", "Duplicate value")
                 names.add(port["name"])
+    for i, c in enumerate(obj.spec.get("initContainers") or []):
+        if isinstance(c, dict) and c.get("restartPolicy") is not None:  # a sidecar
+            _supported(c["restartPolicy"], ("Always",), f"spec.initContainers[{i}].restartPolicy")
     vol_names: set[str] = set()
     for i, vol in enumerate(obj.spec.get("volumes") or []):
         path = f"spec.volumes[{i}]"

@@ -26,6 +26,19 @@ def test_a_regular_container_may_not_set_a_restart_policy(api: APIServer) -> Non
     assert err.value.detail == "Forbidden: may not be set for non-init containers"
 
 
+def test_an_init_container_may_only_set_restart_policy_always(api: APIServer) -> None:
+    pod = b.pod("web")
+    pod.spec["initContainers"] = [{"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]
+    api.create(pod)
+    pod = b.pod("web2")
+    pod.spec["initContainers"] = [{"name": "proxy", "image": "envoy",
+                                   "restartPolicy": "OnFailure"}]
+    with pytest.raises(Invalid) as err:
+        api.create(pod)
+    assert err.value.field == "spec.initContainers[0].restartPolicy"
+    assert err.value.detail == 'Unsupported value: "OnFailure": supported values: "Always"'
+
+
 def test_active_deadline_may_be_set_and_lowered_but_not_raised_or_removed(
         api: APIServer) -> None:
     pod = api.create(b.pod("web"))
