@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import logging
 import math
@@ -542,7 +543,9 @@ class Kubelet:
         now = self.clock.now()
         changed = exit_due_containers(self.api, pod, now, self.crash_backoff,
                                       self.recorder, self.node_name)
-        probe = pod.copy()
+        # both only touch the status: a copy of it is enough to ask (never the cached pod's)
+        probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
+                         status=copy.deepcopy(pod.status))
         if not restart_changed(probe, now) and not refresh_readiness(probe, now):
             return changed  # (the common case, read for every running pod on every pass)
         events: list[ContainerEvent] = []
