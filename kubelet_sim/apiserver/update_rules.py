@@ -1,9 +1,10 @@
 """What an update may change: Kubernetes' update validation and the admission checks the
 simulator's controllers run into.
 
-* Pod: the spec is immutable except container images, ``activeDeadlineSeconds``,
-  ``tolerations`` (additions), and ``nodeName`` while it is still empty (the scheduler's
-  binding, which this API server accepts as a plain update).
+* Pod: the spec is immutable except container and init container images,
+  ``activeDeadlineSeconds`` (set, or lowered: never raised nor removed), ``tolerations``
+  (additions), and ``nodeName`` while it is still empty (the scheduler's binding, which
+  this API server accepts as a plain update).
 * PersistentVolumeClaim: the spec is immutable except ``volumeName`` while empty (the
   binder) and, for a Bound claim, ``resources.requests`` and ``volumeAttributesClassName``;
   a request may not fall below ``status.capacity`` (or the previous request when there is
@@ -52,14 +53,27 @@ def _pod(old: Resource, new: Resource, _sc: StorageClassLookup) -> None:
     def comparable(spec: JSON) -> JSON:
         out = {k: v for k, v in spec.items()
                if k not in ("activeDeadlineSeconds", "tolerations", "nodeName")}
-        out["containers"] = [{k: v for k, v in c.items() if k != "image"}
-                             for c in spec.get("containers") or []]
+        for group in ("containers", "initContainers"):
+            if group in spec:
+                out[group] = [{k: v for k, v in c.items() if k != "image"}
+                              for c in spec.get(group) or []]
         return out
 
+    old_deadline = old.spec.get("activeDeadlineSeconds")
+    new_deadline = new.spec.get("activeDeadlineSeconds")
+    if new_deadline is None and old_deadline is not None:
+        raise Invalid("spec.activeDeadlineSeconds", "Invalid value: null: must not update "
+                      "from a positive integer to nil value")
+    if isinstance(new_deadline, int) and isinstance(old_deadline, int) and \
+            new_deadline > old_deadline:
+        raise Invalid("spec.activeDeadlineSeconds", f"Invalid value: {new_deadline}: "
+                      "must be less than or equal to previous value")
     if comparable(old.spec) != comparable(new.spec):
         raise Invalid("spec", "Forbidden: pod updates may not change fields other than "
-                      "`spec.containers[*].image`, `spec.activeDeadlineSeconds` or "
-                      "`spec.tolerations` (only additions to existing tolerations)")
+                      "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                      "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
+                      "existing tolerations) or `spec.terminationGracePeriodSeconds` (allow "
+                      "it to be set to 1 if it was previously negative)")
     old_node, new_node = old.spec.get("nodeName"), new.spec.get("nodeName")
     if old_node and new_node != old_node:
         raise Invalid("spec.nodeName", "Forbidden: pod is already bound to a node")

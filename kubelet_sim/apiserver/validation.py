@@ -179,6 +179,9 @@ def _pod(obj: Resource) -> None:
         _check(c["name"] not in seen, f"{path}.name", f"Duplicate value: {json.dumps(c['name'])}")
         seen.add(c["name"])
         _check(bool(c.get("image")), f"{path}.image", "Required value")
+        # only init containers (sidecars) may set their own restartPolicy
+        _check(c.get("restartPolicy") is None, f"{path}.restartPolicy",
+               "Forbidden: may not be set for non-init containers")
         names: set[str] = set()
         for j, port in enumerate(c.get("ports") or []):
             ppath = f"{path}.ports[{j}]"
@@ -188,6 +191,9 @@ def _pod(obj: Resource) -> None:
                 port_name(port["name"], f"{ppath}.name")
                 _check(port["name"] not in names, f"{ppath}.name", "Duplicate value")
                 names.add(port["name"])
+    for i, c in enumerate(obj.spec.get("initContainers") or []):
+        if isinstance(c, dict) and c.get("restartPolicy") is not None:  # a sidecar
+            _supported(c["restartPolicy"], ("Always",), f"spec.initContainers[{i}].restartPolicy")
     vol_names: set[str] = set()
     for i, vol in enumerate(obj.spec.get("volumes") or []):
         path = f"spec.volumes[{i}]"

@@ -6,10 +6,38 @@ container in ``involvedObject.fieldPath``, as the kubelet's container references
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kubelet_sim.api.model import Resource
-from kubelet_sim.client.events import NORMAL, EventRecorder
+from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 
 COMPONENT = "kubelet"
+
+
+@dataclass(frozen=True)
+class ContainerEvent:
+    """One event about the container ``container`` of ``spec.containers``."""
+
+    container: str
+    reason: str
+    message: str
+    warning: bool = False
+
+
+def start_events(name: str, image: str) -> list[ContainerEvent]:
+    """A (re)start of the container ``name``: Pulled, Created, Started."""
+    return [ContainerEvent(name, "Pulled", f'Container image "{image}" already present on '
+                                           "machine"),
+            ContainerEvent(name, "Created", f"Created container: {name}"),
+            ContainerEvent(name, "Started", f"Started container {name}")]
+
+
+def record_events(recorder: EventRecorder, pod: Resource, node: str,
+                  events: list[ContainerEvent]) -> None:
+    for event in events:
+        recorder.record("Pod", pod.namespace, pod.name, WARNING if event.warning else NORMAL,
+                        event.reason, event.message, COMPONENT, host=node,
+                        field_path=f"spec.containers{{{event.container}}}")
 
 
 def _containers(pod: Resource) -> list[tuple[str, str, str]]:
@@ -22,12 +50,9 @@ def _containers(pod: Resource) -> list[tuple[str, str, str]]:
 def containers_started(recorder: EventRecorder, pod: Resource, node: str) -> None:
     for field, name, image in _containers(pod):
         path = f"spec.{field}{{{name}}}"
-        for reason, message in (("Pulled", f'Container image "{image}" already present on '
-                                           "machine"),
-                                ("Created", f"Created container: {name}"),
-                                ("Started", f"Started container {name}")):
-            recorder.record("Pod", pod.namespace, pod.name, NORMAL, reason, message, COMPONENT,
-                            host=node, field_path=path)
+        for event in start_events(name, image):
+            recorder.record("Pod", pod.namespace, pod.name, NORMAL, event.reason,
+                            event.message, COMPONENT, host=node, field_path=path)
 
 
 def containers_killed(recorder: EventRecorder, pod: Resource, node: str) -> None:

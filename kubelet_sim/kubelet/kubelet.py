@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import logging
 import math
@@ -34,20 +35,34 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import Resource, condition, format_time, parse_time
+from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.events import WARNING, EventRecorder
+from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.csi.volume_spec import CsiVolume, SecretLookup
-from kubelet_sim.kubelet.container_events import containers_killed, containers_started
+from kubelet_sim.kubelet.active_deadline import (
+    DEADLINE_EXCEEDED,
+    DEADLINE_MESSAGE,
+    fail_past_deadline,
+    past_deadline,
+)
+from kubelet_sim.kubelet.container_config import config_errors, referenced
+from kubelet_sim.kubelet.container_events import (
+    ContainerEvent,
+    containers_killed,
+    containers_started,
+    record_events,
+)
 from kubelet_sim.kubelet.container_exit import exit_due_containers
+from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
+from kubelet_sim.kubelet.image_change import restart_changed
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
@@ -55,9 +70,10 @@ from kubelet_sim.kubelet.node_status import node_status_writer
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
-from kubelet_sim.kubelet.pod_status import restore_ready, write_running, write_waiting
+from kubelet_sim.kubelet.pod_status import write_config_error, write_running, write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
+from kubelet_sim.kubelet.readiness import refresh_readiness
 from kubelet_sim.kubelet.sandbox_config import sandbox_config
 from kubelet_sim.kubelet.service_account_tokens import (
     RepublishSchedule,
@@ -91,6 +107,7 @@ class PodRecord:
     volumes: list[CsiVolume] = field(default_factory=list)
     ips: list[str] = field(default_factory=list)
     pod: Resource | None = None  # the pod as last seen: what a teardown needs once it is gone
+    containers_created: bool = False  # past CreateContainerConfigError: Created/Started
 
 
 class Kubelet:
@@ -156,6 +173,12 @@ class Kubelet:
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
         self.sandbox_backoff = ExponentialBackoff(self.clock)
+        # the back-off of restarting failed containers (CrashLoopBackOff)
+        self.crash_backoff = CrashLoopBackOff()
+        # (kind, namespace, name) of a missing ConfigMap or Secret -> the uids of the pods
+        # whose containers wait for it (CreateContainerConfigError); values are replaced,
+        # never changed in place (read from the committing thread, config_news.py)
+        self.config_waits: dict[tuple[str, str, str], frozenset[str]] = {}
         self._sandbox_failed: set[str] = set()  # pod uids backing off a failed sandbox
         self.network_ready = False
         # The kubelet asks the runtime for its status (CNI STATUS) every few seconds,
@@ -239,6 +262,8 @@ class Kubelet:
                 why = SETTLE if workers is None else RESYNC if only is None else RETRY
             if pod.is_terminating:
                 sync = functools.partial(self._kill_pod, pod)
+            elif pod.metadata.uid in self.pods and past_deadline(pod, self.clock.now()):
+                sync = functools.partial(self._fail_past_deadline, pod)
             elif pod.status.get("phase") in (None, "", "Pending"):
                 sync = functools.partial(self._start_pod, pod, why)
             elif pod.status.get("phase") in ("Succeeded", "Failed"):
@@ -248,8 +273,7 @@ class Kubelet:
                 sync = functools.partial(self._stop_finished_pod, pod)
             else:
                 self._refresh_local_volumes(pod)  # a ConfigMap, Secret or token changed
-                changed |= self._restore_ready(pod)
-                changed |= exit_due_containers(self.api, pod, self.clock.now())
+                changed |= self._follow_spec(pod)
                 if pod.metadata.uid not in self.pods or \
                         not self.republish.due(pod.metadata.uid):
                     continue
@@ -382,7 +406,12 @@ class Kubelet:
                                   f"Failed to create pod sandbox: {err}")
             self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
+        if not record.containers_created:
+            if self._config_missing(pod):
+                return self._wait_for_config(pod)
+            record.containers_created = True
             containers_started(self.recorder, pod, self.node_name)
+        self._stop_waiting_for_config(uid)
         self.waiting.pop(uid, None)
         self.republish.synced(uid)
         try:
@@ -463,6 +492,51 @@ class Kubelet:
             self.waiting.pop(uid, None)
         return True
 
+    def _config_missing(self, pod: Resource) -> dict[str, str]:
+        """The containers' CreateContainerConfigError messages (container_config.py),
+        read from the informer cache as the kubelet's watch-based managers do."""
+        def lookup(kind: str, namespace: str, name: str) -> Resource | None:
+            return self.cache.get(kind, name, namespace)
+        return config_errors(pod, lookup)
+
+    def _wait_for_config(self, pod: Resource) -> bool:
+        """The pod's sandbox runs but a container's ConfigMap or Secret is missing: the
+        container waits (CreateContainerConfigError, a ``Failed`` event) until the object
+        appears (config_news.py wakes the pod then)."""
+        uid = pod.metadata.uid
+        errors = self._config_missing(pod)
+        for key in referenced(pod):
+            self.config_waits[key] = self.config_waits.get(key, frozenset()) | {uid}
+        message = "; ".join(f"{c}: {m}" for c, m in sorted(errors.items()))
+        if self.waiting.get(uid) == message:
+            return False
+        self.waiting[uid] = message
+        record_events(self.recorder, pod, self.node_name, [
+            ContainerEvent(c, "Failed", f"Error: {m}", warning=True) for c, m in errors.items()])
+        now = self._now()
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            write_config_error(current, errors=errors, now=now)
+            self.api.update_status(current)
+        try:
+            retry_on_conflict(write)
+        except NotFound:
+            pass
+        except Conflict as err:  # written again on the next pass
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            self.waiting.pop(uid, None)
+        return True
+
+    def _stop_waiting_for_config(self, uid: str) -> None:
+        for key, uids in list(self.config_waits.items()):
+            if uid in uids:
+                rest = uids - {uid}
+                if rest:
+                    self.config_waits[key] = rest
+                else:
+                    self.config_waits.pop(key, None)
+
     def _set_running(self, pod: Resource, record: PodRecord) -> None:
         with contextlib.suppress(NotFound):  # a deleted Node: the address it had
             node = self.api.get("Node", self.node_name)
@@ -475,19 +549,77 @@ class Kubelet:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_running(current, sandbox_id=record.sandbox_id, host_ip=host_ip,
                           ips=record.ips, now=now)
+            refresh_readiness(current, self.clock.now())
             self.api.update_status(current)
         retry_on_conflict(write)
         if self.on_pod_started is not None and pod.metadata.creation_timestamp:
             self.on_pod_started(parse_time(pod.metadata.creation_timestamp), self.clock.now())
 
-    def _restore_ready(self, pod: Resource) -> bool:
-        """A running pod the node lifecycle controller marked not ready while this node
-        was unreachable is ready again once the kubelet runs (its status manager)."""
+    def _follow_spec(self, pod: Resource) -> bool:
+        """A running pod this kubelet runs follows its spec: changed images restart
+        their containers (image_change.py), due exits and restarts happen
+        (container_exit.py), and readiness is what its containers and readiness gates
+        say (readiness.py) — which also makes a pod the node lifecycle controller marked
+        not ready while this node was unreachable ready again."""
         record = self.pods.get(pod.metadata.uid)
-        if record is None or not record.sandbox_id or \
-                (condition(pod, "Ready") or {}).get("status") != "False":
-            return False  # (the common case, read for every running pod on every pass)
-        return restore_ready(self.api, pod, self._now())
+        if record is None or not record.sandbox_id:
+            return False
+        now = self.clock.now()
+        changed = exit_due_containers(self.api, pod, now, self.crash_backoff,
+                                      self.recorder, self.node_name)
+        # both only touch the status: a copy of it is enough to ask (never the cached pod's)
+        probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
+                         status=copy.deepcopy(pod.status))
+        if not restart_changed(probe, now) and not refresh_readiness(probe, now):
+            return changed  # (the common case, read for every running pod on every pass)
+        events: list[ContainerEvent] = []
+
+        def write() -> bool:
+            events.clear()
+            try:
+                current = self.api.get("Pod", pod.name, pod.namespace)
+            except NotFound:
+                return False
+            if current.metadata.uid != pod.metadata.uid:
+                return False
+            events.extend(restart_changed(current, now))
+            if not refresh_readiness(current, now) and not events:
+                return False
+            self.api.update_status(current)
+            return True
+        try:
+            written = bool(retry_on_conflict(write))
+        except Conflict as err:  # the next pass tries again
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            return changed
+        record_events(self.recorder, pod, self.node_name, events if written else [])
+        return changed or written
+
+    async def _fail_past_deadline(self, pod: Resource) -> bool:
+        """``activeDeadlineSeconds`` passed (active_deadline.py): the pod fails, its
+        containers are killed, its sandbox stopped and its volumes unmounted."""
+        now = self.clock.now()
+
+        def write() -> bool:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            if current.metadata.uid != pod.metadata.uid or \
+                    not fail_past_deadline(current, now):
+                return False
+            self.api.update_status(current)
+            return True
+        try:
+            if not retry_on_conflict(write):
+                return False
+        except NotFound:
+            return False
+        self.recorder.record("Pod", pod.namespace, pod.name, NORMAL, DEADLINE_EXCEEDED,
+                             DEADLINE_MESSAGE, "kubelet", host=self.node_name)
+        self.waiting.pop(pod.metadata.uid, None)
+        self._stop_waiting_for_config(pod.metadata.uid)
+        record = self.pods.get(pod.metadata.uid)
+        if record is not None:
+            await self._tear_down(pod, record, killed=bool(record.containers_created))
+        return True
 
     # -- pod teardown ----------------------------------------------------------------------
 
@@ -530,6 +662,8 @@ class Kubelet:
         self.republish.forget(uid)
         self.tokens.forget_pod(uid)
         self.local_volumes.forget(uid)
+        self.crash_backoff.forget_pod(uid)
+        self._stop_waiting_for_config(uid)
         self._forget_sandbox_failures(uid)
         try:  # its volumes are unmounted: nothing of the pod stays on the node
             await asyncio.to_thread(remove_pod_dir, self.paths.pods_dir / uid)

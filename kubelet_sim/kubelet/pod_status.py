@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from kubelet_sim.api.model import JSON, Resource, condition
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.api.model import JSON, Resource
 
 CONTAINER_CREATING = "ContainerCreating"
 
@@ -99,19 +97,23 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
     ]
 
 
-def restore_ready(api: APIServer, pod: Resource, now: str) -> bool:
-    """A running pod marked not ready from outside (the node lifecycle controller, while
-    the node was unreachable) is written ready again; False when nothing to do."""
-    ready = condition(pod, "Ready") or {}
-    if ready.get("status") != "False" or pod.status.get("phase") != "Running":
-        return False
-
-    def write() -> bool:
-        current = api.get("Pod", pod.name, pod.namespace)
-        for cond in current.status.get("conditions") or []:
-            if cond.get("type") == "Ready" and cond.get("status") == "False":
-                cond.update(status="True", lastTransitionTime=now)
-                api.update_status(current)
-                return True
-        return False
-    return retry_on_conflict(write)
+def write_config_error(pod: Resource, *, errors: dict[str, str], now: str) -> None:
+    """Pending with its sandbox up: the containers in ``errors`` wait with
+    CreateContainerConfigError (the kubelet's message), the others are not created yet."""
+    st = pod.status
+    st.setdefault("phase", "Pending")
+    st.setdefault("startTime", now)
+    unready = " ".join(str(c.get("name", "")) for c in pod.spec.get("containers", []))
+    st["conditions"] = conditions(pod, sandbox_ready=True, ready=False, reason="", message="",
+                                  now=now)
+    for cond in st["conditions"]:
+        if cond["type"] in ("ContainersReady", "Ready"):
+            cond["message"] = f"containers with unready status: [{unready}]"
+    st["containerStatuses"] = [
+        {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
+         "ready": False, "started": False, "restartCount": 0,
+         "state": {"waiting": {"reason": "CreateContainerConfigError",
+                               "message": errors[c.get("name", "")]}
+                   if c.get("name", "") in errors else {"reason": CONTAINER_CREATING}}}
+        for c in pod.spec.get("containers", [])
+    ]

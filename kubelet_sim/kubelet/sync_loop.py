@@ -10,10 +10,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubelet_sim.apiserver.watch import Watch
+from kubelet_sim.kubelet.config_news import ConfigNews
 from kubelet_sim.kubelet.node_lease import keep_lease
 from kubelet_sim.kubelet.pod_workers import PodWorkers
 from kubelet_sim.kubelet.runtime_status import keep_runtime_status
-from kubelet_sim.kubelet.sync_triggers import EVENT, FOLLOW_UP, VOLUME
+from kubelet_sim.kubelet.sync_triggers import CONFIG, EVENT, FOLLOW_UP, VOLUME
 from kubelet_sim.kubelet.volume_news import VolumeNews
 from kubelet_sim.utils.wakeup import wait_any
 
@@ -29,7 +30,8 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
     bound to this node, as the kubelet's pod config source) or a pod worker
     finishes having changed something or what a waiting pod's volumes wait for moves
     (volume_news.py), over those pods and the ones still waiting (a volume not
-    attached yet, a sandbox backing off), at least every ``period`` seconds;
+    attached yet, a sandbox backing off) or a ConfigMap or Secret a waiting pod's
+    containers name appears (config_news.py), at least every ``period`` seconds;
     every ``resync`` seconds a pass over all of them (both on the kubelet's clock).
     Pods are synced by :class:`PodWorkers`, up to ``kubelet.parallel_pods`` at once;
     news for a pod whose worker is busy is handed back when it is done. Each pod's
@@ -60,6 +62,7 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
                                   name=f"runtime-status-{kubelet.node_name}")
     workers = PodWorkers(kubelet.parallel_pods, on_done=done)
     volumes = VolumeNews(kubelet.cache, kubelet.node_name, dirty)
+    configs = ConfigNews(kubelet.cache, kubelet.config_waits, dirty)
     watch = kubelet.api.watch("Pod", field_selector=f"spec.nodeName={kubelet.node_name}")
     events = asyncio.create_task(_follow(watch, touched))
     full_at = clock.monotonic()  # the first pass looks at every pod
@@ -71,6 +74,8 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
             if volumes.take():  # what the waiting pods' volumes wait for moved
                 for uid in kubelet.waiting:
                     news.setdefault(uid, VOLUME)
+            for uid in configs.take():  # a ConfigMap or Secret a waiting pod names moved
+                news.setdefault(uid, CONFIG)
             only = None
             if clock.monotonic() < full_at:
                 only = {*news, *kubelet.waiting, *kubelet.backing_off}
@@ -85,6 +90,7 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
     finally:
         watch.stop()
         await volumes.close()
+        await configs.close()
         for task in (heartbeat, runtime, events):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

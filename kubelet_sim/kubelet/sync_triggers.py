@@ -5,6 +5,8 @@ that only a periodic pass brought about (a lost wake-up) can be counted.
   the pod, and the pod was synced again once that worker finished);
 - ``volume``: a change of what the waiting pod's volumes wait for (the node's
   ``volumesAttached``, a VolumeAttachment to the node);
+- ``config``: a ConfigMap or Secret a pod waiting with CreateContainerConfigError names
+  was created or changed;
 - ``follow-up``: the sync right after one of the pod's own syncs that changed something
   (a waiting status written, say);
 - ``resync``: the pass over every pod the loop makes every ``resync`` seconds;
@@ -18,6 +20,7 @@ from __future__ import annotations
 EVENT = "event"
 FOLLOW_UP = "follow-up"
 VOLUME = "volume"
+CONFIG = "config"
 RESYNC = "resync"
 RETRY = "retry"
 SETTLE = "settle"

@@ -25,10 +25,11 @@ import pytest
 import pytest_asyncio
 
 from kubelet_sim.api import builders
+from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.kubelet.kubelet import Kubelet
 from kubelet_sim.kubelet.node_lease import ensure_lease_namespace
-from kubelet_sim.kubelet.sync_triggers import EVENT, RETRY, VOLUME
+from kubelet_sim.kubelet.sync_triggers import CONFIG, EVENT, RETRY, VOLUME
 from kubelet_sim.runtime.containerd import ContainerRuntime, NetworkCondition
 from kubelet_sim.testing.fake_clock import FakeClock
 from kubelet_sim.utils.trace import Trace
@@ -230,3 +231,32 @@ async def test_a_waiting_pod_is_synced_again_at_once_when_an_attachment_to_its_n
     running.api.create(builders.volume_attachment("va-here", "csi.example", NODE, "pv-1"))
     await until(lambda: len(syncs) == 3)
     assert syncs[2] == VOLUME and running.clock.monotonic() == 0.0
+
+
+async def test_a_pod_waiting_for_its_config_map_starts_at_once_when_it_is_created(
+        running: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    kubelet = running.kubelet
+    syncs: list[str] = []
+    start = kubelet._start_pod
+
+    async def counted(pod: Any, why: str = "") -> bool:
+        syncs.append(why)
+        return await start(pod, why)
+
+    monkeypatch.setattr(kubelet, "_start_pod", counted)
+    pod = builders.pod("web", node_name=NODE)
+    pod.spec["containers"][0]["envFrom"] = [{"configMapRef": {"name": "settings"}}]
+    running.api.create(pod)
+    await until(lambda: len(syncs) == 2)  # its event, then the follow-up of the wait
+    await settle_loop()
+    assert phase(running.api, "web") == "Pending" and len(syncs) == 2
+    other = Resource(kind="ConfigMap")
+    other.metadata.name, other.metadata.namespace = "unrelated", "default"
+    running.api.create(other)
+    await settle_loop()
+    assert len(syncs) == 2  # a ConfigMap the pod does not name is not its news
+    settings = Resource(kind="ConfigMap")
+    settings.metadata.name, settings.metadata.namespace = "settings", "default"
+    running.api.create(settings)
+    await until(lambda: phase(running.api, "web") == "Running")
+    assert syncs[2] == CONFIG and running.clock.monotonic() == 0.0

@@ -1,0 +1,96 @@
+"""The kubelet making pods follow their spec in a cluster (real CNI plugin execs, the
+kubelet on a fake clock): activeDeadlineSeconds fails the pod and stops its sandbox with
+CNI DEL; a container waiting for a missing ConfigMap starts once it exists; a crashing
+container backs off on the kubelet's clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+
+from kubelet_sim.api import builders
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
+from kubelet_sim.kubelet.container_exit import EXIT_AFTER, EXIT_CODE
+from kubelet_sim.testing.fake_clock import FakeClock
+
+NODE = "node-1"
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[tuple[Cluster, FakeClock]]:
+    c = Cluster(ClusterConfig(nodes=default_nodes(1)))
+    try:
+        await c.start()
+        clock = FakeClock(datetime.now(UTC))
+        c.kubelets[NODE].clock = clock
+        yield c, clock
+    finally:
+        await c.stop()
+
+
+def container(pod: Resource) -> JSON:
+    status: JSON = pod.status["containerStatuses"][0]
+    return status
+
+
+async def test_past_its_deadline_the_pod_fails_and_its_sandbox_is_deleted(
+        cluster: tuple[Cluster, FakeClock]) -> None:
+    c, clock = cluster
+    pod = builders.pod("brief", node_name=NODE)
+    pod.spec["activeDeadlineSeconds"] = 5
+    c.api.create(pod)
+    await c.settle()
+    assert c.api.get("Pod", "brief", "default").status["phase"] == "Running"
+    dels = len([e for e in c.trace if e.call.startswith("cni DEL")])
+    clock.advance(5)
+    await c.settle()
+    status = c.api.get("Pod", "brief", "default").status
+    assert (status["phase"], status["reason"]) == ("Failed", "DeadlineExceeded")
+    assert len([e for e in c.trace if e.call.startswith("cni DEL")]) > dels
+
+
+async def test_a_container_waiting_for_its_config_map_starts_once_it_exists(
+        cluster: tuple[Cluster, FakeClock]) -> None:
+    c, _ = cluster
+    pod = builders.pod("configured", node_name=NODE)
+    pod.spec["containers"][0]["env"] = [
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}}]
+    c.api.create(pod)
+    await c.settle()
+    waiting = container(c.api.get("Pod", "configured", "default"))["state"]["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError",
+                       "message": 'configmap "settings" not found'}
+    settings = Resource(kind="ConfigMap", body={"data": {"other": "x"}})
+    settings.metadata.name, settings.metadata.namespace = "settings", "default"
+    c.api.create(settings)
+    await c.settle()
+    waiting = container(c.api.get("Pod", "configured", "default"))["state"]["waiting"]
+    assert waiting["message"] == "couldn't find key mode in ConfigMap default/settings"
+    cm = c.api.get("ConfigMap", "settings", "default")
+    cm.body["data"] = {"mode": "fast"}
+    c.api.update(cm)
+    await c.settle()
+    started = c.api.get("Pod", "configured", "default")
+    assert started.status["phase"] == "Running" and "running" in container(started)["state"]
+
+
+async def test_a_crashing_container_backs_off_on_the_kubelets_clock(
+        cluster: tuple[Cluster, FakeClock]) -> None:
+    c, clock = cluster
+    pod = builders.pod("crash", node_name=NODE)
+    pod.metadata.annotations.update({EXIT_AFTER: "1s", EXIT_CODE: "1"})
+    c.api.create(pod)
+    await c.settle()
+    for _ in range(2):  # the first exit restarts at once, the second backs off
+        clock.advance(1)
+        await c.settle()
+    status = container(c.api.get("Pod", "crash", "default"))
+    assert status["restartCount"] == 1
+    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    clock.advance(10)
+    await c.settle()
+    status = container(c.api.get("Pod", "crash", "default"))
+    assert status["restartCount"] == 2 and "running" in status["state"]
