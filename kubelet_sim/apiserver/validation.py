@@ -198,10 +198,14 @@ def _pod(obj: Resource) -> None:
     for i, vol in enumerate(obj.spec.get("volumes") or []):
         path = f"spec.volumes[{i}]"
         dns_label(vol.get("name"), f"{path}.name")
-        _check(vol["name"] not in vol_names, f"{path}.name", "Duplicate value")
+        _check(vol["name"] not in vol_names, f"{path}.name",
+               f"Duplicate value: {json.dumps(vol['name'])}")
         vol_names.add(vol["name"])
         sources = [k for k in vol if k != "name"]
-        _check(len(sources) == 1, path, "must specify exactly one volume source")
+        # (a volume without any source was defaulted to an emptyDir before this)
+        _check(bool(sources), path, "Required value: must specify a volume type")
+        _check(len(sources) == 1, f"{path}.{sources[-1]}",
+               "Forbidden: may not specify more than 1 volume type")
         if "persistentVolumeClaim" in vol:
             dns_subdomain(
                 (vol["persistentVolumeClaim"] or {}).get("claimName"),

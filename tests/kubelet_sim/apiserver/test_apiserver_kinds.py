@@ -221,7 +221,8 @@ INVALID: list[tuple[str, Any, str]] = [
         b.container_port(80, "http-web-frontend-x")])]), "spec.containers[0].ports[0].name"),
     ("Pod", lambda: b.pod("p", containers=[b.container("c", ports=[
         b.container_port(80, protocol="ICMP")])]), "spec.containers[0].ports[0].protocol"),
-    ("Pod", lambda: b.pod("p", volumes=[{"name": "v"}]), "spec.volumes[0]"),
+    ("Pod", lambda: b.pod("p", volumes=[{"name": "v", "emptyDir": {}, "hostPath": {
+        "path": "/data"}}]), "spec.volumes[0].hostPath"),
     ("Pod", lambda: b.pod("p", volumes=[{"name": "v", "csi": {}}]), "spec.volumes[0].csi.driver"),
     ("Pod", lambda: b.pod("p", volumes=[b.pvc_volume("v", "c"), b.pvc_volume("v", "d")]),
      "spec.volumes[1].name"),
