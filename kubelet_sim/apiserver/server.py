@@ -8,8 +8,8 @@ API server's:
   write and changes nothing, as in Kubernetes);
 * optimistic concurrency: a write carrying a stale ``resourceVersion`` raises
   :class:`Conflict` (409); a write without one is unconditional;
-* ``metadata.generation`` starts at 1 and moves only when the desired state (``spec``,
-  or the top-level fields of StorageClass-like kinds) changes, or a graceful delete starts;
+* ``metadata.generation`` only for the kinds kube-apiserver keeps it for, moved by what
+  each of them watches (:mod:`kubelet_sim.apiserver.generation`);
 * kinds with a status subresource: ``update`` ignores ``status``, ``update_status``
   writes only ``status``;
 * delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
@@ -70,7 +70,7 @@ from kubelet_sim.api.model import (
     set_condition,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
-from kubelet_sim.apiserver import continue_token
+from kubelet_sim.apiserver import continue_token, generation
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
     admit_new,
@@ -278,7 +278,7 @@ class APIServer:
     @locked
     @names_the_object
     def create(self, obj: Resource | JSON) -> Resource:
-        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
+        """Store a new object: uid, resourceVersion, generation, creationTimestamp."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)
         meta = obj.metadata
@@ -299,7 +299,7 @@ class APIServer:
                     "is being terminated"
                 )
         meta.uid = str(uuid.uuid4())
-        meta.generation = 1
+        generation.on_create(obj)
         meta.creation_timestamp = format_time(self.clock.now())
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
@@ -383,7 +383,7 @@ class APIServer:
             if updated.to_dict() == current.to_dict():
                 return current.copy()
         else:
-            updated.metadata.generation += 1
+            generation.on_delete(updated)
             self._mark_deleting(updated, grace)
             if kind == "Namespace":
                 updated.status["phase"] = "Terminating"
@@ -568,8 +568,8 @@ class APIServer:
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
-        if updated.desired_state() != current.desired_state():
-            updated.metadata.generation = current.metadata.generation + 1
+        updated.metadata.generation = generation.on_update(current, updated,
+                                                           status_only=status_only)
         allocation = (self.services.allocate_update(current, updated)
                       if updated.kind == "Service" and not status_only else None)
         with _reverted_on_error(allocation):
