@@ -53,7 +53,6 @@ from kubelet_sim.api.errors import (
     BadRequest,
     Conflict,
     ExpiredContinue,
-    Forbidden,
     Gone,
     Invalid,
     NotFound,
@@ -73,10 +72,12 @@ from kubelet_sim.api.selectors import LabelSelector, query_predicate
 from kubelet_sim.apiserver import continue_token, generation
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
+    admit_delete,
     admit_new,
     admit_update,
     deletion_grace_period,
     generated_name,
+    refuse_in_terminating_namespace,
 )
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
 from kubelet_sim.apiserver.crd.registry import CustomResources
@@ -283,6 +284,7 @@ class APIServer:
         info = kind_info(obj.kind)
         meta = obj.metadata
         meta.namespace = (meta.namespace or "default") if info.namespaced else ""
+        sent_name = meta.name
         if not meta.name and meta.generate_name:
             meta.name = generated_name(self._rng, meta.generate_name)
         if not meta.name:
@@ -294,10 +296,7 @@ class APIServer:
             if ns is None:
                 raise NotFound("Namespace", meta.namespace)
             if ns.is_terminating:
-                raise Forbidden(
-                    f"unable to create new content in namespace {meta.namespace} because it "
-                    "is being terminated"
-                )
+                raise refuse_in_terminating_namespace(obj.kind, sent_name, meta.namespace)
         meta.uid = str(uuid.uuid4())
         generation.on_create(obj)
         meta.creation_timestamp = format_time(self.clock.now())
@@ -366,6 +365,7 @@ class APIServer:
         when it is gone). ``uid``/``resource_version`` are preconditions (Conflict).
         ``propagation_policy`` (Orphan, Background, Foreground) sets the garbage
         collector's finalizers (:mod:`kubelet_sim.apiserver.deletion_policy`)."""
+        admit_delete(kind, name)  # admission comes before the store is read
         current = self._current(kind, name, namespace)
         meta = current.metadata
         stale = resource_version and resource_version != meta.resource_version

@@ -17,6 +17,7 @@ from kubelet_sim.api.errors import (
     InvalidObject,
     InvalidOptions,
     NotFound,
+    ObjectForbidden,
     TooLargeResourceVersion,
     TooManyRequests,
 )
@@ -51,6 +52,10 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     elif isinstance(err, Invalid):
         details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
                                "field": err.field}]}
+    if isinstance(err, ObjectForbidden):  # as kube-apiserver's admission plugins word it
+        resource = err.resource or plural or err.kind
+        message = err.worded(resource)
+        details = {"name": err.name, "kind": resource} if err.name else {"kind": resource}
     if isinstance(err, TooManyRequests) and err.causes:
         details = {"causes": err.causes}
     if isinstance(err, Conflict) and err.name:
