@@ -81,6 +81,7 @@ from kubelet_sim.apiserver.admission import (
 )
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
 from kubelet_sim.apiserver.crd.registry import CustomResources
+from kubelet_sim.apiserver.create_defaults import keep_namespace_finalizers, prepare_namespace
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
@@ -305,6 +306,8 @@ class APIServer:
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
+        if obj.kind == "Namespace":
+            prepare_namespace(obj)
         apply_defaults(obj)
         obj = self.custom.prepare(obj, self.clock.now())
         validate(obj)
@@ -561,6 +564,8 @@ class APIServer:
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
             admit_update(updated)
+            if updated.kind == "Namespace":
+                keep_namespace_finalizers(current, updated)
             if updated.kind == "Service":
                 self.services.keep_allocated(current, updated)
         apply_defaults(updated)

@@ -81,3 +81,28 @@ def test_a_generated_name_is_not_in_the_forbidden_message() -> None:
     err = ObjectForbidden("unable to create new content in namespace x because it is being "
                           "terminated", "Pod", "")
     assert error_body(err, "pods")["message"].startswith("pods is forbidden: unable")
+
+
+@needs_kubectl
+def test_kubectl_create_namespace_shows_the_kubernetes_finalizer_kept_by_updates(
+        cluster: Served) -> None:
+    cluster.kubectl("create", "namespace", "team")
+    assert cluster.kubectl_json("get", "namespace", "team")["spec"] == {
+        "finalizers": ["kubernetes"]}
+    cluster.kubectl("replace", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"},
+        "spec": {"finalizers": []}}))
+    assert cluster.kubectl_json("get", "namespace", "team")["spec"] == {
+        "finalizers": ["kubernetes"]}
+
+
+@needs_kubectl
+def test_kubectl_run_shows_the_container_defaults_and_a_generation(cluster: Served) -> None:
+    cluster.kubectl("run", "web", "--image=busybox")
+    pod = cluster.kubectl_json("get", "pod", "web")
+    container = pod["spec"]["containers"][0]
+    assert (container["imagePullPolicy"], container["terminationMessagePath"],
+            container["terminationMessagePolicy"]) == ("Always", "/dev/termination-log", "File")
+    assert pod["spec"]["securityContext"] == {} and pod["metadata"]["generation"] == 1
+    cluster.kubectl("create", "configmap", "settings", "--from-literal=a=b")
+    assert "generation" not in cluster.kubectl_json("get", "configmap", "settings")["metadata"]
