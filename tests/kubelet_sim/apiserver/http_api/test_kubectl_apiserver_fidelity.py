@@ -1,5 +1,7 @@
-"""The NamespaceLifecycle and PersistentVolumeClaimResize admission refusals as kubectl
-shows them: kube-apiserver's Forbidden Status, `<resource> "<name>" is forbidden: <why>`."""
+"""What kubectl shows of the server where kube-apiserver v1.35 has its own ways: the
+NamespaceLifecycle and PersistentVolumeClaimResize refusals (`<resource> "<name>" is
+forbidden: <why>`), grouped resources named with their group in errors, the defaults a
+new pod or namespace gets, and which kinds have a generation."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubelet_sim.api import builders
-from kubelet_sim.api.errors import ObjectForbidden
+from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import new
 from kubelet_sim.apiserver.http import start_api_server
 from kubelet_sim.apiserver.http.status import error_body
@@ -106,3 +108,25 @@ def test_kubectl_run_shows_the_container_defaults_and_a_generation(cluster: Serv
     assert pod["spec"]["securityContext"] == {} and pod["metadata"]["generation"] == 1
     cluster.kubectl("create", "configmap", "settings", "--from-literal=a=b")
     assert "generation" not in cluster.kubectl_json("get", "configmap", "settings")["metadata"]
+
+
+@needs_kubectl
+def test_kubectl_names_a_grouped_resource_with_its_group(cluster: Served) -> None:
+    missing = cluster.kubectl("get", "storageclass", "nope", check=False)
+    assert missing.stderr.strip() == ('Error from server (NotFound): '
+                                      'storageclasses.storage.k8s.io "nope" not found')
+    cluster.kubectl("create", "-f", "-", stdin=json.dumps({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}))
+    again = cluster.kubectl("create", "-f", "-", stdin=json.dumps({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}),
+        check=False)
+    assert again.stderr.strip() == ('Error from server (AlreadyExists): error when creating '
+                                    '"STDIN": leases.coordination.k8s.io "l" already exists')
+
+
+def test_the_not_found_status_of_a_grouped_resource_names_its_group() -> None:
+    assert error_body(NotFound("StorageClass", "nope"), "storageclasses", "storage.k8s.io") == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'storageclasses.storage.k8s.io "nope" not found', "reason": "NotFound",
+        "details": {"name": "nope", "group": "storage.k8s.io", "kind": "storageclasses"},
+        "code": 404}
