@@ -12,6 +12,7 @@ What moves it (:data:`RULES`, one entry per kind):
 * ``spec``: a change of ``spec`` (Pod, NetworkPolicy, PodDisruptionBudget, CSIDriver,
   CustomResourceDefinition; the apps and batch kinds);
 * ``spec+annotations``: Deployment, whose annotations are copied to its ReplicaSets;
+* ``template``: PodTemplate, a change of its top-level ``template``;
 * ``all-but-metadata+labels``: EndpointSlice, any field outside metadata, or its labels;
 * ``all-but-metadata``: custom resources (and the snapshot kinds, CRDs in a real
   cluster), any field outside metadata; status too where there is no status subresource.
@@ -30,6 +31,7 @@ __all__ = ["RULES", "on_create", "on_delete", "on_update", "tracked"]
 
 SPEC = "spec"
 SPEC_AND_ANNOTATIONS = "spec+annotations"
+TEMPLATE = "template"
 ALL_BUT_METADATA_AND_LABELS = "all-but-metadata+labels"
 ALL_BUT_METADATA = "all-but-metadata"
 NONE = ""
@@ -49,6 +51,9 @@ RULES: dict[str, str] = {
     "ServiceAccount": NONE,
     "Event": NONE,
     "ReplicationController": SPEC,
+    "PodTemplate": TEMPLATE,
+    "ResourceQuota": NONE,
+    "LimitRange": NONE,
     # storage.k8s.io/v1
     "StorageClass": NONE,
     "VolumeAttributesClass": NONE,
@@ -62,6 +67,9 @@ RULES: dict[str, str] = {
     "VolumeSnapshotClass": ALL_BUT_METADATA,
     # the other groups
     "NetworkPolicy": SPEC,
+    "Ingress": SPEC,
+    "IngressClass": SPEC,
+    "PriorityClass": NONE,
     "EndpointSlice": ALL_BUT_METADATA_AND_LABELS,
     "Lease": NONE,
     "PodDisruptionBudget": SPEC,
@@ -122,6 +130,8 @@ def _watched(what: str, current: Resource, updated: Resource) -> bool:
         return False
     if what in (SPEC, SPEC_AND_ANNOTATIONS) and current.spec != updated.spec:
         return True
+    if what == TEMPLATE:
+        return current.body.get("template") != updated.body.get("template")
     if what == SPEC_AND_ANNOTATIONS:
         return current.metadata.annotations != updated.metadata.annotations
     if what == ALL_BUT_METADATA_AND_LABELS:
