@@ -10,7 +10,8 @@ generation above 0 by one.
 What moves it (:data:`RULES`, one entry per kind):
 
 * ``spec``: a change of ``spec`` (Pod, NetworkPolicy, PodDisruptionBudget, CSIDriver,
-  CustomResourceDefinition; the apps and batch kinds);
+  CustomResourceDefinition, Ingress, IngressClass, ReplicationController; the apps and
+  batch kinds). A Pod's ``pods/binding`` writes the store directly and leaves it;
 * ``spec+annotations``: Deployment, whose annotations are copied to its ReplicaSets;
 * ``template``: PodTemplate, a change of its top-level ``template``;
 * ``all-but-metadata+labels``: EndpointSlice, any field outside metadata, or its labels;
