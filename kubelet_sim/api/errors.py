@@ -31,6 +31,21 @@ class Forbidden(ApiError):
     code, reason = 403, "Forbidden"
 
 
+class ObjectForbidden(Forbidden):
+    """A 403 an admission plugin gives about one object. On the wire it reads
+    ``<resource> "<name>" is forbidden: <why>`` (``<resource> is forbidden: <why>`` when
+    the object has no name yet), the resource being the request's unless ``resource``
+    names it."""
+
+    def __init__(self, why: str, kind: str, name: str = "", resource: str = "") -> None:
+        self.why, self.kind, self.name, self.resource = why, kind, name, resource
+        super().__init__(self.worded(resource or kind))
+
+    def worded(self, resource: str) -> str:
+        named = f' "{self.name}"' if self.name else ""
+        return f"{resource}{named} is forbidden: {self.why}"
+
+
 class ObjectError(ApiError):
     """An error about one named object; the message is ``<kind> '<name>' <what>``."""
 

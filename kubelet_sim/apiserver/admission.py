@@ -1,14 +1,14 @@
 """Rules the API server applies to a write before storing it, beside defaulting and
-validation: the StorageObjectInUseProtection and DefaultTolerationSeconds admission
-plugins, generateName, the Pod deletion grace period, and the conflicts a test may
-inject."""
+validation: the StorageObjectInUseProtection, DefaultTolerationSeconds and
+NamespaceLifecycle admission plugins, generateName, the Pod deletion grace period, and
+the conflicts a test may inject."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 
-from kubelet_sim.api.errors import InjectedConflict
+from kubelet_sim.api.errors import InjectedConflict, ObjectForbidden
 from kubelet_sim.api.model import Resource, kind_info
 from kubelet_sim.api.taints import default_tolerations
 
@@ -17,6 +17,8 @@ PROTECTION_FINALIZERS = {
     "PersistentVolume": "kubernetes.io/pv-protection",
     "VolumeAttributesClass": "kubernetes.io/vac-protection",
 }
+# NamespaceLifecycle's namespaces that may never be deleted
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
 
 
@@ -34,6 +36,19 @@ def admit_update(obj: Resource) -> None:
     DefaultTolerationSeconds (a blind PUT keeps the pod's default tolerations)."""
     if obj.kind == "Pod":
         default_tolerations(obj)
+
+
+def admit_delete(kind: str, name: str) -> None:
+    """NamespaceLifecycle on a delete: the immortal namespaces stay."""
+    if kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+        raise ObjectForbidden("this namespace may not be deleted", kind, name, "namespaces")
+
+
+def refuse_in_terminating_namespace(kind: str, name: str, namespace: str) -> ObjectForbidden:
+    """NamespaceLifecycle on a create in a namespace being deleted (``name``: as sent,
+    empty when the server generates it)."""
+    return ObjectForbidden(f"unable to create new content in namespace {namespace} because "
+                           "it is being terminated", kind, name)
 
 
 def add_protection_finalizer(obj: Resource) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
 from kubelet_sim.apiserver import rbac, workloads
+from kubelet_sim.apiserver.create_defaults import default_pod_spec
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
@@ -49,6 +50,7 @@ def _pod(obj: Resource) -> None:
     spec.setdefault("enableServiceLinks", True)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         _ports(container.get("ports"))
+    default_pod_spec(spec)
     for volume in spec.get("volumes") or []:
         claim = volume.get("persistentVolumeClaim")
         if isinstance(claim, dict):

@@ -8,8 +8,8 @@ API server's:
   write and changes nothing, as in Kubernetes);
 * optimistic concurrency: a write carrying a stale ``resourceVersion`` raises
   :class:`Conflict` (409); a write without one is unconditional;
-* ``metadata.generation`` starts at 1 and moves only when the desired state (``spec``,
-  or the top-level fields of StorageClass-like kinds) changes, or a graceful delete starts;
+* ``metadata.generation`` only for the kinds kube-apiserver keeps it for, moved by what
+  each of them watches (:mod:`kubelet_sim.apiserver.generation`);
 * kinds with a status subresource: ``update`` ignores ``status``, ``update_status``
   writes only ``status``;
 * delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
@@ -53,7 +53,6 @@ from kubelet_sim.api.errors import (
     BadRequest,
     Conflict,
     ExpiredContinue,
-    Forbidden,
     Gone,
     Invalid,
     NotFound,
@@ -71,17 +70,20 @@ from kubelet_sim.api.model import (
     stored_kind,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
-from kubelet_sim.apiserver import continue_token
+from kubelet_sim.apiserver import continue_token, generation
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
+    admit_delete,
     admit_new,
     admit_update,
     deletion_grace_period,
     generated_name,
+    refuse_in_terminating_namespace,
 )
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
 from kubelet_sim.apiserver.crd.definition import is_served
 from kubelet_sim.apiserver.crd.registry import CustomResources
+from kubelet_sim.apiserver.create_defaults import keep_namespace_finalizers, prepare_namespace
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
@@ -280,11 +282,12 @@ class APIServer:
     @locked
     @names_the_object
     def create(self, obj: Resource | JSON) -> Resource:
-        """Store a new object: uid, resourceVersion, generation 1, creationTimestamp."""
+        """Store a new object: uid, resourceVersion, generation, creationTimestamp."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)
         meta = obj.metadata
         meta.namespace = (meta.namespace or "default") if info.namespaced else ""
+        sent_name = meta.name
         if not meta.name and meta.generate_name:
             meta.name = generated_name(self._rng, meta.generate_name)
         if not meta.name:
@@ -296,18 +299,17 @@ class APIServer:
             if ns is None:
                 raise NotFound("Namespace", meta.namespace)
             if ns.is_terminating:
-                raise Forbidden(
-                    f"unable to create new content in namespace {meta.namespace} because it "
-                    "is being terminated"
-                )
+                raise refuse_in_terminating_namespace(obj.kind, sent_name, meta.namespace)
         meta.uid = str(uuid.uuid4())
-        meta.generation = 1
+        generation.on_create(obj)
         meta.creation_timestamp = format_time(self.clock.now())
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
+        if obj.kind == "Namespace":
+            prepare_namespace(obj)
         apply_defaults(obj)
         obj = self.custom.prepare(obj, self.clock.now())
         validate(obj)
@@ -369,6 +371,7 @@ class APIServer:
         when it is gone). ``uid``/``resource_version`` are preconditions (Conflict).
         ``propagation_policy`` (Orphan, Background, Foreground) sets the garbage
         collector's finalizers (:mod:`kubelet_sim.apiserver.deletion_policy`)."""
+        admit_delete(kind, name)  # admission comes before the store is read
         current = self._current(kind, name, namespace)
         meta = current.metadata
         stale = resource_version and resource_version != meta.resource_version
@@ -386,7 +389,7 @@ class APIServer:
             if updated.to_dict() == current.to_dict():
                 return current.copy()
         else:
-            updated.metadata.generation += 1
+            generation.on_delete(updated)
             self._mark_deleting(updated, grace)
             if kind == "Namespace":
                 updated.status["phase"] = "Terminating"
@@ -564,6 +567,8 @@ class APIServer:
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
             admit_update(updated)
+            if updated.kind == "Namespace":
+                keep_namespace_finalizers(current, updated)
             if updated.kind == "Service":
                 self.services.keep_allocated(current, updated)
         apply_defaults(updated)
@@ -571,8 +576,8 @@ class APIServer:
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
-        if updated.desired_state() != current.desired_state():
-            updated.metadata.generation = current.metadata.generation + 1
+        updated.metadata.generation = generation.on_update(current, updated,
+                                                           status_only=status_only)
         allocation = (self.services.allocate_update(current, updated)
                       if updated.kind == "Service" and not status_only else None)
         with _reverted_on_error(allocation):

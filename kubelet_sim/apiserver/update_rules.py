@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubelet_sim.api.errors import Forbidden, Invalid
+from kubelet_sim.api.errors import Invalid, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.apiserver import configmaps, rbac, workloads
@@ -124,8 +124,9 @@ def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> Non
         sc_name = new.spec.get("storageClassName") or ""
         sc = storage_class(sc_name) if sc_name else None
         if sc is None or not sc.body.get("allowVolumeExpansion"):
-            raise Forbidden("only dynamically provisioned pvc can be resized and the "
-                            "storageclass that provisions the pvc must support resize")
+            raise ObjectForbidden("only dynamically provisioned pvc can be resized and the "
+                                  "storageclass that provisions the pvc must support resize",
+                                  new.kind, new.name)
 
 
 def _claim_attributes_class(old: Resource, new: Resource) -> None:

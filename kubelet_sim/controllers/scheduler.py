@@ -36,6 +36,7 @@ from collections import Counter
 from typing import Any
 
 from kubelet_sim.api import node_affinity
+from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import JSON, Resource, set_condition
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.api.taints import NO_SCHEDULE, NOT_READY, tolerates
@@ -201,13 +202,11 @@ class Scheduler(Controller):
         return ""
 
     def _bind(self, pod: Resource, node_name: str) -> bool:
-        def set_node(obj: Resource) -> bool:
-            if obj.spec.get("nodeName"):
-                return False
-            obj.spec["nodeName"] = node_name
-            return True
-
-        write_object(self.api, "Pod", pod.name, pod.namespace, set_node)
+        # through pods/binding, as kube-scheduler binds: no generation change
+        try:
+            self.api.bind(pod.name, pod.namespace, node_name, uid=pod.metadata.uid)
+        except (Conflict, NotFound):  # bound or deleted meanwhile
+            return False
         self._condition(pod, {"type": "PodScheduled", "status": "True"})
         self.event("Pod", pod.namespace, pod.name, "Normal", "Scheduled",
                    f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}")

@@ -194,7 +194,8 @@ class Rest:
                 return await self.workers.write(self.delete, request, target, body)
             raise _not_allowed()
         except ApiError as err:
-            return _answer(request, error_body(err, target.resource.plural), err.code)
+            return _answer(request, error_body(err, target.resource.plural,
+                                               target.resource.group), err.code)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -274,7 +275,7 @@ class Rest:
                 410, "Expired", f"too old resource version: {err.message}")})
             return response
         except ApiError as err:
-            await _send(response, {"type": "ERROR", "object": error_body(err, r.plural)})
+            await _send(response, {"type": "ERROR", "object": error_body(err, r.plural, r.group)})
             return response
         if initial is not None:
             for sent, obj in enumerate(initial, 1):

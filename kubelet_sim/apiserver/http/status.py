@@ -17,6 +17,7 @@ from kubelet_sim.api.errors import (
     InvalidObject,
     InvalidOptions,
     NotFound,
+    ObjectForbidden,
     TooLargeResourceVersion,
     TooManyRequests,
 )
@@ -32,15 +33,18 @@ def status_body(code: int, reason: str, message: str,
     return body
 
 
-def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
-    """The Status for one of the core's typed errors."""
+def error_body(err: ApiError, plural: str = "", group: str = "") -> dict[str, Any]:
+    """The Status for one of the core's typed errors; ``plural`` and ``group`` name the
+    request's resource (``storageclasses.storage.k8s.io "x" not found``)."""
     details: dict[str, Any] = {}
     message = err.message
+    resource = f"{plural}.{group}" if plural and group else plural
     if isinstance(err, (NotFound, AlreadyExists)):
-        details = {"name": err.name, "kind": plural or err.kind}
+        details = {"name": err.name, **({"group": group} if group else {}),
+                   "kind": plural or err.kind}
         if plural:  # as Kubernetes words it: pods "web" not found
             what = "not found" if isinstance(err, NotFound) else "already exists"
-            message = f'{plural} "{err.name}" {what}'
+            message = f'{resource} "{err.name}" {what}'
     if isinstance(err, InvalidObject):
         group = err.qualified_kind.partition(".")[2]
         details = {"name": err.name, "kind": err.qualified_kind.partition(".")[0],
@@ -51,13 +55,21 @@ def error_body(err: ApiError, plural: str = "") -> dict[str, Any]:
     elif isinstance(err, Invalid):
         details = {"causes": [{"reason": "FieldValueInvalid", "message": err.detail,
                                "field": err.field}]}
+    if isinstance(err, ObjectForbidden):  # as kube-apiserver's admission plugins word it
+        message = err.worded(err.resource or resource or err.kind)
+        details = {"name": err.name} if err.name else {}
+        if group and not err.resource:
+            details["group"] = group
+        details["kind"] = err.resource or plural or err.kind
     if isinstance(err, TooManyRequests) and err.causes:
         details = {"causes": err.causes}
     if isinstance(err, Conflict) and err.name:
         # the resource, as kube-apiserver names it ("pods"; a subresource keeps its own)
         details = {"name": err.name, "kind": err.kind if "/" in err.kind else plural or err.kind}
+        if group and "/" not in err.kind:
+            details["group"] = group
         if plural and err.detail:  # as Kubernetes words it: ... on pods "web": ...
-            message = f'Operation cannot be fulfilled on {plural} "{err.name}": {err.detail}'
+            message = f'Operation cannot be fulfilled on {resource} "{err.name}": {err.detail}'
 
     if isinstance(err, ApplyConflict):
         details = {"causes": err.causes}

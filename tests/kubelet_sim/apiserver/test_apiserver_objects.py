@@ -138,12 +138,6 @@ def test_generation_moves_only_when_spec_changes(api: APIServer) -> None:
     assert obj.metadata.generation == 2
 
 
-def test_top_level_fields_count_as_desired_state_for_storage_class(api: APIServer) -> None:
-    sc = api.create(new("StorageClass", "fast", provisioner="csi.example.com"))
-    sc.body["allowVolumeExpansion"] = True
-    assert api.update(sc).metadata.generation == 2
-
-
 def test_noop_update_writes_nothing(api: APIServer) -> None:
     obj = api.create(pod("web"))
     again = api.update(obj)

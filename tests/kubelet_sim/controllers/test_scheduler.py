@@ -35,6 +35,17 @@ async def test_pending_pod_is_bound_to_a_ready_node_with_pod_scheduled_true(
     assert scheduled(pod) == {"status": "True", "reason": None, "message": None}
 
 
+async def test_binding_goes_through_pods_binding_and_leaves_the_generation(
+    cluster: Cluster,
+) -> None:
+    cluster.pod(claim=None)
+
+    await cluster.settle()
+
+    pod = cluster.get("Pod", "app")
+    assert pod.spec["nodeName"] and pod.metadata.generation == 1
+
+
 async def test_pods_spread_to_the_node_running_fewest_pods(cluster: Cluster) -> None:
     cluster.pod("a", claim=None)
     await cluster.settle()

@@ -1,0 +1,60 @@
+"""Defaults kube-apiserver fills in that the simulator's components do not read but
+every ``kubectl get -o yaml`` of a real cluster shows: a container's image pull policy
+and termination message fields (core/v1 ``SetDefaults_Container``), a pod's empty
+security context, and a new Namespace's ``kubernetes`` finalizer in ``spec.finalizers``
+(the namespace strategy's PrepareForCreate; an update keeps them, only the ``finalize``
+subresource, not served here, changes them; the namespace goes once its contents are
+gone, as it does here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubelet_sim.api.model import JSON, Resource
+
+__all__ = ["default_container", "default_pod_spec", "keep_namespace_finalizers",
+           "prepare_namespace"]
+
+NAMESPACE_FINALIZER = "kubernetes"
+
+
+def image_tag(image: str) -> str:
+    """The tag of an image reference: "latest" when it names neither a tag nor a digest."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        return last.rsplit(":", 1)[1]
+    return "" if digest else "latest"
+
+
+def default_container(container: JSON) -> None:
+    image = container.get("image")
+    if "imagePullPolicy" not in container:
+        tag = image_tag(image) if isinstance(image, str) else ""
+        container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+
+
+def default_pod_spec(spec: JSON) -> None:
+    spec.setdefault("securityContext", {})
+    containers: list[Any] = [*(spec.get("initContainers") or []),
+                             *(spec.get("containers") or [])]
+    for container in containers:
+        if isinstance(container, dict):
+            default_container(container)
+
+
+def prepare_namespace(obj: Resource) -> None:
+    """On create only: a namespace always starts with the ``kubernetes`` finalizer."""
+    finalizers = obj.spec.setdefault("finalizers", [])
+    if isinstance(finalizers, list) and NAMESPACE_FINALIZER not in finalizers:
+        finalizers.append(NAMESPACE_FINALIZER)
+
+
+def keep_namespace_finalizers(current: Resource, updated: Resource) -> None:
+    """An update of a Namespace leaves ``spec.finalizers`` as they are."""
+    if "finalizers" in current.spec:
+        updated.spec["finalizers"] = list(current.spec["finalizers"])
+    else:
+        updated.spec.pop("finalizers", None)
