@@ -548,6 +548,8 @@ class APIServer:
             updated = current.copy()
             updated.status = obj.status
             updated.metadata.managed_fields = obj.metadata.managed_fields
+            if obj.kind in generation.STATUS_WRITES_ANNOTATIONS:
+                updated.metadata.annotations = dict(obj.metadata.annotations)
         else:
             updated = obj
             cur = current.metadata

@@ -42,6 +42,21 @@ def write_status(api: APIServer, kind: str, name: str, namespace: str,
     return _write(api, kind, name, namespace, mutate, status=True)
 
 
+def replace_status(api: APIServer, obj: Resource, status: JSON) -> bool:
+    """Write ``status`` as the whole status of ``obj`` (re-read, retried on Conflict), as a
+    workload controller writes the status it computed; False when it already is that, or
+    the object is gone."""
+    def mutate(current: Resource) -> bool:
+        if current.status == status:
+            return False
+        current.status = dict(status)
+        return True
+    try:
+        return write_status(api, obj.kind, obj.name, obj.namespace, mutate) is not None
+    except NotFound:
+        return False
+
+
 def status_replacing_error(status: JSON) -> Mutation:
     """A status mutation that merges ``status`` in and drops a stale ``error`` (the
     snapshot controllers clear the error once a call succeeds)."""

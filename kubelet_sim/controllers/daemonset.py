@@ -20,7 +20,7 @@ from kubelet_sim.api import node_affinity
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
-from kubelet_sim.controllers.common import write_status
+from kubelet_sim.controllers.common import replace_status
 from kubelet_sim.controllers.deployment import resolve
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
@@ -230,14 +230,4 @@ class DaemonSetController(WorkloadController):
         if status == ds.status:
             return False
 
-        def mutate(obj: Resource) -> bool:
-            if obj.status == status:
-                return False
-            obj.status = status
-            return True
-
-        try:
-            return write_status(self.api, "DaemonSet", ds.name, ds.namespace, mutate) \
-                is not None
-        except NotFound:
-            return False
+        return replace_status(self.api, ds, status)

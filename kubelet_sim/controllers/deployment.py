@@ -402,7 +402,9 @@ class DeploymentController(WorkloadController):
                     return False
                 obj.metadata.annotations[REVISION] = revision
                 return True
-            write_object(self.api, "Deployment", d.name, d.namespace, annotate)
+            # through the status subresource, as the deployment controller does: the
+            # annotation then moves no generation
+            write_status(self.api, "Deployment", d.name, d.namespace, annotate)
         return True
 
     def _progress_condition(self, d: Resource, status: JSON, new: Resource,

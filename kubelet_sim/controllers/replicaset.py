@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.controllers.common import write_status
+from kubelet_sim.controllers.common import replace_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
     is_active,
@@ -99,15 +99,5 @@ class ReplicaSetController(WorkloadController):
         if wanted == rs.status:
             return False
 
-        def mutate(obj: Resource) -> bool:
-            if obj.status == wanted:
-                return False
-            obj.status = dict(wanted)
-            return True
-
-        try:
-            return write_status(self.api, "ReplicaSet", rs.name, rs.namespace, mutate) \
-                is not None
-        except NotFound:
-            return False
+        return replace_status(self.api, rs, wanted)
 

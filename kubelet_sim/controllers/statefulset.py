@@ -22,7 +22,7 @@ import copy
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.controllers.common import write_object, write_status
+from kubelet_sim.controllers.common import replace_status, write_object
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
     owned_revisions,
@@ -268,14 +268,4 @@ class StatefulSetController(WorkloadController):
         if status == sts.status:
             return False
 
-        def mutate(obj: Resource) -> bool:
-            if obj.status == status:
-                return False
-            obj.status = status
-            return True
-
-        try:
-            return write_status(self.api, "StatefulSet", sts.name, sts.namespace, mutate) \
-                is not None
-        except NotFound:
-            return False
+        return replace_status(self.api, sts, status)

@@ -126,8 +126,8 @@ def config_service_and_rbac_kinds() -> list[Resource]:
 
 def workloads() -> list[Resource]:
     """The apps/v1 and batch/v1 kinds."""
-    template = {"metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    template: dict[str, Any] = {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
     selector = {"matchLabels": {"app": "web"}}
     out = [Resource.from_dict({"apiVersion": "apps/v1", "kind": kind,
                                "metadata": {"name": "web", "namespace": "default"},

@@ -209,20 +209,21 @@ def _workloads() -> list[dict[str, Any]]:
     """The apps/v1 and batch/v1 kinds with the statuses their controllers write, a
     ControllerRevision and a Scale."""
     api = APIServer(history_limit=50)
-    template = {"metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    template: dict[str, Any] = {"metadata": {"labels": {"app": "web"}},
+                                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
     selector = {"matchLabels": {"app": "web"}}
     condition = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
                  "message": "Deployment has minimum availability.",
                  "lastUpdateTime": "2024-05-01T10:00:00Z",
                  "lastTransitionTime": "2024-05-01T10:00:00Z"}
-    statuses = {"Deployment": {"replicas": 3, "availableReplicas": 3, "conditions": [condition],
-                               "observedGeneration": 1},
-                "ReplicaSet": {"replicas": 3, "readyReplicas": 3, "fullyLabeledReplicas": 3},
-                "StatefulSet": {"replicas": 3, "currentRevision": "web-6c9d5b",
-                                "updateRevision": "web-6c9d5b", "collisionCount": 0},
-                "DaemonSet": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3,
-                              "numberMisscheduled": 0, "numberReady": 3}}
+    statuses: dict[str, dict[str, Any]] = {
+        "Deployment": {"replicas": 3, "availableReplicas": 3, "conditions": [condition],
+                       "observedGeneration": 1},
+        "ReplicaSet": {"replicas": 3, "readyReplicas": 3, "fullyLabeledReplicas": 3},
+        "StatefulSet": {"replicas": 3, "currentRevision": "web-6c9d5b",
+                        "updateRevision": "web-6c9d5b", "collisionCount": 0},
+        "DaemonSet": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3,
+                      "numberMisscheduled": 0, "numberReady": 3}}
     out = []
     for kind, status in statuses.items():
         spec: dict[str, Any] = {"selector": selector, "template": template}
