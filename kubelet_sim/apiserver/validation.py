@@ -213,11 +213,42 @@ def _pod(obj: Resource) -> None:
             )
         if "csi" in vol:
             _check(bool((vol["csi"] or {}).get("driver")), f"{path}.csi.driver", "Required value")
+        _projected_paths(vol, path)
     if obj.spec.get("nodeName"):
         dns_subdomain(obj.spec["nodeName"], "spec.nodeName")
     if obj.spec.get("restartPolicy"):
         _supported(obj.spec["restartPolicy"], RESTART_POLICIES, "spec.restartPolicy")
     _tolerations(obj.spec.get("tolerations") or [], "spec.tolerations")
+
+
+def _projected_paths(vol: JSON, path: str) -> None:
+    """The file paths a kubelet-made volume names stay below the volume's directory:
+    relative, without a ``..`` element, not starting with ``..`` (kube-apiserver's
+    validateLocalDescendingPath and validateLocalNonReservedPath)."""
+    def items(source: Any, where: str) -> None:
+        for k, item in enumerate((source or {}).get("items") or []):
+            if isinstance(item, dict):
+                _local_path(item.get("path"), f"{where}.items[{k}].path")
+
+    for kind in ("configMap", "secret", "downwardAPI"):
+        if kind in vol:
+            items(vol[kind], f"{path}.{kind}")
+    for j, source in enumerate((vol.get("projected") or {}).get("sources") or []):
+        where = f"{path}.projected.sources[{j}]"
+        for kind in ("configMap", "secret", "downwardAPI"):
+            if isinstance(source, dict) and kind in source:
+                items(source[kind], f"{where}.{kind}")
+        token = source.get("serviceAccountToken") if isinstance(source, dict) else None
+        if isinstance(token, dict):
+            _local_path(token.get("path"), f"{where}.serviceAccountToken.path")
+
+
+def _local_path(value: Any, path: str) -> None:
+    _check(isinstance(value, str) and bool(value), path, "Required value")
+    quoted = json.dumps(value)
+    _check(not value.startswith("/"), path, f"Invalid value: {quoted}: must be a relative path")
+    _check(".." not in value.split("/"), path, f"Invalid value: {quoted}: must not contain '..'")
+    _check(not value.startswith(".."), path, f"Invalid value: {quoted}: must not start with '..'")
 
 
 def _access_modes(spec: JSON, path: str) -> None:

@@ -307,3 +307,22 @@ def test_a_rejected_write_names_its_object_as_kube_apiserver_does(served: Served
     assert done.returncode == 1
     assert 'Secret "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a ' \
            "lowercase RFC 1123 subdomain" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("volume", "field", "said"), [
+    ({"name": "v", "configMap": {"name": "c", "items": [{"key": "k", "path": "../x"}]}},
+     "spec.volumes[0].configMap.items[0].path", 'Invalid value: "../x": must not contain \'..\''),
+    ({"name": "v", "secret": {"secretName": "s", "items": [{"key": "k", "path": "/etc/x"}]}},
+     "spec.volumes[0].secret.items[0].path", 'Invalid value: "/etc/x": must be a relative path'),
+    ({"name": "v", "projected": {"sources": [{"serviceAccountToken": {"path": "..token"}}]}},
+     "spec.volumes[0].projected.sources[0].serviceAccountToken.path",
+     'Invalid value: "..token": must not start with \'..\''),
+])
+def test_a_volume_file_path_leaving_its_volume_is_422(
+        served: Served, volume: dict[str, Any], field: str, said: str) -> None:
+    body = pod("p")
+    body["spec"]["volumes"] = [volume]
+    code, status = call_json(served, "POST", PODS, body)
+    assert (code, status["reason"]) == (422, "Invalid"), status
+    assert status["message"] == f'Pod "p" is invalid: {field}: {said}'
+    assert call_json(served, "GET", f"{PODS}/p")[0] == 404
