@@ -28,12 +28,22 @@ from typing import Any
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.controllers.common import write_object, write_status
+from kubelet_sim.controllers.deployment_scale import (
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    active,
+    active_or_latest,
+    by_creation,
+    is_saturated,
+    is_scaling_event,
+    proportional_sizes,
+)
 from kubelet_sim.controllers.workload_pods import (
     claim,
     condition,
     controller_of,
     controller_ref,
-    is_active,
+    is_terminal,
     owned_by,
     selector_of,
     set_condition,
@@ -45,8 +55,6 @@ COMPONENT = "deployment-controller"
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
-DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
-MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 # annotations of the Deployment that are not copied to its ReplicaSets
 _NOT_COPIED = {"kubectl.kubernetes.io/last-applied-configuration", REVISION, REVISION_HISTORY,
@@ -61,18 +69,23 @@ def resolve(value: Any, total: int, *, round_up: bool) -> int:
     return int(value or 0)
 
 
+def is_rolling(deployment: Resource) -> bool:
+    return (deployment.spec.get("strategy") or {}).get("type") != "Recreate"
+
+
 def surge_and_unavailable(deployment: Resource) -> tuple[int, int]:
-    """maxSurge and maxUnavailable resolved against ``replicas`` (both 0 → unavailable 1)."""
+    """maxSurge and maxUnavailable resolved against ``replicas`` (both 0 → unavailable 1),
+    as MaxSurge and MaxUnavailable give them: 0 for Recreate, no unavailable at 0 replicas."""
     replicas = int(deployment.spec.get("replicas", 1))
     strategy = deployment.spec.get("strategy") or {}
-    if strategy.get("type") == "Recreate":
-        return 0, replicas
+    if not is_rolling(deployment):
+        return 0, 0
     params = strategy.get("rollingUpdate") or {}
     surge = resolve(params.get("maxSurge", "25%"), replicas, round_up=True)
     unavailable = resolve(params.get("maxUnavailable", "25%"), replicas, round_up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
-    return surge, min(unavailable, replicas)
+    return surge, min(unavailable, replicas) if replicas else 0
 
 
 def without_hash(template: JSON) -> JSON:
@@ -92,6 +105,17 @@ def revision_of(rs: Resource) -> int:
 
 def _replicas(rs: Resource) -> int:
     return int(rs.spec.get("replicas", 0))
+
+
+def deployment_complete(d: Resource) -> bool:
+    """DeploymentComplete on the status last written: all replicas updated and available,
+    none left over, the generation observed."""
+    replicas = int(d.spec.get("replicas", 1))
+    status = d.status
+    return (int(status.get("updatedReplicas") or 0) == replicas
+            and int(status.get("replicas") or 0) == replicas
+            and int(status.get("availableReplicas") or 0) == replicas
+            and int(status.get("observedGeneration") or 0) >= d.metadata.generation)
 
 
 class DeploymentController(WorkloadController):
@@ -119,23 +143,47 @@ class DeploymentController(WorkloadController):
                      "ReplicaSet")
         new, old = self._split(d, sets)
         self._paused_condition(d)
-        if d.spec.get("paused"):
-            return self._sync_status(d, new, old)
+        changed = self._keep_new_annotations(d, new, old) if new is not None else False
+        replicas = int(d.spec.get("replicas", 1))
+        if d.spec.get("paused") or is_scaling_event(replicas, new, old):
+            # a scaling event (or a paused Deployment) scales without rolling
+            changed = self._scale_all(d, new, old) or changed
+            if d.spec.get("paused"):
+                changed = self._cleanup(d, old) or changed
+            return self._sync_status(d, new, old) or changed
+        if not is_rolling(d):
+            return self._recreate(d, new, old) or changed
         if new is None:
-            created = self._create_new(d, old)
-            if created is None:
+            new = self._create_new(d, old)
+            if new is None:
                 return True  # a collision bumped collisionCount: the next pass retries
-            new = created
             changed = True
-        else:
-            changed = self._keep_new_annotations(d, new, old)
-        if (d.spec.get("strategy") or {}).get("type") == "Recreate":
-            changed = self._recreate(d, new, old) or changed
-        else:
-            changed = self._rolling(d, new, old) or changed
-        if not changed:
+        changed = self._rolling(d, new, old) or changed
+        if not changed and deployment_complete(d):
             changed = self._cleanup(d, old)
         return self._sync_status(d, new, old) or changed
+
+    def _scale_all(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
+        """The controller's scale(): the only active ReplicaSet (or, none being active, the
+        newest) takes all replicas; a saturated new one leaves the old ones none; else a
+        rolling Deployment spreads the change over the active ones in proportion."""
+        replicas = int(d.spec.get("replicas", 1))
+        only = active_or_latest(new, old)
+        if only is not None:
+            return self._scale(d, only, replicas) if _replicas(only) != replicas else False
+        changed = False
+        if is_saturated(replicas, new):
+            for rs in active(old):
+                changed = self._scale(d, rs, 0) or changed
+            return changed
+        if not is_rolling(d):
+            return False
+        surge, _ = surge_and_unavailable(d)
+        everything = [*old, *([new] if new is not None else [])]
+        for rs, size in proportional_sizes(everything, replicas, surge,
+                                           int(d.status.get("replicas") or 0)):
+            changed = self._scale(d, rs, size) or changed
+        return changed
 
     def _paused_condition(self, d: Resource) -> None:
         """Progressing Unknown (DeploymentPaused / DeploymentResumed) when paused or
@@ -157,11 +205,15 @@ class DeploymentController(WorkloadController):
         return new, [rs for rs in sets if rs is not new]
 
     def _rs_annotations(self, d: Resource, revision: int) -> dict[str, str]:
+        """The Deployment's annotations a ReplicaSet carries, with its revision (the
+        replica annotations are written when it is scaled)."""
+        copied = {k: v for k, v in d.metadata.annotations.items() if k not in _NOT_COPIED}
+        return {**copied, REVISION: str(revision)}
+
+    def _replica_annotations(self, d: Resource) -> dict[str, str]:
         surge, _ = surge_and_unavailable(d)
         replicas = int(d.spec.get("replicas", 1))
-        copied = {k: v for k, v in d.metadata.annotations.items() if k not in _NOT_COPIED}
-        return {**copied, REVISION: str(revision), DESIRED_REPLICAS: str(replicas),
-                MAX_REPLICAS: str(replicas + surge)}
+        return {DESIRED_REPLICAS: str(replicas), MAX_REPLICAS: str(replicas + surge)}
 
     def _create_new(self, d: Resource, old: list[Resource]) -> Resource | None:
         collisions = int(d.status.get("collisionCount") or 0)
@@ -173,16 +225,14 @@ class DeploymentController(WorkloadController):
         revision = max((revision_of(rs) for rs in old), default=0) + 1
         surge, _ = surge_and_unavailable(d)
         replicas = int(d.spec.get("replicas", 1))
-        active_old = sum(_replicas(rs) for rs in old)
-        # a first rollout (nothing old) starts at full size, as NewRSNewReplicas allows
-        start = 0 if active_old else replicas
-        if (d.spec.get("strategy") or {}).get("type") != "Recreate" and active_old:
-            start = max(0, min(replicas, replicas + surge - active_old))
+        # NewRSNewReplicas: within replicas + maxSurge (Recreate: all, its old pods gone)
+        start = max(0, min(replicas, replicas + surge - sum(_replicas(rs) for rs in old)))
         labels = {**(template["metadata"].get("labels") or {})}
         rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
               "metadata": {"name": f"{d.name}-{pod_hash}", "namespace": d.namespace,
                            "labels": labels,
-                           "annotations": self._rs_annotations(d, revision),
+                           "annotations": {**self._rs_annotations(d, revision),
+                                           **self._replica_annotations(d)},
                            "ownerReferences": [controller_ref(d)]},
               "spec": {"replicas": start, "minReadySeconds": int(
                   d.spec.get("minReadySeconds") or 0), "selector": selector,
@@ -213,7 +263,9 @@ class DeploymentController(WorkloadController):
         if revision <= highest_old:
             revision = highest_old + 1
         wanted = self._rs_annotations(d, revision)
-        if all(new.metadata.annotations.get(k) == v for k, v in wanted.items()):
+        min_ready = int(d.spec.get("minReadySeconds") or 0)
+        if all(new.metadata.annotations.get(k) == v for k, v in wanted.items()) \
+                and int(new.spec.get("minReadySeconds") or 0) == min_ready:
             return False
         previous = new.metadata.annotations.get(REVISION)
 
@@ -223,6 +275,7 @@ class DeploymentController(WorkloadController):
                     REVISION_HISTORY, "").split(",") if h]
                 obj.metadata.annotations[REVISION_HISTORY] = ",".join([*history, previous])
             obj.metadata.annotations.update(wanted)
+            obj.spec["minReadySeconds"] = min_ready
             return True
 
         write_object(self.api, "ReplicaSet", new.name, new.namespace, mutate)
@@ -246,7 +299,7 @@ class DeploymentController(WorkloadController):
             room = replicas + surge - total
             if room > 0:
                 return self._scale(d, new, current + min(room, replicas - current))
-        # old ones down, keeping replicas - maxUnavailable available
+        # old ones down, keeping replicas - maxUnavailable available (reconcileOldReplicaSets)
         old_count = sum(_replicas(rs) for rs in old)
         if old_count == 0:
             return False
@@ -256,44 +309,61 @@ class DeploymentController(WorkloadController):
         max_down = all_count - min_available - new_unavailable
         if max_down <= 0:
             return False
+        sizes = {rs.name: _replicas(rs) for rs in old}
         changed = False
-        # first the old pods that are not available anyway
-        for rs in sorted(old, key=lambda r: r.metadata.creation_timestamp or ""):
-            if max_down <= 0:
+        # first the old pods that are not available anyway (cleanupUnhealthyReplicas)
+        cleaned = 0
+        for rs in by_creation(old):
+            if cleaned >= max_down:
                 break
-            unhealthy = _replicas(rs) - int(rs.status.get("availableReplicas") or 0)
-            down = min(max_down, unhealthy)
-            if down > 0:
-                changed = self._scale(d, rs, _replicas(rs) - down) or changed
-                max_down -= down
-        if changed:
-            return True
-        available = sum(int(rs.status.get("availableReplicas") or 0) for rs in all_sets)
+            unhealthy = sizes[rs.name] - int(rs.status.get("availableReplicas") or 0)
+            if sizes[rs.name] == 0 or unhealthy <= 0:
+                continue
+            down = min(max_down - cleaned, unhealthy)
+            sizes[rs.name] -= down
+            changed = self._scale(d, rs, sizes[rs.name]) or changed
+            cleaned += down
+        # then available ones, down to replicas - maxUnavailable available (a ReplicaSet
+        # just scaled down has no more available than it asks for, whatever its status
+        # still says)
+        available = sum(min(int(rs.status.get("availableReplicas") or 0), _replicas(rs))
+                        for rs in all_sets)
         budget = available - min_available
-        for rs in sorted(old, key=lambda r: r.metadata.creation_timestamp or ""):
+        for rs in by_creation(old):
             if budget <= 0:
                 break
-            down = min(_replicas(rs), budget)
+            down = min(sizes[rs.name], budget)
             if down > 0:
-                changed = self._scale(d, rs, _replicas(rs) - down) or changed
+                sizes[rs.name] -= down
+                changed = self._scale(d, rs, sizes[rs.name]) or changed
                 budget -= down
         return changed
 
-    def _recreate(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
+    def _recreate(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
+        """rolloutRecreate: the old ReplicaSets to 0; once their pods are gone the new one is
+        made (or found) at full size."""
         changed = False
-        for rs in old:
-            if _replicas(rs):
-                changed = self._scale(d, rs, 0) or changed
+        for rs in active(old):
+            changed = self._scale(d, rs, 0) or changed
         if changed:
-            return True
+            return self._sync_status(d, new, old) or True
         old_uids = {rs.metadata.uid for rs in old}
         running = [p for p in self.cache.list("Pod", d.namespace)
                    if any(r.get("uid") in old_uids for r in p.metadata.owner_references or [])
-                   and (is_active(p) or p.metadata.deletion_timestamp)]
-        if running:
-            return False  # the old pods go first
+                   and not is_terminal(p)]
+        if running or any(int(rs.status.get("replicas") or 0) for rs in old):
+            return self._sync_status(d, new, old) or changed  # the old pods go first
+        if new is None:
+            new = self._create_new(d, old)
+            if new is None:
+                return True
+            changed = True
         replicas = int(d.spec.get("replicas", 1))
-        return self._scale(d, new, replicas) if _replicas(new) != replicas else False
+        if _replicas(new) != replicas:
+            changed = self._scale(d, new, replicas) or changed
+        if deployment_complete(d):
+            changed = self._cleanup(d, old) or changed
+        return self._sync_status(d, new, old) or changed
 
     def _scale(self, d: Resource, rs: Resource, replicas: int) -> bool:
         before = _replicas(rs)
@@ -321,13 +391,16 @@ class DeploymentController(WorkloadController):
                    f"Scaled {way} replica set {rs.name} from {before} to {after}")
 
     def _cleanup(self, d: Resource, old: list[Resource]) -> bool:
-        """Old ReplicaSets beyond revisionHistoryLimit, scaled to 0 and empty, go."""
+        """cleanupDeployment: of the old ReplicaSets beyond revisionHistoryLimit, the
+        oldest revisions go, each only once it asks for and has no pods."""
         limit = int(d.spec.get("revisionHistoryLimit", 10))
-        idle = sorted((rs for rs in old if not _replicas(rs)
-                       and not int(rs.status.get("replicas") or 0)
-                       and not rs.metadata.deletion_timestamp), key=revision_of)
+        alive = sorted((rs for rs in old if not rs.metadata.deletion_timestamp),
+                       key=lambda rs: (revision_of(rs), rs.metadata.creation_timestamp or ""))
         changed = False
-        for rs in idle[:max(0, len(idle) - limit)]:
+        for rs in alive[:max(0, len(alive) - limit)]:
+            if _replicas(rs) or int(rs.status.get("replicas") or 0) \
+                    or rs.metadata.generation > int(rs.status.get("observedGeneration") or 0):
+                continue
             try:
                 self.api.delete("ReplicaSet", rs.name, rs.namespace, uid=rs.metadata.uid)
                 changed = True

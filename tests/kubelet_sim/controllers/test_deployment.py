@@ -17,6 +17,7 @@ from kubelet_sim.controllers.deployment import (
     resolve,
     surge_and_unavailable,
 )
+from kubelet_sim.controllers.deployment_scale import proportional_sizes
 from kubelet_sim.controllers.replicaset import ReplicaSetController
 from kubelet_sim.controllers.workload_pods import safe_encode, template_hash
 
@@ -131,13 +132,14 @@ async def test_recreate_removes_the_old_pods_before_the_new_replica_set_grows() 
     await settle(d_ctl, rs_ctl)
     set_image(api, "nginx:2")
     await settle(d_ctl, rs_ctl)
-    old, new = sets(api)
-    assert (old.spec["replicas"], new.spec["replicas"]) == (0, 0)
+    [old] = sets(api)  # no new ReplicaSet while old pods run, as rolloutRecreate waits
+    assert old.spec["replicas"] == 0
     assert all(p.metadata.deletion_timestamp for p in pods(api))  # terminating still
     finish_deletes(api)
     await settle(d_ctl, rs_ctl)
     old, new = sets(api)
     assert new.spec["replicas"] == 3
+    assert new.metadata.annotations["deployment.kubernetes.io/desired-replicas"] == "3"
     assert {p.spec["containers"][0]["image"] for p in pods(api)} == {"nginx:2"}
 
 
@@ -288,3 +290,131 @@ async def test_work_queue_keys_follow_controller_references() -> None:
     assert rs_ctl.keys_for(orphan) is None  # any ReplicaSet might adopt it: full pass
     assert d_ctl.keys_for(orphan) == []  # a Deployment adopts ReplicaSets only
     assert await rs_ctl.reconcile_keys({f"rs/default/{rs.name}", "rs/default/gone"}) is False
+
+
+def scale(api: APIServer, replicas: int, name: str = "web") -> None:
+    d = api.get("Deployment", name, "default")
+    d.spec["replicas"] = replicas
+    api.update(d)
+
+
+async def stuck_rollout(api: APIServer, clock: Any) -> tuple[DeploymentController,
+                                                               ReplicaSetController]:
+    """10 replicas (maxSurge 3, maxUnavailable 2) rolled to an image that never gets Ready:
+    the rollout stops at 8 old and 5 new pods, as in the Deployment documentation."""
+    api.create(deployment(replicas=10, strategy={"type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": 3, "maxUnavailable": 2}}))
+    ctls = controllers(api, clock)
+    await settle(*ctls)
+    run(api, clock)
+    await settle(*ctls)
+    set_image(api, "nginx:bad")
+    for _ in range(4):
+        await settle(*ctls)
+        run(api, clock, ready=False,
+            only=[p.name for p in pods(api) if p.spec["containers"][0]["image"] == "nginx:bad"])
+    assert [r.spec["replicas"] for r in sets(api)] == [8, 5]
+    return ctls
+
+
+async def test_scaling_up_during_a_rollout_spreads_the_new_replicas_by_proportion() -> None:
+    api, clock = cluster()
+    ctls = await stuck_rollout(api, clock)
+    scale(api, 15)
+    await settle(*ctls)
+    old, new = sets(api)
+    # 5 more: round(8 * 18/13) = 11 and round(5 * 18/13) = 7
+    assert (old.spec["replicas"], new.spec["replicas"]) == (11, 7)
+    for rs in (old, new):
+        assert rs.metadata.annotations["deployment.kubernetes.io/desired-replicas"] == "15"
+        assert rs.metadata.annotations["deployment.kubernetes.io/max-replicas"] == "18"
+    assert len(live_pods(api)) == 18
+
+
+async def test_scaling_down_during_a_rollout_takes_replicas_from_each_by_proportion() -> None:
+    api, clock = cluster()
+    ctls = await stuck_rollout(api, clock)
+    scale(api, 5)
+    await ctls[0].sync_once()  # the scaling event alone
+    old, new = sets(api)
+    # 5 + maxSurge 3 = 8 of 13: round(8 * 8/13) = 5 and round(5 * 8/13) = 3
+    assert (old.spec["replicas"], new.spec["replicas"]) == (5, 3)
+    assert old.metadata.annotations["deployment.kubernetes.io/max-replicas"] == "8"
+    await settle(*ctls)
+    # then the rollout goes on within 5 + 3 pods, 5 - 2 of them available
+    assert [r.spec["replicas"] for r in sets(api)] == [3, 5]
+
+
+def test_leftovers_of_rounding_go_to_the_largest_and_newest_replica_set() -> None:
+    def rs(name: str, replicas: int, created: str) -> Resource:
+        return Resource.from_dict({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": created,
+                         "annotations": {"deployment.kubernetes.io/max-replicas": "4"}},
+            "spec": {"replicas": replicas}})
+    older, newer = rs("a", 2, "2026-01-01T00:00:00Z"), rs("b", 2, "2026-01-02T00:00:00Z")
+    # 4 → 5 of max: each share round(2 * 5/4) - 2 = 1 (2.5 rounds away from zero), but only
+    # one may be given: the newer of the equal ones takes it
+    up = {r.name: n for r, n in proportional_sizes([older, newer], 4, 1, 4)}
+    assert up == {"b": 3, "a": 2}
+    # down to 3 of max: round(2 * 3/4) - 2 = -1 each, one only: the older gives it
+    down = {r.name: n for r, n in proportional_sizes([older, newer], 2, 1, 4)}
+    assert down == {"a": 1, "b": 2}
+    # to 0: every ReplicaSet its whole size
+    assert {r.name: n for r, n in proportional_sizes([older, newer], 0, 0, 4)} == {
+        "a": 0, "b": 0}
+
+
+async def test_a_paused_rollout_scales_its_replica_sets_in_proportion_and_resumes() -> None:
+    api, clock = cluster()
+    ctls = await stuck_rollout(api, clock)
+    d = api.get("Deployment", "web", "default")
+    d.spec["paused"] = True
+    d.spec["replicas"] = 15
+    api.update(d)
+    await settle(*ctls)
+    assert [r.spec["replicas"] for r in sets(api)] == [11, 7]
+    d = api.get("Deployment", "web", "default")
+    d.spec["paused"] = False
+    api.update(d)
+    for _ in range(6):
+        await settle(*ctls)
+        run(api, clock)
+    assert [r.spec["replicas"] for r in sets(api)] == [0, 15]
+    status = api.get("Deployment", "web", "default").status
+    assert (status["updatedReplicas"], status["availableReplicas"]) == (15, 15)
+
+
+async def test_history_cleanup_counts_every_old_replica_set_but_deletes_only_empty_ones(
+) -> None:
+    api, clock = cluster()
+    manifest = deployment(replicas=2, strategy={"type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": 1, "maxUnavailable": 0}})
+    manifest["spec"]["revisionHistoryLimit"] = 1
+    api.create(manifest)
+    ctls = controllers(api, clock)
+    for image in ("v2", "v3"):
+        for _ in range(4):
+            await settle(*ctls)
+            run(api, clock)
+        set_image(api, image)
+    await settle(*ctls)
+    # v1 empty, v2 still running (v3 waits for its pods): one old beyond the limit of 1
+    revisions = {int(r.metadata.annotations[REVISION]): r.spec["replicas"] for r in sets(api)}
+    assert revisions[2] > 0
+    for _ in range(4):
+        run(api, clock)
+        await settle(*ctls)
+    assert sorted(int(r.metadata.annotations[REVISION]) for r in sets(api)) == [2, 3]
+
+
+async def test_a_recreate_deployment_is_available_only_with_all_its_replicas() -> None:
+    api, clock = cluster()
+    api.create(deployment(strategy={"type": "Recreate"}))
+    ctls = controllers(api, clock)
+    await settle(*ctls)
+    run(api, clock, only=[p.name for p in pods(api)][:2])
+    await settle(*ctls)
+    available = next(c for c in api.get("Deployment", "web", "default").status["conditions"]
+                     if c["type"] == "Available")
+    assert available["status"] == "False"  # MaxUnavailable is 0 for Recreate
