@@ -7,9 +7,12 @@ plus the ones the controller adds to every daemon pod (not-ready and unreachable
 unavailable for host-network pods). Each pod is pinned to its node by a required node
 affinity term (``matchFields`` ``metadata.name``) for the scheduler to honour; new nodes
 get one, nodes that stop being eligible lose theirs, failed pods are replaced.
-``RollingUpdate`` replaces pods of an old template while at most ``maxUnavailable`` daemon
-pods are unavailable; ``OnDelete`` waits for them to be deleted. Templates are kept as
-ControllerRevisions; pods carry ``controller-revision-hash`` and ``pod-template-generation``.
+``RollingUpdate`` replaces pods of an old template as :mod:`.daemonset_rollout` plans it
+(within ``maxUnavailable``, or surging up to ``maxSurge`` new pods beside old ones that go
+once the new one is available); ``OnDelete`` waits for them to be deleted. Templates are
+kept as ControllerRevisions; pods carry ``controller-revision-hash`` and
+``pod-template-generation``. The status counts, per node that should run a pod, its oldest
+daemon pod (scheduled, ready, available after ``minReadySeconds``, updated).
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
 from kubelet_sim.controllers.common import replace_status
-from kubelet_sim.controllers.deployment import resolve
+from kubelet_sim.controllers.daemonset_rollout import (
+    RolloutInputs,
+    allows_surge,
+    is_updated,
+    plan_with_surge,
+    plan_without_surge,
+    surge_and_unavailable,
+)
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
     owned_revisions,
@@ -118,61 +128,93 @@ class DaemonSetController(WorkloadController):
         wanted = {name for name, node in nodes.items() if eligible(template_spec, node)}
         by_node: dict[str, list[Resource]] = {}
         for pod in pods:
+            if is_terminal(pod) and pod.metadata.deletion_timestamp:
+                continue  # finished and going: not the node's any more
             by_node.setdefault(node_of(pod) or "", []).append(pod)
         changed = False
-        for name in sorted(wanted):
-            live = [p for p in by_node.get(name, []) if not p.metadata.deletion_timestamp]
-            failed = [p for p in live if is_terminal(p)]
-            for pod in failed:
-                changed = self._delete(ds, pod) or changed
-            live = [p for p in live if not is_terminal(p)]
-            if not live and not failed and not any(
-                    p.metadata.deletion_timestamp for p in by_node.get(name, [])):
+        # node by node, as manage() goes through the node list (pods of a node that is
+        # gone are the pod garbage collector's)
+        for name, node in sorted(nodes.items()):
+            should_run = name in wanted
+            keep = eligible(template_spec, node, running=True)
+            on_node = by_node.get(name, [])
+            if should_run and not on_node:
                 self._create(ds, name, current_hash)
                 changed = True
-            for extra in sorted(live, key=lambda p: p.metadata.creation_timestamp or "")[1:]:
-                changed = self._delete(ds, extra) or changed
-        for name, on_node in by_node.items():
-            node = nodes.get(name)
-            if name not in wanted and (node is None or not eligible(template_spec, node,
-                                                                     running=True)):
+            elif keep:
+                changed = self._manage_node(ds, name, on_node, should_run,
+                                            current_hash) or changed
+            else:
                 for pod in on_node:
                     if not pod.metadata.deletion_timestamp:
                         changed = self._delete(ds, pod) or changed
-        if not changed:
-            changed = self._roll(ds, by_node, wanted, current_hash)
+        strategy = (ds.spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
+        if not changed and strategy == "RollingUpdate":
+            changed = self._roll(ds, by_node, set(nodes), wanted, current_hash)
         pods = [p for p in self.cache.list("Pod", ds.namespace) if owned_by(p, ds)]
         in_use = {update.name} | {f"{ds.name}-{p.metadata.labels.get(REVISION_HASH_LABEL)}"
                                   for p in pods}
         changed = prune(self.api, ds, revisions, in_use) or changed
-        return self._write_status(ds, pods, wanted, current_hash) or changed
+        return self._write_status(ds, pods, nodes, wanted, current_hash) or changed
 
-    def _roll(self, ds: Resource, by_node: dict[str, list[Resource]], wanted: set[str],
-              current_hash: str) -> bool:
-        strategy = ds.spec.get("updateStrategy") or {}
-        if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-            return False
-        max_unavailable = max(1, resolve((strategy.get("rollingUpdate") or {})
-                                         .get("maxUnavailable", 1), len(wanted), round_up=True))
+    def _manage_node(self, ds: Resource, node: str, on_node: list[Resource], should_run: bool,
+                     current_hash: str) -> bool:
+        """podsShouldBeOnNode for a node that may keep its pod: finished pods go; of several
+        running ones the oldest stays, or, surging, the new one beside a Ready old one until
+        it is available."""
+        changed = False
+        running: list[Resource] = []
+        for pod in on_node:
+            if pod.metadata.deletion_timestamp:
+                continue
+            if is_terminal(pod):
+                if pod.status.get("phase") == "Failed":
+                    self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedDaemonPod",
+                               f"Found failed daemon pod {pod.namespace}/{pod.name} on node "
+                               f"{node}, will try to kill it")
+                changed = self._delete(ds, pod) or changed
+            else:
+                running.append(pod)
+        running.sort(key=lambda p: (not p.spec.get("nodeName"),
+                                    p.metadata.creation_timestamp or "", p.name))
+        if not allows_surge(ds):
+            for extra in running[1:]:
+                changed = self._delete(ds, extra) or changed
+            return changed
+        if not running:
+            if should_run:
+                self._create(ds, node, current_hash)
+                changed = True
+            return changed
+        oldest_new = next((p for p in running if is_updated(p, current_hash)), None)
+        oldest_old = next((p for p in running if not is_updated(p, current_hash)), None)
         now = self.clock.now()
         min_ready = int(ds.spec.get("minReadySeconds") or 0)
-        unavailable = 0
-        old: list[Resource] = []
-        for name in sorted(wanted):
-            live = [p for p in by_node.get(name, []) if not p.metadata.deletion_timestamp]
-            if not live or not is_available(live[0], min_ready, now):
-                unavailable += 1
-            if live and live[0].metadata.labels.get(REVISION_HASH_LABEL) != current_hash:
-                old.append(live[0])
-        # old pods that are not available anyway go first, then the rest within budget
-        old.sort(key=lambda p: is_available(p, min_ready, now))
+        for pod in running:
+            if pod is not oldest_new and pod is not oldest_old:
+                changed = self._delete(ds, pod) or changed
+        if oldest_new is not None and oldest_old is not None and (
+                not is_ready(oldest_old) or is_available(oldest_new, min_ready, now)):
+            changed = self._delete(ds, oldest_old) or changed
+        return changed
+
+    def _roll(self, ds: Resource, by_node: dict[str, list[Resource]], known: set[str],
+              wanted: set[str], current_hash: str) -> bool:
+        """rollingUpdate: delete old pods and surge new ones as the plan says."""
+        nodes = {name: list(pods) for name, pods in by_node.items() if name in known}
+        for name in wanted:
+            nodes.setdefault(name, [])
+        surge, unavailable = surge_and_unavailable(ds, len(wanted))
+        inputs = RolloutInputs(nodes, wanted, current_hash,
+                               int(ds.spec.get("minReadySeconds") or 0), self.clock.now())
+        plan = plan_without_surge(inputs, unavailable) if surge == 0 \
+            else plan_with_surge(inputs, surge, len(wanted))
         changed = False
-        for pod in old:
-            if is_available(pod, min_ready, now):
-                if unavailable >= max_unavailable:
-                    break
-                unavailable += 1
+        for pod in plan.delete:
             changed = self._delete(ds, pod) or changed
+        for node in plan.create_on:
+            self._create(ds, node, current_hash)
+            changed = True
         return changed
 
     def _create(self, ds: Resource, node: str, current_hash: str) -> None:
@@ -194,31 +236,42 @@ class DaemonSetController(WorkloadController):
                    f"Deleted pod: {pod.name}")
         return True
 
-    def _write_status(self, ds: Resource, pods: list[Resource], wanted: set[str],
-                      current_hash: str) -> bool:
+    def _write_status(self, ds: Resource, pods: list[Resource], nodes: dict[str, Resource],
+                      wanted: set[str], current_hash: str) -> bool:
+        """updateDaemonSetStatus: per node that should run a pod, its oldest daemon pod
+        (bound ones first) counts as scheduled, ready, available and updated; pods on
+        other nodes are misscheduled."""
         now = self.clock.now()
         min_ready = int(ds.spec.get("minReadySeconds") or 0)
-        scheduled: dict[str, Resource] = {}
-        misscheduled = 0
+        by_node: dict[str, list[Resource]] = {}
         for pod in pods:
-            node = pod.spec.get("nodeName")
-            if not node or pod.metadata.deletion_timestamp:
+            if is_terminal(pod) and pod.metadata.deletion_timestamp:
                 continue
-            if node in wanted:
-                scheduled.setdefault(node, pod)
-            else:
-                misscheduled += 1
-        on_nodes = list(scheduled.values())
-        available = sum(1 for p in on_nodes if is_available(p, min_ready, now))
+            by_node.setdefault(node_of(pod) or "", []).append(pod)
+        scheduled = ready = available = updated = misscheduled = 0
+        for name in nodes:
+            on_node = by_node.get(name, [])
+            if name not in wanted:
+                misscheduled += 1 if on_node else 0
+                continue
+            if not on_node:
+                continue
+            scheduled += 1
+            pod = min(on_node, key=lambda p: (not p.spec.get("nodeName"),
+                                              p.metadata.creation_timestamp or "", p.name))
+            if is_ready(pod):
+                ready += 1
+                available += 1 if is_available(pod, min_ready, now) else 0
+            updated += 1 if is_updated(pod, current_hash) else 0
+        if min_ready and ready != available:
+            self._note_retry(self.key(ds.namespace, ds.name), float(min_ready))
         status: JSON = {
-            "currentNumberScheduled": len(scheduled),
+            "currentNumberScheduled": scheduled,
             "numberMisscheduled": misscheduled,
             "desiredNumberScheduled": len(wanted),
-            "numberReady": sum(1 for p in on_nodes if is_ready(p)),
+            "numberReady": ready,
             "observedGeneration": ds.metadata.generation,
-            "updatedNumberScheduled": sum(
-                1 for p in on_nodes if p.metadata.labels.get(REVISION_HASH_LABEL)
-                == current_hash),
+            "updatedNumberScheduled": updated,
             "numberAvailable": available,
             "numberUnavailable": len(wanted) - available,
         }
