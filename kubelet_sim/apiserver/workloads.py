@@ -86,7 +86,8 @@ def _stateful_set_defaults(obj: Resource) -> None:
     spec = obj.spec
     spec.setdefault("replicas", 1)
     spec.setdefault("podManagementPolicy", "OrderedReady")
-    _rolling(spec, "updateStrategy", {"partition": 0})
+    # maxUnavailable 1: the MaxUnavailableStatefulSet gate is on by default in v1.35
+    _rolling(spec, "updateStrategy", {"partition": 0, "maxUnavailable": 1})
     spec.setdefault("revisionHistoryLimit", 10)
     policy = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
     policy.setdefault("whenDeleted", "Retain")
@@ -149,15 +150,15 @@ def go_map(labels: dict[str, Any]) -> str:
         f"{json.dumps(k)}:{json.dumps(v)}" for k, v in sorted(labels.items())) + "}"
 
 
-def _non_negative(spec: JSON, name: str) -> None:
+def _non_negative(spec: JSON, name: str, path: str = "") -> None:
     value = spec.get(name)
+    path = path or f"spec.{name}"
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Invalid(f"spec.{name}", f"Invalid value: {json.dumps(value)}: must be an integer")
+        raise Invalid(path, f"Invalid value: {json.dumps(value)}: must be an integer")
     if value < 0:
-        raise Invalid(f"spec.{name}",
-                      f"Invalid value: {value}: must be greater than or equal to 0")
+        raise Invalid(path, f"Invalid value: {value}: must be greater than or equal to 0")
 
 
 def _selector_and_template(obj: Resource) -> None:
@@ -268,6 +269,15 @@ def _stateful_set(spec: JSON) -> None:
         raise Invalid("spec.updateStrategy.type",
                       f"Unsupported value: {json.dumps(strategy)}: supported values: "
                       '"OnDelete", "RollingUpdate"')
+    rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    path = "spec.updateStrategy.rollingUpdate"
+    _non_negative(rolling, "partition", f"{path}.partition")
+    if rolling.get("maxUnavailable") is not None:
+        value = rolling["maxUnavailable"]
+        _int_or_percent(value, f"{path}.maxUnavailable")
+        if _is_zero(value):
+            raise Invalid(f"{path}.maxUnavailable",
+                          f"Invalid value: {json.dumps(value)}: cannot be 0")
     retention = spec.get("persistentVolumeClaimRetentionPolicy") or {}
     for when in ("whenDeleted", "whenScaled"):
         if retention.get(when) not in ("Retain", "Delete"):
@@ -285,6 +295,23 @@ def _daemon_set(obj: Resource) -> None:
     _non_negative(obj.spec, "revisionHistoryLimit")
     _selector_and_template(obj)
     _restart_policy(obj, ("Always",))
+    strategy = obj.spec.get("updateStrategy") or {}
+    if strategy.get("type") == "RollingUpdate":
+        _daemon_set_rolling_update(strategy.get("rollingUpdate") or {})
+
+
+def _daemon_set_rolling_update(params: JSON) -> None:
+    """One of maxSurge and maxUnavailable, counts or percentages up to 100%, non-zero."""
+    path = "spec.updateStrategy.rollingUpdate"
+    unavailable, surge = params.get("maxUnavailable", 0), params.get("maxSurge", 0)
+    _int_or_percent(unavailable, f"{path}.maxUnavailable")
+    _int_or_percent(surge, f"{path}.maxSurge")
+    if not _is_zero(unavailable) and not _is_zero(surge):
+        raise Invalid(f"{path}.maxSurge", f"Invalid value: {json.dumps(surge)}: may not be "
+                      "set when maxUnavailable is non-zero")
+    if _is_zero(unavailable) and _is_zero(surge):
+        raise Invalid(f"{path}.maxUnavailable", "Required value: cannot be 0 when maxSurge "
+                      "is 0")
 
 
 def _job(obj: Resource) -> None:

@@ -40,8 +40,9 @@ def test_stateful_set_and_daemon_set_defaults() -> None:
     sts = api.create(workload("StatefulSet", volumeClaimTemplates=[
         {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]))
     assert sts.spec["podManagementPolicy"] == "OrderedReady"
-    assert sts.spec["updateStrategy"] == {"type": "RollingUpdate",
-                                          "rollingUpdate": {"partition": 0}}
+    # maxUnavailable 1 as v1.35 defaults it (MaxUnavailableStatefulSet on by default)
+    assert sts.spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {
+        "partition": 0, "maxUnavailable": 1}}
     assert sts.spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain",
                                                                 "whenScaled": "Retain"}
     assert sts.spec["volumeClaimTemplates"][0]["spec"]["volumeMode"] == "Filesystem"
@@ -74,6 +75,19 @@ def test_a_job_gets_its_generated_selector_and_labels() -> None:
      "Invalid value: 0: may not be 0 when `maxSurge` is 0"),
     ("StatefulSet", {"podManagementPolicy": "Random"}, "spec.podManagementPolicy",
      'Unsupported value: "Random": supported values: "OrderedReady", "Parallel"'),
+    ("StatefulSet", {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+        "maxUnavailable": 0}}}, "spec.updateStrategy.rollingUpdate.maxUnavailable",
+     "Invalid value: 0: cannot be 0"),
+    ("StatefulSet", {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+        "partition": -1}}}, "spec.updateStrategy.rollingUpdate.partition",
+     "Invalid value: -1: must be greater than or equal to 0"),
+    ("DaemonSet", {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": 1, "maxUnavailable": 1}}}, "spec.updateStrategy.rollingUpdate.maxSurge",
+     "Invalid value: 1: may not be set when maxUnavailable is non-zero"),
+    ("DaemonSet", {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+        "maxSurge": "0%", "maxUnavailable": 0}}},
+     "spec.updateStrategy.rollingUpdate.maxUnavailable",
+     "Required value: cannot be 0 when maxSurge is 0"),
 ])
 def test_invalid_workloads_are_refused_with_the_field(kind: str, spec: dict[str, Any],
                                                       field: str, message: str) -> None:
