@@ -9,11 +9,15 @@
   ``persistentVolumeClaimRetentionPolicy``: ``whenDeleted: Delete`` gives each claim an
   owner reference to the set (the garbage collector deletes them with it), ``whenScaled:
   Delete`` one to the pod of an ordinal that scaling removes (the claim goes with it).
-* ``OrderedReady``: one pod at a time, the next only once all before it are Running and
-  Ready; scale down from the highest ordinal, one at a time. ``Parallel``: all at once.
-* Rolling update by ordinal, highest first, down to ``partition``: a pod at an old
-  revision is deleted once all others are Ready, and comes back at the new one.
-  ControllerRevisions keep the templates (``currentRevision``, ``updateRevision``).
+* ``OrderedReady``: one pod at a time, the next only once all before it are Running,
+  Ready and available (``minReadySeconds``); scale down from the highest ordinal, one at
+  a time. ``Parallel``: all at once. Moving ``ordinals.start`` makes the new range's pods
+  first, then removes those left outside it, highest first.
+* Rolling update by ordinal, highest first, down to ``partition`` (a position counted
+  from the start ordinal): while fewer than ``maxUnavailable`` (default 1, v1.35's
+  MaxUnavailableStatefulSet being on) of the set's pods are unavailable, that many pods at
+  an old revision are deleted, and come back at the new one. ControllerRevisions keep the
+  templates (``currentRevision``, ``updateRevision``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import copy
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.controllers.common import replace_status, write_object
+from kubelet_sim.controllers.deployment import resolve
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
     owned_revisions,
@@ -60,11 +65,25 @@ def _healthy(pod: Resource) -> bool:
             and not pod.metadata.deletion_timestamp)
 
 
+def max_unavailable(sts: Resource) -> int:
+    """getStatefulSetMaxUnavailable: ``maxUnavailable`` (default 1) of ``replicas``, a
+    percentage rounded down, at least 1."""
+    rolling = (sts.spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    replicas = int(sts.spec.get("replicas", 1))
+    return max(1, resolve(rolling.get("maxUnavailable", 1), replicas, round_up=False))
+
+
 class StatefulSetController(WorkloadController):
     name = COMPONENT
     kinds = ("StatefulSet", "Pod", "ControllerRevision")
     workload_kind, prefix = "StatefulSet", "sts"
     adopts = ("Pod", "ControllerRevision")
+
+    def _settled(self, sts: Resource, pod: Resource) -> bool:
+        """Running, Ready and available for ``minReadySeconds``: what OrderedReady waits
+        for before the next ordinal."""
+        return _healthy(pod) and is_available(
+            pod, int(sts.spec.get("minReadySeconds") or 0), self.clock.now())
 
     async def sync(self, sts: Resource) -> bool:
         if sts.metadata.deletion_timestamp:
@@ -105,7 +124,7 @@ class StatefulSetController(WorkloadController):
                 if ordered:
                     return True
                 continue
-            if ordered and not _healthy(pod):
+            if ordered and not self._settled(sts, pod):
                 return changed
         condemned = sorted((o for o in pods if o not in wanted), reverse=True)
         for ordinal in condemned:
@@ -114,7 +133,8 @@ class StatefulSetController(WorkloadController):
                 if ordered:
                     return changed
                 continue
-            if ordered and not all(_healthy(p) for o, p in pods.items() if o in wanted):
+            if ordered and not all(self._settled(sts, p) for o, p in pods.items()
+                                   if o in wanted):
                 return changed
             self._own_claims(sts, ordinal, pod)
             self._delete_pod(sts, pod)
@@ -129,20 +149,32 @@ class StatefulSetController(WorkloadController):
 
     def _roll(self, sts: Resource, pods: dict[int, Resource], wanted: range,
               update: Resource) -> bool:
+        """updateStatefulSetAfterInvariantEstablished: with fewer than ``maxUnavailable``
+        of the set's pods unavailable, pods at an old revision are deleted from the highest
+        ordinal down, as many as the difference allows; ``partition`` counts positions from
+        the start ordinal and keeps those below it."""
         strategy = sts.spec.get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return False
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-        if not all(_healthy(pods[o]) for o in wanted if o in pods):
-            return False
-        for ordinal in sorted(wanted, reverse=True):
-            pod = pods.get(ordinal)
-            if ordinal < partition or pod is None:
+        now = self.clock.now()
+        min_ready = int(sts.spec.get("minReadySeconds") or 0)
+        replicas = [pods.get(ordinal) for ordinal in wanted]
+        unavailable = sum(1 for pod in replicas if pod is None or not (
+            _healthy(pod) and is_available(pod, min_ready, now)))
+        budget = max_unavailable(sts) - unavailable
+        changed = False
+        for index in range(len(replicas) - 1, partition - 1, -1):
+            if budget <= 0:
+                break
+            pod = replicas[index]
+            if pod is None or pod.metadata.deletion_timestamp:
                 continue
             if pod.metadata.labels.get(REVISION_HASH_LABEL) != update.name:
                 self._delete_pod(sts, pod)
-                return True
-        return False
+                changed = True
+                budget -= 1
+        return changed
 
     def _create_claims(self, sts: Resource, ordinal: int) -> None:
         selector_labels = (sts.spec.get("selector") or {}).get("matchLabels") or {}
@@ -265,6 +297,8 @@ class StatefulSetController(WorkloadController):
                                 "collisionCount")}
         if sts.status.get("conditions"):
             status["conditions"] = sts.status["conditions"]
+        if min_ready and status.get("readyReplicas", 0) != status["availableReplicas"]:
+            self._note_retry(self.key(sts.namespace, sts.name), float(min_ready))
         if status == sts.status:
             return False
 

@@ -1,7 +1,8 @@
 """The StatefulSet controller on a fake clock with a stand-in kubelet: ordered creation
 that waits for Ready, claims per ordinal kept or owned as the retention policy says,
-scale down from the highest ordinal, Parallel, and the rolling update by ordinal down to
-the partition with its ControllerRevisions."""
+scale down from the highest ordinal, Parallel, start ordinals and moving them, and the
+rolling update by ordinal down to the partition (counted from the start ordinal) within
+maxUnavailable, with its ControllerRevisions and minReadySeconds."""
 
 from __future__ import annotations
 
@@ -146,3 +147,112 @@ async def test_rolling_update_goes_from_the_highest_ordinal_down_to_the_partitio
     assert (status["currentReplicas"], status["updatedReplicas"]) == (1, 2)
     assert sorted(r.body["revision"] for r in api.list("ControllerRevision", "default").items) \
         == [1, 2]
+
+
+def set_image(api: APIServer, image: str) -> None:
+    sts = api.get("StatefulSet", "db", "default")
+    sts.spec["template"]["spec"]["containers"][0]["image"] = image
+    api.update(sts)
+
+
+def terminating(api: APIServer) -> list[str]:
+    return [p.name for p in pods(api) if p.metadata.deletion_timestamp]
+
+
+async def ready_set(api: APIServer, clock: Any, ctl: StatefulSetController,
+                    rounds: int = 6) -> None:
+    for _ in range(rounds):
+        await settle(ctl)
+        run(api, clock)
+
+
+async def test_max_unavailable_deletes_that_many_old_pods_at_once_from_the_top() -> None:
+    api, clock = cluster()
+    api.create(stateful_set(replicas=5, podManagementPolicy="Parallel", updateStrategy={
+        "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "40%"}}))
+    ctl = StatefulSetController(api, clock=clock)
+    await ready_set(api, clock, ctl)
+    set_image(api, "v2")
+    await settle(ctl)
+    # 40% of 5 is 2: the two highest ordinals go together
+    assert terminating(api) == ["db-3", "db-4"]
+    finish_deletes(api)
+    await settle(ctl)
+    run(api, clock, ready=False, only=["db-3", "db-4"])
+    await settle(ctl)
+    assert terminating(api) == []  # two new pods not Ready: the budget is spent
+    run(api, clock, only=["db-4"])
+    await settle(ctl)
+    assert terminating(api) == ["db-2"]  # one of two Ready again: one more goes
+    await ready_set(api, clock, ctl, rounds=8)
+    images = {p.name: p.spec["containers"][0]["image"] for p in live_pods(api)}
+    assert images == {f"db-{i}": "v2" for i in range(5)}
+    status = api.get("StatefulSet", "db", "default").status
+    assert status["currentRevision"] == status["updateRevision"]
+    assert status["updatedReplicas"] == 5
+
+
+async def test_an_unavailable_pod_below_the_partition_uses_up_the_budget() -> None:
+    api, clock = cluster()
+    api.create(stateful_set(replicas=3, updateStrategy={
+        "type": "RollingUpdate", "rollingUpdate": {"partition": 1, "maxUnavailable": 1}}))
+    ctl = StatefulSetController(api, clock=clock)
+    await ready_set(api, clock, ctl)
+    # db-0 (kept by the partition) stops being Ready
+    run(api, clock, ready=False, only=["db-0"])
+    set_image(api, "v2")
+    await settle(ctl)
+    assert terminating(api) == []
+    run(api, clock, only=["db-0"])
+    await ready_set(api, clock, ctl)
+    images = {p.name: p.spec["containers"][0]["image"] for p in live_pods(api)}
+    assert images == {"db-0": "v1", "db-1": "v2", "db-2": "v2"}
+
+
+async def test_partition_counts_from_the_start_ordinal() -> None:
+    api, clock = cluster()
+    api.create(stateful_set(replicas=3, ordinals={"start": 5}, updateStrategy={
+        "type": "RollingUpdate", "rollingUpdate": {"partition": 2}}))
+    ctl = StatefulSetController(api, clock=clock)
+    await ready_set(api, clock, ctl)
+    assert names(api) == ["db-5", "db-6", "db-7"]
+    set_image(api, "v2")
+    await ready_set(api, clock, ctl)
+    images = {p.name: p.spec["containers"][0]["image"] for p in live_pods(api)}
+    assert images == {"db-5": "v1", "db-6": "v1", "db-7": "v2"}
+
+
+async def test_ordered_ready_waits_for_min_ready_seconds_before_the_next_ordinal() -> None:
+    api, clock = cluster()
+    api.create(stateful_set(replicas=2, minReadySeconds=10))
+    ctl = StatefulSetController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    await settle(ctl)
+    assert names(api) == ["db-0"]
+    status = api.get("StatefulSet", "db", "default").status
+    assert (status["readyReplicas"], status["availableReplicas"]) == (1, 0)
+    clock.advance(10)
+    await settle(ctl)
+    assert names(api) == ["db-0", "db-1"]
+    assert api.get("StatefulSet", "db", "default").status["availableReplicas"] == 1
+
+
+async def test_moving_the_start_ordinal_makes_the_new_range_then_removes_the_old() -> None:
+    api, clock = cluster()
+    api.create(stateful_set(replicas=3))
+    ctl = StatefulSetController(api, clock=clock)
+    await ready_set(api, clock, ctl)
+    sts = api.get("StatefulSet", "db", "default")
+    sts.spec["ordinals"] = {"start": 2}
+    api.update(sts)
+    seen: list[list[str]] = []
+    for _ in range(8):
+        await settle(ctl)
+        run(api, clock)
+        if not seen or seen[-1] != names(api):
+            seen.append(names(api))
+    # OrderedReady: db-3 then db-4 are made first, then db-1 and db-0 go, highest first
+    assert seen == [["db-0", "db-1", "db-2", "db-3"], ["db-0", "db-1", "db-2", "db-3", "db-4"],
+                    ["db-0", "db-2", "db-3", "db-4"], ["db-2", "db-3", "db-4"]]
+    assert set(claims(api)) == {f"data-db-{i}" for i in range(5)}  # Retain keeps them
