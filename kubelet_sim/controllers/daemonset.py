@@ -18,6 +18,7 @@ daemon pod (scheduled, ready, available after ``minReadySeconds``, updated).
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from kubelet_sim.api import node_affinity
 from kubelet_sim.api.errors import NotFound
@@ -48,6 +49,7 @@ from kubelet_sim.controllers.workload_pods import (
     selector_of,
 )
 from kubelet_sim.controllers.workload_queue import WorkloadController
+from kubelet_sim.utils.clock import ExponentialBackoff
 
 COMPONENT = "daemonset-controller"
 TEMPLATE_GENERATION = "pod-template-generation"
@@ -116,6 +118,10 @@ class DaemonSetController(WorkloadController):
     # a node change may concern every DaemonSet
     adopts = ("Pod", "ControllerRevision", "Node")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._failed_pods = ExponentialBackoff(self.clock, initial=1.0, cap=900.0)
+
     async def sync(self, ds: Resource) -> bool:
         if ds.metadata.deletion_timestamp:
             return False
@@ -167,11 +173,19 @@ class DaemonSetController(WorkloadController):
         for pod in on_node:
             if pod.metadata.deletion_timestamp:
                 continue
-            if is_terminal(pod):
-                if pod.status.get("phase") == "Failed":
-                    self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedDaemonPod",
-                               f"Found failed daemon pod {pod.namespace}/{pod.name} on node "
-                               f"{node}, will try to kill it")
+            if pod.status.get("phase") == "Failed":
+                # the controller backs off deleting failed pods node by node (1 s doubling
+                # to 15 min), not to fight a kubelet that keeps refusing them
+                key = f"{ds.namespace}/{ds.name}/{node}"
+                if not self._failed_pods.ready(key):
+                    self._note_retry(self.key(ds.namespace, ds.name), self._failed_pods.wait(key))
+                    continue
+                self._failed_pods.failed(key)
+                self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedDaemonPod",
+                           f"Found failed daemon pod {pod.namespace}/{pod.name} on node "
+                           f"{node}, will try to kill it")
+                changed = self._delete(ds, pod) or changed
+            elif is_terminal(pod):
                 changed = self._delete(ds, pod) or changed
             else:
                 running.append(pod)

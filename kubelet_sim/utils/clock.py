@@ -111,6 +111,10 @@ class ExponentialBackoff:
         """True when ``key`` may be attempted now."""
         return self._clock.monotonic() >= self._not_before.get(key, float("-inf"))
 
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` may be attempted (0 when it may now)."""
+        return max(0.0, self._not_before.get(key, float("-inf")) - self._clock.monotonic())
+
     def succeeded(self, key: str) -> None:
         """Forget ``key``'s backoff."""
         self._delay.pop(key, None)

@@ -180,3 +180,31 @@ async def test_status_counts_available_only_after_min_ready_seconds() -> None:
     await settle(ctl)
     status = api.get("DaemonSet", "agent", "default").status
     assert (status["numberAvailable"], status.get("numberUnavailable")) == (2, None)
+
+
+async def test_failed_pods_are_replaced_with_a_back_off_per_node() -> None:
+    api, clock = cluster(nodes=1)
+    api.create(daemon_set())
+    ctl = DaemonSetController(api, clock=clock)
+
+    async def fail_the_pod() -> str:
+        await settle(ctl)
+        [pod] = live_pods(api)
+        run(api, clock, phase="Failed")
+        await settle(ctl)
+        return pod.name
+
+    first = await fail_the_pod()
+    assert first not in {p.name for p in pods(api)}  # the first failure: deleted at once
+    second = await fail_the_pod()
+    assert api.get("Pod", second, "default").status["phase"] == "Failed"  # within 1 s
+    clock.advance(1)
+    await settle(ctl)
+    assert second not in {p.name for p in pods(api)}
+    third = await fail_the_pod()
+    clock.advance(1)
+    await settle(ctl)
+    assert third in {p.name for p in pods(api)}  # the back-off doubled to 2 s
+    clock.advance(1)
+    await settle(ctl)
+    assert third not in {p.name for p in pods(api)}
