@@ -357,7 +357,8 @@ def test_leftovers_of_rounding_go_to_the_largest_and_newest_replica_set() -> Non
     # one may be given: the newer of the equal ones takes it
     up = {r.name: n for r, n in proportional_sizes([older, newer], 4, 1, 4)}
     assert up == {"b": 3, "a": 2}
-    # down to 3 of max: round(2 * 3/4) - 2 = -1 each, one only: the older gives it
+    # down to 3 of max: round(2 * 3/4) = round(1.5) = 2, no share; the leftover -1 goes to
+    # the first of equal ones when scaling down: the older
     down = {r.name: n for r, n in proportional_sizes([older, newer], 2, 1, 4)}
     assert down == {"a": 1, "b": 2}
     # to 0: every ReplicaSet its whole size
