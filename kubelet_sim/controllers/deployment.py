@@ -5,13 +5,19 @@ pods), rolled out by the strategy:
 * RollingUpdate: the new ReplicaSet grows while all pods stay within ``replicas +
   maxSurge`` (rounded up); old ones shrink while ``replicas - maxUnavailable`` (rounded
   down) stay available, their unavailable pods first;
-* Recreate: the old ReplicaSets go to 0 and their pods away before the new one grows.
+* Recreate: the old ReplicaSets go to 0 and their pods away before the new one is made.
+
+A change of ``replicas`` that an active ReplicaSet's ``desired-replicas`` does not match
+yet (a scaling event), or any pass of a paused Deployment, scales instead of rolling: the
+added or removed replicas are spread over the ReplicaSets in proportion
+(:mod:`.deployment_scale`).
 
 Each ReplicaSet carries ``deployment.kubernetes.io/revision`` (the new one one above the
 highest; a template seen before takes its ReplicaSet back with the next revision: what
 ``kubectl rollout undo`` relies on), ``desired-replicas`` and ``max-replicas``; the
 Deployment carries its new ReplicaSet's revision. Old ReplicaSets beyond
-``revisionHistoryLimit`` are deleted once scaled to 0. The status counts the pods of all
+``revisionHistoryLimit`` are deleted once scaled to 0 and empty, after a complete rollout
+(or while paused). The status counts the pods of all
 its ReplicaSets (``updatedReplicas``: the new one's) with the conditions
 ``Available`` (MinimumReplicasAvailable / MinimumReplicasUnavailable) and ``Progressing``
 (NewReplicaSetCreated, FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable,
