@@ -333,10 +333,6 @@ class Resource:
         """True once a delete was accepted but finalizers (or a grace period) keep it."""
         return self.metadata.deletion_timestamp is not None
 
-    def desired_state(self) -> JSON:
-        """Everything but metadata and status: what ``metadata.generation`` tracks."""
-        return {"spec": self.spec, **self.body}
-
     def copy(self) -> Resource:
         """A deep copy (the API server hands out one per object it returns)."""
         meta = self.metadata

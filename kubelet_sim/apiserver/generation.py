@@ -28,13 +28,7 @@ from typing import Any
 from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import Resource, kind_info
 
-__all__ = ["RULES", "STATUS_WRITES_ANNOTATIONS", "on_create", "on_delete", "on_update",
-           "tracked"]
-
-# Kinds whose status strategy resets only spec (and labels) on a status write, so the
-# annotations it carries are stored, with no generation move: the deployment controller
-# writes its deployment.kubernetes.io/revision annotation that way.
-STATUS_WRITES_ANNOTATIONS = frozenset({"Deployment"})
+__all__ = ["RULES", "on_create", "on_delete", "on_update", "tracked"]
 
 SPEC = "spec"
 SPEC_AND_ANNOTATIONS = "spec+annotations"

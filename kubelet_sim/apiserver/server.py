@@ -11,7 +11,8 @@ API server's:
 * ``metadata.generation`` only for the kinds kube-apiserver keeps it for, moved by what
   each of them watches (:mod:`kubelet_sim.apiserver.generation`);
 * kinds with a status subresource: ``update`` ignores ``status``, ``update_status``
-  writes only ``status``;
+  writes ``status`` and the metadata the kind's status strategy lets through
+  (:mod:`kubelet_sim.apiserver.status_strategy`);
 * delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
   until its finalizers are gone; a scheduled Pod stays for its grace period until
   deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
@@ -70,7 +71,7 @@ from kubelet_sim.api.model import (
     stored_kind,
 )
 from kubelet_sim.api.selectors import LabelSelector, query_predicate
-from kubelet_sim.apiserver import continue_token, generation
+from kubelet_sim.apiserver import continue_token, generation, status_strategy
 from kubelet_sim.apiserver.admission import (
     InjectedConflicts,
     admit_delete,
@@ -335,7 +336,8 @@ class APIServer:
 
     @locked
     def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
-        """Replace only ``status`` (the status subresource); everything else is ignored."""
+        """Replace ``status`` (the status subresource), and the user metadata the kind's
+        status strategy lets a status write change (:mod:`.status_strategy`)."""
         kind = obj.kind if isinstance(obj, Resource) else \
             stored_kind(str(obj.get("kind")), str(obj.get("apiVersion") or ""))
         if not kind_info(kind).status_subresource:
@@ -545,11 +547,7 @@ class APIServer:
         if sent.uid and sent.uid != current.metadata.uid:
             raise Conflict(f"Precondition failed: UID in object meta: {sent.uid}")
         if status_only:
-            updated = current.copy()
-            updated.status = obj.status
-            updated.metadata.managed_fields = obj.metadata.managed_fields
-            if obj.kind in generation.STATUS_WRITES_ANNOTATIONS:
-                updated.metadata.annotations = dict(obj.metadata.annotations)
+            updated = status_strategy.status_write(current, obj)
         else:
             updated = obj
             cur = current.metadata
@@ -562,17 +560,15 @@ class APIServer:
             if not updated.metadata.managed_fields:
                 # a write that does not send them keeps them, as kube-apiserver does
                 updated.metadata.managed_fields = clone(cur.managed_fields)
-            if current.is_terminating:
-                added = set(updated.metadata.finalizers) - set(cur.finalizers)
-                if added:
-                    raise Invalid("metadata.finalizers",
-                                  "Forbidden: no new finalizers can be added if the object "
-                                  "is being deleted")
             admit_update(updated)
             if updated.kind == "Namespace":
                 keep_namespace_finalizers(current, updated)
             if updated.kind == "Service":
                 self.services.keep_allocated(current, updated)
+        if current.is_terminating and \
+                set(updated.metadata.finalizers) - set(current.metadata.finalizers):
+            raise Invalid("metadata.finalizers", "Forbidden: no new finalizers can be added "
+                          "if the object is being deleted")
         apply_defaults(updated)
         updated = self.custom.prepare(updated, self.clock.now())
         validate(updated)

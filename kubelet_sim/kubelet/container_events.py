@@ -47,12 +47,19 @@ def _containers(pod: Resource) -> list[tuple[str, str, str]]:
             for c in pod.spec.get(field) or []]
 
 
-def containers_started(recorder: EventRecorder, pod: Resource, node: str) -> None:
+def containers_started(recorder: EventRecorder, pod: Resource, node: str,
+                       skip: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """The start events of every container not in ``skip``; returns the names started."""
+    started = set()
     for field, name, image in _containers(pod):
+        if name in skip:
+            continue
+        started.add(name)
         path = f"spec.{field}{{{name}}}"
         for event in start_events(name, image):
             recorder.record("Pod", pod.namespace, pod.name, NORMAL, event.reason,
                             event.message, COMPONENT, host=node, field_path=path)
+    return started
 
 
 def containers_killed(recorder: EventRecorder, pod: Resource, node: str) -> None:

@@ -67,10 +67,11 @@ from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
+from kubelet_sim.kubelet.partial_start import write_started
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
-from kubelet_sim.kubelet.pod_status import write_config_error, write_running, write_waiting
+from kubelet_sim.kubelet.pod_status import write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
 from kubelet_sim.kubelet.readiness import refresh_readiness
@@ -108,6 +109,7 @@ class PodRecord:
     ips: list[str] = field(default_factory=list)
     pod: Resource | None = None  # the pod as last seen: what a teardown needs once it is gone
     containers_created: bool = False  # past CreateContainerConfigError: Created/Started
+    started: set[str] = field(default_factory=set)  # containers created while others wait
 
 
 class Kubelet:
@@ -408,9 +410,9 @@ class Kubelet:
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         if not record.containers_created:
             if self._config_missing(pod):
-                return self._wait_for_config(pod)
+                return self._wait_for_config(pod, record)
             record.containers_created = True
-            containers_started(self.recorder, pod, self.node_name)
+            containers_started(self.recorder, pod, self.node_name, skip=record.started)
         self._stop_waiting_for_config(uid)
         self.waiting.pop(uid, None)
         self.republish.synced(uid)
@@ -499,12 +501,15 @@ class Kubelet:
             return self.cache.get(kind, name, namespace)
         return config_errors(pod, lookup)
 
-    def _wait_for_config(self, pod: Resource) -> bool:
+    def _wait_for_config(self, pod: Resource, record: PodRecord) -> bool:
         """The pod's sandbox runs but a container's ConfigMap or Secret is missing: the
-        container waits (CreateContainerConfigError, a ``Failed`` event) until the object
-        appears (config_news.py wakes the pod then)."""
+        other containers start, that one waits (CreateContainerConfigError, a ``Failed``
+        event) until the object appears (config_news.py wakes the pod then;
+        partial_start.py)."""
         uid = pod.metadata.uid
         errors = self._config_missing(pod)
+        record.started |= containers_started(self.recorder, pod, self.node_name,
+                                             skip=record.started | set(errors))
         for key in referenced(pod):
             self.config_waits[key] = self.config_waits.get(key, frozenset()) | {uid}
         message = "; ".join(f"{c}: {m}" for c, m in sorted(errors.items()))
@@ -514,10 +519,12 @@ class Kubelet:
         record_events(self.recorder, pod, self.node_name, [
             ContainerEvent(c, "Failed", f"Error: {m}", warning=True) for c, m in errors.items()])
         now = self._now()
+        host_ip = self._node_host_ip()
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
-            write_config_error(current, errors=errors, now=now)
+            write_started(current, errors=errors, sandbox_id=record.sandbox_id,
+                          host_ip=host_ip, ips=record.ips, now=now)
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -537,17 +544,20 @@ class Kubelet:
                 else:
                     self.config_waits.pop(key, None)
 
-    def _set_running(self, pod: Resource, record: PodRecord) -> None:
+    def _node_host_ip(self) -> str:
         with contextlib.suppress(NotFound):  # a deleted Node: the address it had
             node = self.api.get("Node", self.node_name)
             self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
                                   if a.get("type") == "InternalIP"), "")
-        host_ip = self._host_ip
+        return self._host_ip
+
+    def _set_running(self, pod: Resource, record: PodRecord) -> None:
+        host_ip = self._node_host_ip()
         now = self._now()
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
-            write_running(current, sandbox_id=record.sandbox_id, host_ip=host_ip,
+            write_started(current, errors={}, sandbox_id=record.sandbox_id, host_ip=host_ip,
                           ips=record.ips, now=now)
             refresh_readiness(current, self.clock.now())
             self.api.update_status(current)
@@ -618,7 +628,8 @@ class Kubelet:
         self._stop_waiting_for_config(pod.metadata.uid)
         record = self.pods.get(pod.metadata.uid)
         if record is not None:
-            await self._tear_down(pod, record, killed=bool(record.containers_created))
+            killed = bool(record.containers_created or record.started)
+            await self._tear_down(pod, record, killed=killed)
         return True
 
     # -- pod teardown ----------------------------------------------------------------------

@@ -96,24 +96,3 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
         for c in pod.spec.get("containers", [])
     ]
 
-
-def write_config_error(pod: Resource, *, errors: dict[str, str], now: str) -> None:
-    """Pending with its sandbox up: the containers in ``errors`` wait with
-    CreateContainerConfigError (the kubelet's message), the others are not created yet."""
-    st = pod.status
-    st.setdefault("phase", "Pending")
-    st.setdefault("startTime", now)
-    unready = " ".join(str(c.get("name", "")) for c in pod.spec.get("containers", []))
-    st["conditions"] = conditions(pod, sandbox_ready=True, ready=False, reason="", message="",
-                                  now=now)
-    for cond in st["conditions"]:
-        if cond["type"] in ("ContainersReady", "Ready"):
-            cond["message"] = f"containers with unready status: [{unready}]"
-    st["containerStatuses"] = [
-        {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-         "ready": False, "started": False, "restartCount": 0,
-         "state": {"waiting": {"reason": "CreateContainerConfigError",
-                               "message": errors[c.get("name", "")]}
-                   if c.get("name", "") in errors else {"reason": CONTAINER_CREATING}}}
-        for c in pod.spec.get("containers", [])
-    ]

@@ -10,13 +10,16 @@ its name and uid), with the entry's ``expirationSeconds``; the answers' statuses
 no ``tokenRequests``, adds nothing.
 
 The token manager keeps each answer and asks again only when it needs a refresh: past 80%
-of its lifetime (within 20% of its expiry) or older than 24 h (kubelet's token manager;
-its random jitter of up to 10 s is left out so that a fake clock decides).
+of its lifetime (within 20% of its expiry) or older than 24 h, less a jitter of 0 to 9
+whole seconds drawn at each check, as the kubelet's token manager truncates
+``rand.Float64() * 10 s`` (its random source is injectable: tests pass a fixed one).
 """
 
 from __future__ import annotations
 
 import json
+import random as random_module
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,6 +31,7 @@ from kubelet_sim.utils.clock import Clock
 
 TOKENS_KEY = "csi.storage.k8s.io/serviceAccount.tokens"
 MAX_TTL = timedelta(hours=24)  # the token manager refreshes anything older
+MAX_JITTER_SECONDS = 10  # a refresh comes up to this much earlier
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,11 @@ class _Key:
 class TokenManager:
     """The kubelet's token manager: TokenRequest answers, kept until due for refresh."""
 
-    def __init__(self, api: APIServer, clock: Clock) -> None:
+    def __init__(self, api: APIServer, clock: Clock,
+                 random: Callable[[], float] = random_module.random) -> None:
         self.api = api
         self.clock = clock
+        self.random = random  # uniform in [0, 1), as Go's rand.Float64
         self._cache: dict[_Key, JSON] = {}
 
     def token(self, pod: PodInfo, audiences: list[str],
@@ -69,11 +75,13 @@ class TokenManager:
         return dict(answered["status"])
 
     def requires_refresh(self, answered: JSON) -> bool:
-        return self.clock.now() > refresh_time(answered)
+        jitter = timedelta(seconds=int(self.random() * MAX_JITTER_SECONDS))
+        return self.clock.now() > refresh_time(answered) - jitter
 
     def refresh_due(self, pod: PodInfo, audiences: list[str],
                     expiration_seconds: int | None) -> datetime | None:
-        """When the kept token for these arguments needs a refresh (None: none kept)."""
+        """When the kept token for these arguments needs a refresh at the latest, jitter
+        aside (None: none kept)."""
         key = _Key(pod.namespace, pod.service_account, tuple(audiences), expiration_seconds,
                    pod.name, pod.uid)
         cached = self._cache.get(key)

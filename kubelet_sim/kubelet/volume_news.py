@@ -7,41 +7,29 @@ events at hand)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.shared_cache import SharedCache
+from kubelet_sim.kubelet.news_relay import NewsRelay
 
 
-class VolumeNews:
+class VolumeNews(NewsRelay):
     """Told by the shared cache (from whichever thread commits); :meth:`take` says whether
     anything came since the last take. ``dirty`` wakes the loop, only for this node."""
 
     def __init__(self, cache: SharedCache, node_name: str, dirty: asyncio.Event) -> None:
         self.node_name = node_name
         self._moved = False
-        self._told = asyncio.Event()
-        self._unsubscribe = cache.notify(("Node", "VolumeAttachment"), self._told,
-                                         self._changed)
-        self._relay = asyncio.create_task(self._wake(dirty), name=f"volume-news-{node_name}")
+        super().__init__(cache, ("Node", "VolumeAttachment"), dirty,
+                         f"volume-news-{node_name}")
 
-    def _changed(self, obj: Resource) -> None:  # inside a commit: quick, reads only
+    def _changed(self, obj: Resource) -> None:
         if (obj.name if obj.kind == "Node" else obj.spec.get("nodeName")) == self.node_name:
             self._moved = True
 
-    async def _wake(self, dirty: asyncio.Event) -> None:
-        while True:
-            await self._told.wait()
-            self._told.clear()
-            if self._moved:
-                dirty.set()
+    def _pending(self) -> bool:
+        return self._moved
 
     def take(self) -> bool:
         moved, self._moved = self._moved, False
         return moved
-
-    async def close(self) -> None:
-        self._unsubscribe()
-        self._relay.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._relay

@@ -154,14 +154,18 @@ def test_main_update_ignores_status(api: APIServer) -> None:
     assert updated.labels == {"l": "v"}
 
 
-def test_status_update_ignores_spec_and_metadata(api: APIServer) -> None:
+def test_pod_status_update_ignores_spec_and_owner_references_but_keeps_labels(
+        api: APIServer) -> None:
     obj = api.create(pod("web"))
     obj.status = {"phase": "Running", "podIP": "10.244.1.2"}
     obj.spec["nodeName"] = "node-9"
     obj.labels["l"] = "v"
+    obj.metadata.owner_references = [{"apiVersion": "v1", "kind": "Node", "name": "n",
+                                      "uid": "u-1"}]
     updated = api.update_status(obj)
     assert updated.status["podIP"] == "10.244.1.2"
-    assert "nodeName" not in updated.spec and updated.labels == {}
+    assert "nodeName" not in updated.spec and updated.metadata.owner_references == []
+    assert updated.labels == {"l": "v"}  # podStatusStrategy leaves labels to the request
 
 
 def test_status_update_with_stale_version_fails_conflict(api: APIServer) -> None:

@@ -205,3 +205,31 @@ async def test_a_failed_republish_is_reported_once_and_not_retried_with_a_backof
                         "found"]
     assert node.clock.sleeps == []
     assert len(node.driver.requests_of("NodePublishVolume")) == 1
+
+
+def token_of(tokens: TokenManager, pod: PodInfo, seconds: int) -> str:
+    return str(tokens.token(pod, ["vault"], seconds)["token"])
+
+
+@pytest.mark.parametrize(("draw", "jitter"), [(0.0, 0), (0.5, 5), (0.999, 9)])
+def test_a_token_is_refreshed_up_to_a_whole_second_jitter_before_80_percent_of_its_life(
+        node: Node, draw: float, jitter: int) -> None:
+    tokens = TokenManager(node.api, node.clock, random=lambda: draw)
+    first = token_of(tokens, node.pod, 3600)
+
+    node.clock.advance(2880 - jitter)  # the 80% point less the jitter: not past it
+    assert token_of(tokens, node.pod, 3600) == first
+    node.clock.advance(0.5)
+    assert token_of(tokens, node.pod, 3600) != first
+
+
+def test_a_long_lived_token_is_refreshed_a_jitter_before_it_is_24_hours_old(
+        node: Node) -> None:
+    tokens = TokenManager(node.api, node.clock, random=lambda: 0.75)  # 7 s
+    week = 7 * 24 * 3600
+    first = token_of(tokens, node.pod, week)
+
+    node.clock.advance(24 * 3600 - 7)
+    assert token_of(tokens, node.pod, week) == first
+    node.clock.advance(0.5)
+    assert token_of(tokens, node.pod, week) != first
