@@ -191,3 +191,24 @@ def test_ready_after_still_delays_a_container_whose_readiness_probe_passes() -> 
     assert pod.status["containerStatuses"][0]["ready"] is False
     refresh_readiness(pod, clock.now() + timedelta(seconds=5))
     assert pod.status["containerStatuses"][0]["ready"] is True
+
+
+def test_a_startup_kill_restarts_the_container_under_on_failure() -> None:
+    clock = FakeClock()
+    pod = running(clock, "OnFailure", startupProbe=http(periodSeconds=1, failureThreshold=2))
+    pod.metadata.annotations[SIM + "startup-passes-after.main"] = "never"
+    out = kill_failed(pod, clock.now() + timedelta(seconds=1), CrashLoopBackOff())
+    assert out.events[0].message == "Container main failed startup probe, will be restarted"
+    status = pod.status["containerStatuses"][0]
+    assert status["restartCount"] == 1
+    assert (status["started"], status["ready"]) == (False, False)  # the new one starts over
+
+
+def test_a_container_without_probes_is_left_to_the_other_rules() -> None:
+    clock = FakeClock()
+    pod = running(clock)
+    pod.metadata.annotations[SIM + "liveness-fails-after"] = "0s"
+    assert probe_container(pod, pod.status["containerStatuses"][0],
+                           clock.now() + timedelta(hours=1)) is None
+    assert not kill_failed(pod, clock.now() + timedelta(hours=1), CrashLoopBackOff())
+    assert not refresh_readiness(pod, clock.now() + timedelta(hours=1))
