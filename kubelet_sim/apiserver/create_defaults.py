@@ -34,6 +34,24 @@ def default_container(container: JSON) -> None:
         container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
+    for field in ("livenessProbe", "readinessProbe", "startupProbe"):
+        if isinstance(container.get(field), dict):
+            default_probe(container[field])
+
+
+# SetDefaults_Probe: a probe's unset (or zero) timing fields
+PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1,
+                  "failureThreshold": 3}
+
+
+def default_probe(probe: JSON) -> None:
+    for name, value in PROBE_DEFAULTS.items():
+        if not probe.get(name):
+            probe[name] = value
+    http = probe.get("httpGet")
+    if isinstance(http, dict):  # SetDefaults_HTTPGetAction
+        http["path"] = http.get("path") or "/"
+        http["scheme"] = http.get("scheme") or "HTTP"
 
 
 def default_pod_spec(spec: JSON) -> None:

@@ -25,6 +25,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver import configmaps, rbac, secret_rules, workloads
+from kubelet_sim.apiserver.probe_rules import validate_probes
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
@@ -182,6 +183,7 @@ def _pod(obj: Resource) -> None:
         # only init containers (sidecars) may set their own restartPolicy
         _check(c.get("restartPolicy") is None, f"{path}.restartPolicy",
                "Forbidden: may not be set for non-init containers")
+        validate_probes(c, path)
         names: set[str] = set()
         for j, port in enumerate(c.get("ports") or []):
             ppath = f"{path}.ports[{j}]"

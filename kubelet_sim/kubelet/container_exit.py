@@ -42,8 +42,8 @@ from kubelet_sim.kubelet.readiness import refresh_readiness
 EXIT_AFTER = "sim.cni-csi-mini.io/exit-after"
 EXIT_CODE = "sim.cni-csi-mini.io/exit-code"
 
-__all__ = ["EXIT_AFTER", "EXIT_CODE", "Exits", "exit_due_containers", "exit_plan", "exited",
-           "parse_duration", "restart_container"]
+__all__ = ["EXIT_AFTER", "EXIT_CODE", "Exits", "end_pod", "exit_due_containers", "exit_plan",
+           "exited", "parse_duration", "restart_container"]
 
 
 def exit_plan(pod: Resource) -> tuple[float, int] | None:
@@ -93,9 +93,10 @@ def exited(pod: Resource, now: datetime, backoff: CrashLoopBackOff | None = None
     whose back-off is over (in place, on ``pod.status``)."""
     out = Exits()
     plan = exit_plan(pod)
-    if plan is None or pod.status.get("phase") != "Running":
+    if pod.status.get("phase") != "Running":
         return out
-    after, code = plan
+    # without the annotations only a back-off (after a liveness kill) is waited out
+    after, code = plan if plan is not None else (0.0, 0)
     backoff = backoff or CrashLoopBackOff()
     policy = pod.spec.get("restartPolicy", "Always")
     images = {c.get("name"): str(c.get("image", "")) for c in pod.spec.get("containers") or []}
@@ -105,6 +106,8 @@ def exited(pod: Resource, now: datetime, backoff: CrashLoopBackOff | None = None
         state = status.get("state") or {}
         key = (pod.metadata.uid, name, images.get(name, ""))
         if "running" in state:
+            if plan is None:
+                continue
             started = parse_time(state["running"]["startedAt"])
             exited_at = started + timedelta(seconds=after)
             if exited_at > now:
@@ -157,13 +160,24 @@ def _end(pod: Resource, succeeded: bool, stamp: str) -> None:
             cond.pop("message", None)
 
 
+def _backing_off(pod: Resource) -> bool:
+    return any(((s.get("state") or {}).get("waiting") or {}).get("reason")
+               == CRASH_LOOP_BACK_OFF for s in pod.status.get("containerStatuses") or [])
+
+
+def end_pod(pod: Resource, succeeded: bool, now: datetime) -> None:
+    """Every container of ``pod`` ended: the pod's phase and Ready conditions say so."""
+    _end(pod, succeeded, format_time(now))
+
+
 def exit_due_containers(api: APIServer, pod: Resource, now: datetime,
                         backoff: CrashLoopBackOff | None = None,
                         recorder: EventRecorder | None = None, node: str = "") -> bool:
     """Write the exits and restarts of ``pod``'s containers that are due (and record
     their events); True when written."""
     backoff = backoff or CrashLoopBackOff()
-    if exit_plan(pod) is None or not exited(pod.copy(), now, backoff):
+    if (exit_plan(pod) is None and not _backing_off(pod)) or \
+            not exited(pod.copy(), now, backoff):
         return False
     done: list[Exits] = []
 

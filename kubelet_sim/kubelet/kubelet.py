@@ -74,6 +74,8 @@ from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import write_waiting
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
+from kubelet_sim.kubelet.probe_events import ProbeEvents
+from kubelet_sim.kubelet.probe_kills import kill_failed_containers
 from kubelet_sim.kubelet.readiness import refresh_readiness
 from kubelet_sim.kubelet.sandbox_config import sandbox_config
 from kubelet_sim.kubelet.service_account_tokens import (
@@ -177,6 +179,7 @@ class Kubelet:
         self.sandbox_backoff = ExponentialBackoff(self.clock)
         # the back-off of restarting failed containers (CrashLoopBackOff)
         self.crash_backoff = CrashLoopBackOff()
+        self.probe_events = ProbeEvents(self.recorder, node_name)  # Unhealthy, once each
         # (kind, namespace, name) of a missing ConfigMap or Secret -> the uids of the pods
         # whose containers wait for it (CreateContainerConfigError); values are replaced,
         # never changed in place (read from the committing thread, config_news.py)
@@ -577,6 +580,10 @@ class Kubelet:
         now = self.clock.now()
         changed = exit_due_containers(self.api, pod, now, self.crash_backoff,
                                       self.recorder, self.node_name)
+        # the prober (prober.py): failed probes reported, failed liveness/startup kills
+        self.probe_events.record(pod, now)
+        changed |= kill_failed_containers(self.api, pod, now, self.crash_backoff,
+                                          self.recorder, self.node_name)
         # both only touch the status: a copy of it is enough to ask (never the cached pod's)
         probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
                          status=copy.deepcopy(pod.status))
@@ -674,6 +681,7 @@ class Kubelet:
         self.tokens.forget_pod(uid)
         self.local_volumes.forget(uid)
         self.crash_backoff.forget_pod(uid)
+        self.probe_events.forget_pod(uid)
         self._stop_waiting_for_config(uid)
         self._forget_sandbox_failures(uid)
         try:  # its volumes are unmounted: nothing of the pod stays on the node

@@ -1,9 +1,10 @@
 """Readiness of a running pod, as the kubelet's status manager derives it.
 
-No probe runs here: a container is ready once it runs, unless the pod's annotation
-``sim.cni-csi-mini.io/ready-after`` (a Go duration, ``3s``) delays it — its readiness
-probe succeeds that long after the container started — or says ``never`` (the probe
-never succeeds). A container that is not running is never ready.
+A running container is ``started`` unless it has a startup probe that has not succeeded
+yet, and ``ready`` once started when its readiness probe (if any) says Success (the
+probe workers of prober.py). The pod's annotation ``sim.cni-csi-mini.io/ready-after`` (a
+Go duration, ``3s``) also delays readiness that long after the container started, or says
+``never`` (it never becomes ready). A container that is not running is never ready.
 
 ``ContainersReady`` is True when every container is ready (else reason
 ``ContainersNotReady``, ``containers with unready status: [a b]``); ``Ready`` is that and
@@ -17,13 +18,15 @@ from datetime import datetime, timedelta
 
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.kubelet.go_duration import parse_duration
+from kubelet_sim.kubelet.prober import ContainerProbes, probe_container
 
 READY_AFTER = "sim.cni-csi-mini.io/ready-after"
 
 
-def _container_ready(pod: Resource, status: JSON, now: datetime) -> bool:
+def _container_ready(pod: Resource, status: JSON, now: datetime,
+                     probes: ContainerProbes | None) -> bool:
     running = (status.get("state") or {}).get("running")
-    if running is None:
+    if running is None or (probes is not None and not probes.ready):
         return False
     wanted = pod.metadata.annotations.get(READY_AFTER)
     if wanted is None:
@@ -71,14 +74,18 @@ def _set(pod: Resource, kind: str, ready: bool, reason: str, message: str,
 
 
 def refresh_readiness(pod: Resource, now: datetime) -> bool:
-    """Set each container's ``ready`` and the pod's ContainersReady and Ready conditions
-    of a Running pod (in place); True when something changed."""
+    """Set each container's ``started`` and ``ready`` and the pod's ContainersReady and
+    Ready conditions of a Running pod (in place); True when something changed."""
     if pod.status.get("phase") != "Running":
         return False
     changed = False
     unready = []
     for status in pod.status.get("containerStatuses") or []:
-        ready = _container_ready(pod, status, now)
+        probes = probe_container(pod, status, now)
+        if probes is not None and status.get("started") != probes.started:
+            status["started"] = probes.started
+            changed = True
+        ready = _container_ready(pod, status, now, probes)
         if status.get("ready") != ready:
             status["ready"] = ready
             changed = True
