@@ -206,6 +206,12 @@ class JobController(WorkloadController):
         super().__init__(*args, **kwargs)
         self._ledgers: dict[str, _Ledger] = {}
 
+    async def reconcile(self) -> bool:
+        live = {job.metadata.uid for job in self.cache.list("Job")}
+        for uid in set(self._ledgers) - live:  # the Job is gone: forget it
+            del self._ledgers[uid]
+        return await super().reconcile()
+
     def _ledger(self, job: Resource, pods: list[Resource]) -> _Ledger:
         ledger = self._ledgers.get(job.metadata.uid)
         if ledger is None:
@@ -459,7 +465,7 @@ class JobController(WorkloadController):
         """Delete pods the Job no longer wants; they are never counted failed."""
         deleted = self._delete(run.job, pods)
         gone = {p.metadata.uid for p in deleted}
-        run.counted_now |= gone
+        run.ledger.counted |= gone  # at once: deleted, whatever becomes of this pass
         run.active = [p for p in run.active if p.metadata.uid not in gone]
         run.terminating += len(deleted)
         return bool(deleted)
