@@ -309,7 +309,7 @@ class JobController(WorkloadController):
         run.ledger.counted |= run.counted_now
         run.ledger.backoff = backoff
         if wrote and final is not None:
-            self._record_finished(job, final)
+            self._record_finished(job, final, succeeded)
         return wrote or changed
 
     # -- why the Job ends -------------------------------------------------------------------
@@ -396,11 +396,15 @@ class JobController(WorkloadController):
             status["completionTime"] = stamp
         return finish
 
-    def _record_finished(self, job: Resource, finish: _Finish) -> None:
+    def _record_finished(self, job: Resource, finish: _Finish, succeeded: int) -> None:
         if finish.failed:
             self.event("Job", job.namespace, job.name, "Warning", finish.reason, finish.message)
-        else:
-            self.event("Job", job.namespace, job.name, "Normal", "Completed", "Job completed")
+            return
+        completions = job.spec.get("completions")
+        if completions is not None and succeeded > int(completions):
+            self.event("Job", job.namespace, job.name, "Warning", "TooManySucceededPods",
+                       "Too many succeeded pods running after completion count reached")
+        self.event("Job", job.namespace, job.name, "Normal", "Completed", "Job completed")
 
     def _write(self, job: Resource, status: JSON) -> bool:
         def mutate(obj: Resource) -> bool:

@@ -320,3 +320,43 @@ async def test_terminating_or_failed_replaces_a_deleted_pod_while_it_terminates(
     assert len(live_pods(api)) == 1
     assert api.get("Pod", pod.name, "default").metadata.deletion_timestamp
     assert the_job(api).status["terminating"] == 1
+
+
+# -- counts --------------------------------------------------------------------------------------
+
+
+async def test_scaling_an_elastic_indexed_job_down_deletes_the_dropped_indexes() -> None:
+    api, clock = cluster()
+    api.create(job(completions=3, parallelism=3, completionMode="Indexed"))
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    scaled = the_job(api)
+    scaled.spec.update(completions=2, parallelism=2)
+    api.update(scaled)
+    await settle(ctl)
+    dropped = by_index(api)["2"][0]
+    assert api.get("Pod", dropped.name, "default").metadata.deletion_timestamp
+    assert (f"Deleted pod: {dropped.name}") in [m for r, m in events(api)
+                                                if r == "SuccessfulDelete"]
+    run(api, clock)
+    await settle(ctl)
+    status = the_job(api).status
+    assert (status["active"], status.get("failed", 0)) == (2, 0)
+
+
+async def test_restarts_reaching_the_backoff_limit_fail_an_on_failure_job() -> None:
+    api, clock = cluster()
+    body = job(backoffLimit=2)
+    body["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    api.create(body)
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    for restarts, expected in ((1, []), (2, [("FailureTarget", "BackoffLimitExceeded")])):
+        [pod] = live_pods(api)
+        pod.status["containerStatuses"] = [{"name": "c", "restartCount": restarts,
+                                            "state": {"running": {}}}]
+        api.update_status(pod)
+        await settle(ctl)
+        assert conditions(api) == expected
