@@ -122,9 +122,11 @@ def _ensure_condition(status: JSON, kind: str, value: str, reason: str, message:
 @dataclass
 class _Ledger:
     """What the controller remembers of one Job: the pods whose end it has accounted for
-    (counted, ignored, or deleted by itself), and its back-off record."""
+    (counted, ignored, or deleted by itself), those it deleted itself, and its back-off
+    record."""
 
     counted: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)  # deleted by the controller, never failed
     backoff: BackoffRecord = field(default_factory=BackoffRecord)
 
 
@@ -260,6 +262,7 @@ class JobController(WorkloadController):
                 run.failed_indexes = parse_indexes(str(status.get("failedIndexes") or ""),
                                                    completions) | {
                     i for p in pods if run.valid_index(p) and self._index_failed(run, p)
+                    and p.metadata.uid not in run.ledger.removed
                     and (i := index_of(p)) is not None}
                 finish = finish or self._failed_indexes_finish(run)
             if finish is None:
@@ -470,6 +473,7 @@ class JobController(WorkloadController):
         deleted = self._delete(run.job, pods)
         gone = {p.metadata.uid for p in deleted}
         run.ledger.counted |= gone  # at once: deleted, whatever becomes of this pass
+        run.ledger.removed |= gone
         run.active = [p for p in run.active if p.metadata.uid not in gone]
         run.terminating += len(deleted)
         return bool(deleted)
@@ -518,7 +522,7 @@ class JobController(WorkloadController):
         for pod in run.pods:
             index = index_of(pod)
             if index is None or index >= (run.completions or 0) or index in busy \
-                    or not run.is_failed(pod):
+                    or not run.is_failed(pod) or pod.metadata.uid in run.ledger.removed:
                 continue
             known = last.get(index)
             if known is None or (

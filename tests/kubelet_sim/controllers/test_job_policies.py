@@ -360,3 +360,24 @@ async def test_restarts_reaching_the_backoff_limit_fail_an_on_failure_job() -> N
         api.update_status(pod)
         await settle(ctl)
         assert conditions(api) == expected
+
+
+async def test_pods_a_suspension_deleted_are_no_failures_of_their_index() -> None:
+    api, clock = cluster()
+    api.create(job(completions=2, parallelism=2, completionMode="Indexed",
+                   backoffLimitPerIndex=0))
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    for suspend in (True, False):  # resumed while the deleted pods still terminate
+        changed = the_job(api)
+        changed.spec["suspend"] = suspend
+        api.update(changed)
+        await settle(ctl)
+    assert the_job(api).status["terminating"] == 2
+    fresh = live_pods(api)
+    assert len(fresh) == 2
+    assert {p.metadata.annotations["batch.kubernetes.io/job-index-failure-count"]
+            for p in fresh} == {"0"}
+    status = the_job(api).status
+    assert (status["failedIndexes"], status.get("failed", 0)) == ("", 0)
