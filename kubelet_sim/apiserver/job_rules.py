@@ -18,7 +18,11 @@ import re
 from typing import Any
 
 from kubelet_sim.api.errors import FieldError, Invalid, InvalidObject
-from kubelet_sim.api.label_rules import dns_label_errors, qualified_name_errors
+from kubelet_sim.api.label_rules import (
+    dns_label_errors,
+    dns_subdomain_errors,
+    qualified_name_errors,
+)
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver.invalid_objects import cause_reason
@@ -223,9 +227,8 @@ def validate_job(obj: Resource) -> None:
     max_failed = _count(errors, spec, "maxFailedIndexes")
     if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
         errors.required("spec.backoffLimitPerIndex", "when maxFailedIndexes is specified")
-    managed_by = spec.get("managedBy")
-    if isinstance(managed_by, str) and len(managed_by) > MAX_MANAGED_BY_LENGTH:
-        errors.too_long("spec.managedBy", MAX_MANAGED_BY_LENGTH)
+    if spec.get("managedBy") is not None:
+        _managed_by(errors, str(spec["managedBy"]))
     mode = spec.get("completionMode")
     if mode not in ("NonIndexed", "Indexed"):
         errors.unsupported("spec.completionMode", mode, ("NonIndexed", "Indexed"))
@@ -260,6 +263,27 @@ def validate_job(obj: Resource) -> None:
             errors.invalid("metadata.name", json.dumps(obj.name), "will not able to create pod "
                            f"with invalid DNS label: {hostname}")
     errors.raise_for(obj)
+
+
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+
+
+def _managed_by(errors: _Errors, value: str) -> None:
+    """``IsDomainPrefixedPath`` and at most 63 characters."""
+    path = "spec.managedBy"
+    host, _, rest = value.partition("/")
+    if not value:
+        errors.required(path)
+    elif not host or not rest:
+        errors.invalid(path, shown(value), 'must be a domain-prefixed path (such as "acme.io/foo")')
+    else:
+        for why in dns_subdomain_errors(host):
+            errors.invalid(path, shown(host), why)
+        if not _HTTP_PATH.fullmatch(rest):
+            errors.invalid(path, shown(rest), "Invalid path (regex used for validation is "
+                           f"'{_HTTP_PATH.pattern}')")
+    if len(value) > MAX_MANAGED_BY_LENGTH:
+        errors.too_long(path, MAX_MANAGED_BY_LENGTH)
 
 
 def _indexed_limits(errors: _Errors, spec: JSON, parallelism: int | None,

@@ -35,7 +35,8 @@ restarts ``startTime``, so the active deadline counts from the resume.
 
 Left out: the job-tracking finalizer (``batch.kubernetes.io/job-tracking``) and
 ``uncountedTerminatedPods``: the controller remembers which pods it counted in memory,
-as it keeps its back-off records; ``managedBy``.
+as it keeps its back-off records. A Job whose ``spec.managedBy`` names another
+controller is left to it.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from kubelet_sim.controllers.workload_queue import WorkloadController
 
 COMPONENT = "job-controller"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"  # spec.managedBy of the Jobs it runs
 FINISHED = ("Complete", "Failed")
 
 __all__ = ["COMPLETION_INDEX", "COMPONENT", "JobController", "finished", "format_indexes",
@@ -225,8 +227,9 @@ class JobController(WorkloadController):
         return ledger
 
     async def sync(self, job: Resource) -> bool:
-        if job.metadata.deletion_timestamp:
-            return False
+        if job.metadata.deletion_timestamp \
+                or job.spec.get("managedBy") not in (None, JOB_CONTROLLER_NAME):
+            return False  # another controller's Job
         if finished(job):
             self._ledgers.pop(job.metadata.uid, None)
             return False

@@ -154,3 +154,16 @@ def test_a_suspended_job_that_never_started_may_change_its_node_selector() -> No
     started.spec["template"]["spec"]["nodeSelector"] = {"zone": "b"}
     with pytest.raises(InvalidObject, match=r"spec\.template: Invalid value"):
         api.update(started)
+
+
+def test_managed_by_is_a_domain_prefixed_path_that_stays() -> None:
+    assert refused(job(managedBy="kueue")) == [
+        ("spec.managedBy",
+         'Invalid value: "kueue": must be a domain-prefixed path (such as "acme.io/foo")')]
+    api = APIServer()
+    created = api.create(job(managedBy="kueue.x-k8s.io/multikueue"))
+    created.spec["managedBy"] = "kubernetes.io/job-controller"
+    with pytest.raises(InvalidObject) as err:
+        api.update(created)
+    assert [(e.field, e.detail) for e in err.value.errors] == [
+        ("spec.managedBy", 'Invalid value: "kubernetes.io/job-controller": field is immutable')]

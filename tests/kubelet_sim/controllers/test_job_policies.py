@@ -381,3 +381,10 @@ async def test_pods_a_suspension_deleted_are_no_failures_of_their_index() -> Non
             for p in fresh} == {"0"}
     status = the_job(api).status
     assert (status["failedIndexes"], status.get("failed", 0)) == ("", 0)
+
+
+async def test_a_job_managed_by_another_controller_is_left_alone() -> None:
+    api, clock = cluster()
+    api.create(job(managedBy="kueue.x-k8s.io/multikueue"))
+    await settle(JobController(api, clock=clock))
+    assert pods(api) == [] and the_job(api).status == {}
