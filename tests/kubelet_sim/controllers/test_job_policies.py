@@ -388,3 +388,22 @@ async def test_a_job_managed_by_another_controller_is_left_alone() -> None:
     api.create(job(managedBy="kueue.x-k8s.io/multikueue"))
     await settle(JobController(api, clock=clock))
     assert pods(api) == [] and the_job(api).status == {}
+
+
+async def test_an_ignored_failure_is_carried_apart_and_does_not_fail_its_index() -> None:
+    api, clock = cluster()
+    api.create(job(completions=1, parallelism=1, completionMode="Indexed",
+                   backoffLimitPerIndex=0, podFailurePolicy={"rules": [
+                       {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}}]}))
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    [first] = live_pods(api)
+    exit_with(api, clock, first, 3)
+    clock.advance(10)
+    await settle(ctl)
+    [retry] = live_pods(api)
+    annotations = retry.metadata.annotations
+    assert (annotations["batch.kubernetes.io/job-index-failure-count"],
+            annotations["batch.kubernetes.io/job-index-ignored-failure-count"]) == ("0", "1")
+    status = the_job(api).status
+    assert (status["failedIndexes"], status.get("failed", 0), conditions(api)) == ("", 0, [])
