@@ -18,6 +18,8 @@ kube-apiserver's registry strategies and k8s.io/api's defaulters keep them.
   ``persistentVolumeClaimRetentionPolicy`` and ``minReadySeconds``; a Job's template,
   selector and ``completions`` (NonIndexed) are immutable.
 
+A Job's rules (with its failure, success and replacement policies) live in
+:mod:`~kubelet_sim.apiserver.job_rules`.
 The rules above are registered in :mod:`~kubelet_sim.apiserver.defaulting`,
 :mod:`~kubelet_sim.apiserver.validation` and :mod:`~kubelet_sim.apiserver.update_rules`;
 the core rules they reuse (the Pod's) are imported where used, as those modules import
@@ -104,41 +106,11 @@ def _daemon_set_defaults(obj: Resource) -> None:
     _template_defaults(obj.spec)
 
 
-def _job_defaults(obj: Resource) -> None:
-    spec = obj.spec
-    if spec.get("completions") is None and spec.get("parallelism") is None:
-        spec["completions"] = 1
-    spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
-    spec.setdefault("completionMode", "NonIndexed")
-    spec.setdefault("suspend", False)
-    spec.setdefault("manualSelector", False)
-    spec.setdefault("podReplacementPolicy",
-                    "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
-    template = spec.setdefault("template", {})
-    labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    if not spec["manualSelector"] and obj.metadata.uid:
-        # the job strategy's generated selector, and the labels it needs on the template
-        # (each added where missing)
-        uid = obj.metadata.uid
-        for key, value in ((LEGACY_CONTROLLER_UID, uid), (LEGACY_JOB_NAME, obj.name),
-                           (JOB_CONTROLLER_UID, uid), (JOB_NAME, obj.name)):
-            labels.setdefault(key, value)
-        selector = spec.get("selector")
-        if not isinstance(selector, dict):
-            selector = spec["selector"] = {}
-        selector.setdefault("matchLabels", {}).setdefault(JOB_CONTROLLER_UID, uid)
-    if labels and not obj.metadata.labels:
-        obj.metadata.labels = dict(labels)
-    _template_defaults(spec)
-
-
 DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "Deployment": _deployment_defaults,
     "ReplicaSet": _replica_set_defaults,
     "StatefulSet": _stateful_set_defaults,
     "DaemonSet": _daemon_set_defaults,
-    "Job": _job_defaults,
 }
 
 # -- validation --------------------------------------------------------------------------------
@@ -314,25 +286,9 @@ def _daemon_set_rolling_update(params: JSON) -> None:
                       "is 0")
 
 
-def _job(obj: Resource) -> None:
-    for name in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds",
-                 "ttlSecondsAfterFinished"):
-        _non_negative(obj.spec, name)
-    mode = obj.spec.get("completionMode")
-    if mode not in ("NonIndexed", "Indexed"):
-        raise Invalid("spec.completionMode", f"Unsupported value: {json.dumps(mode)}: "
-                      'supported values: "NonIndexed", "Indexed"')
-    if mode == "Indexed" and obj.spec.get("completions") is None:
-        raise Invalid("spec.completions",
-                      "Required value: when completion mode is Indexed")
-    _selector_and_template(obj)
-    _restart_policy(obj, ("OnFailure", "Never"))
-
-
 VALIDATORS: dict[str, Callable[[Resource], None]] = {
     **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet"), _apps),
     "DaemonSet": _daemon_set,
-    "Job": _job,
 }
 
 # -- updates -----------------------------------------------------------------------------------
@@ -376,18 +332,6 @@ def _apps_update(old: Resource, new: Resource, _sc: Any) -> None:
                           "and 'minReadySeconds' are forbidden")
 
 
-def _job_update(old: Resource, new: Resource, _sc: Any) -> None:
-    _immutable_selector(old, new)
-    if old.spec.get("template") != new.spec.get("template"):
-        raise Invalid("spec.template", "Invalid value: the template: field is immutable")
-    if old.spec.get("completions") != new.spec.get("completions") \
-            and new.spec.get("completionMode") != "Indexed":
-        raise Invalid("spec.completions",
-                      f"Invalid value: {json.dumps(new.spec.get('completions'))}: "
-                      "field is immutable")
-
-
 UPDATE_RULES: dict[str, Callable[[Resource, Resource, Any], None]] = {
     **dict.fromkeys(APPS_KINDS, _apps_update),
-    "Job": _job_update,
 }

@@ -108,7 +108,7 @@ def test_restart_policy_is_always_for_apps_and_on_failure_or_never_for_jobs() ->
         api.create(body)
     body = workload("Job")
     body["spec"]["template"]["spec"]["restartPolicy"] = "Always"
-    with pytest.raises(Invalid, match='supported values: "OnFailure", "Never"'):
+    with pytest.raises(Invalid, match='Required value: valid values: "OnFailure", "Never"'):
         api.create(body)
 
 

@@ -1,5 +1,5 @@
 """The Job controller on a fake clock: parallelism and completions, the backoff limit,
-Indexed completions and the active deadline."""
+Indexed completions and the active deadline (the policies: test_job_policies.py)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ def conditions(api: Any) -> list[tuple[str, str]]:
             for c in api.get("Job", "batch", "default").status.get("conditions") or []]
 
 
-def test_completed_indexes_are_written_as_ranges() -> None:
-    assert format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
+def test_completed_indexes_are_written_as_ranges_and_a_pair_as_two_indexes() -> None:
+    assert format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6,7"
     assert parse_indexes("0-2,4,6-7") == {0, 1, 2, 4, 6, 7}
+    assert parse_indexes("0-2,4,6-7", completions=5) == {0, 1, 2, 4}
 
 
 async def test_five_completions_two_at_a_time() -> None:
@@ -52,6 +53,7 @@ async def test_failures_beyond_the_backoff_limit_fail_the_job() -> None:
     for _ in range(2):
         await settle(ctl)
         run(api, clock, phase="Failed", only=[p.name for p in live_pods(api)])
+        clock.advance(10)  # the pod-failure back-off before the failed pod is replaced
     await settle(ctl)
     assert conditions(api) == [("FailureTarget", "BackoffLimitExceeded"),
                                ("Failed", "BackoffLimitExceeded")]
@@ -87,5 +89,11 @@ async def test_the_active_deadline_fails_the_job_and_deletes_its_pods() -> None:
     assert conditions(api) == []
     clock.advance(1)
     await settle(ctl)
-    assert conditions(api)[-1] == ("Failed", "DeadlineExceeded")
+    # its pods are being deleted: the Job is only about to fail until they are gone
+    assert conditions(api) == [("FailureTarget", "DeadlineExceeded")]
     assert all(p.metadata.deletion_timestamp for p in pods(api))
+    assert api.get("Job", "batch", "default").status["terminating"] == 1
+    run(api, clock)
+    await settle(ctl)
+    assert conditions(api)[-1] == ("Failed", "DeadlineExceeded")
+    assert api.get("Job", "batch", "default").status["failed"] == 1
