@@ -30,7 +30,9 @@ from kubelet_sim.apiserver.patch.schema import UNTYPED_NODE
 from kubelet_sim.apiserver.server import APIServer, ResourceList
 from kubelet_sim.apiserver.watch import Watch, WatchEvent
 from kubelet_sim.client.kube_client import (
+    ADDED,
     APPLY_PATCH,
+    INITIAL_EVENTS_END,
     JSON_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,
@@ -127,13 +129,20 @@ class InProcessClient:
     async def watch(self, kind: str, namespace: str | None = None,
                     label_selector: str | None = None, field_selector: str | None = None,
                     resource_version: str | None = None, *, allow_bookmarks: bool = False,
-                    timeout_seconds: int | None = None) -> KubeWatch:
+                    timeout_seconds: int | None = None,
+                    send_initial_events: bool = False) -> KubeWatch:
+        initial: list[WatchEvent] = []
+        if send_initial_events:
+            listed = self.api.list(kind, namespace, label_selector, field_selector)
+            initial = [WatchEvent(ADDED, obj) for obj in listed.items]
+            initial.append(bookmark(kind, listed.resource_version, {INITIAL_EVENTS_END: "true"}))
+            resource_version = listed.resource_version
         watch = self.api.watch(kind, namespace, label_selector, field_selector,
                                resource_version)
-        if not timeout_seconds and not (allow_bookmarks and self.bookmark_every):
+        if not initial and not timeout_seconds and not (allow_bookmarks and self.bookmark_every):
             return watch  # the server's own watch is a KubeWatch already
         return _TimedWatch(self.api, kind, watch, timeout_seconds,
-                           self.bookmark_every if allow_bookmarks else None)
+                           self.bookmark_every if allow_bookmarks else None, initial)
 
     async def close(self) -> None:
         return None
@@ -150,12 +159,14 @@ def _patched(patch_type: str, current: Resource, patch: Any) -> Any:
 
 
 class _TimedWatch:
-    """The server's watch, ended after ``timeout`` seconds and with a BOOKMARK (at the
-    server's newest resourceVersion) after every ``every`` seconds without an event."""
+    """The server's watch, after a streaming list's ``initial`` events, ended after
+    ``timeout`` seconds and with a BOOKMARK (at the server's newest resourceVersion)
+    after every ``every`` seconds without an event."""
 
     def __init__(self, api: APIServer, kind: str, watch: Watch, timeout: float | None,
-                 every: float | None) -> None:
+                 every: float | None, initial: list[WatchEvent]) -> None:
         self._api, self._kind, self._watch = api, kind, watch
+        self._initial = initial  # a streaming list's ADDEDs and its closing BOOKMARK
         loop = asyncio.get_running_loop()
         self._deadline = loop.time() + timeout if timeout else None
         self._every = every
@@ -164,6 +175,8 @@ class _TimedWatch:
         return self
 
     async def __anext__(self) -> WatchEvent:
+        if self._initial:
+            return self._initial.pop(0)
         loop = asyncio.get_running_loop()
         waits = [w for w in (self._every,
                              None if self._deadline is None else self._deadline - loop.time())
@@ -182,4 +195,5 @@ class _TimedWatch:
         return event
 
     def stop(self) -> None:
+        self._initial.clear()
         self._watch.stop()

@@ -157,9 +157,13 @@ class KubeClient(Protocol):
     async def watch(self, kind: str, namespace: str | None = None,
                     label_selector: str | None = None, field_selector: str | None = None,
                     resource_version: str | None = None, *, allow_bookmarks: bool = False,
-                    timeout_seconds: int | None = None) -> KubeWatch:
+                    timeout_seconds: int | None = None,
+                    send_initial_events: bool = False) -> KubeWatch:
         """Changes of ``kind`` after ``resource_version`` (without one: an ADDED for each
-        current object first); Gone when that version is too old."""
+        current object first); Gone when that version is too old. With
+        ``send_initial_events`` (a streaming list; bookmarks allowed) the current
+        objects come first as ADDEDs, then a BOOKMARK annotated
+        :data:`INITIAL_EVENTS_END` at the version they were listed at."""
         ...
 
     async def close(self) -> None:

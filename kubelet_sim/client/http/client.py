@@ -314,11 +314,15 @@ class HttpKubeClient:
     async def watch(self, kind: str, namespace: str | None = None,
                     label_selector: str | None = None, field_selector: str | None = None,
                     resource_version: str | None = None, *, allow_bookmarks: bool = False,
-                    timeout_seconds: int | None = None) -> KubeWatch:
+                    timeout_seconds: int | None = None,
+                    send_initial_events: bool = False) -> KubeWatch:
         r = await self.resource(kind)
         params = _params(watch="1", labelSelector=label_selector, fieldSelector=field_selector,
                          resourceVersion=resource_version or None,
-                         allowWatchBookmarks="true" if allow_bookmarks else None,
+                         allowWatchBookmarks="true"
+                         if allow_bookmarks or send_initial_events else None,
+                         sendInitialEvents="true" if send_initial_events else None,
+                         resourceVersionMatch="NotOlderThan" if send_initial_events else None,
                          timeoutSeconds=str(timeout_seconds) if timeout_seconds else None)
         path = r.path(namespace or None)
         await self.limiter.accept()
