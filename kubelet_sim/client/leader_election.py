@@ -100,10 +100,11 @@ when a new holder is seen)."""
     rng: random.Random = field(default_factory=random.Random)
 
     def __post_init__(self) -> None:
-        if not self.lease_duration > self.renew_deadline > self.jitter_factor * \
+        # client-go's checks (its jitter factor is the constant 1.2 there)
+        if not self.lease_duration > self.renew_deadline > JITTER_FACTOR * \
                 self.retry_period > 0:
             raise ValueError("leader election wants lease duration > renew deadline > "
-                             "jitter factor * retry period > 0")
+                             f"{JITTER_FACTOR} * retry period > 0")
         if not self.identity:
             raise ValueError("leader election needs an identity")
 
