@@ -168,3 +168,26 @@ async def test_an_informer_outlives_a_killed_and_restarted_apiserver(
         assert ("delete", "two") in rec.seen and ("delete", "three") in rec.seen
     finally:
         await client.close()
+
+
+async def test_bookmarks_move_the_informers_version_past_writes_it_does_not_watch() -> None:
+    """With a BOOKMARK after quiet, a filtered informer's resourceVersion keeps up with the
+    server, so dropped history after it costs no relist (the reason reflectors ask for
+    them)."""
+    api = APIServer()
+    client = InProcessClient(api, bookmark_every=0.05)
+    ns = await make_namespace(client, "quiet")
+    informer = Informer(client, "ConfigMap", ns)
+    task = asyncio.create_task(informer.run())
+    await informer.wait_synced()
+    listed_at = informer.resource_version
+    await client.create(config_map("elsewhere", "default"))
+    await eventually(lambda: informer.resource_version == api.resource_version,
+                     "a bookmark at the server's version")
+    assert int(informer.resource_version) > int(listed_at)
+    api.close_watches(expire=True)
+    await client.create(config_map("here", ns))
+    await eventually(lambda: names(informer) == ["here"], "the new object")
+    informer.stop()
+    await task
+    assert informer.relists == 0

@@ -5,6 +5,7 @@ raises for it."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -31,7 +32,7 @@ from kubelet_sim.client.kube_client import (
     KubeClient,
 )
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
-from tests.fixtures.up_process import KUBECTL
+from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +218,10 @@ async def test_a_watch_from_an_expired_version_raises_gone(client: HttpKubeClien
     with pytest.raises(Gone):
         async for _ in watch:
             pass
+
+
+def test_a_second_apiserver_on_the_same_state_dir_is_refused(server: ApiServerProcess) -> None:
+    done = subprocess.run([sys.executable, "-m", "kubelet_sim", "apiserver", "--state-dir",
+                           str(server.state)], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2 and "in use by PID" in done.stderr
