@@ -440,5 +440,6 @@ def _know_kind(kind: str, r: RestResource, has_status: bool) -> None:
     try:
         kind_info(kind)
     except ApiError:
-        register_custom_kind(KindInfo(kind, r.group_version, r.namespaced, has_status, {},
-                                      has_spec=False, custom=True))
+        register_custom_kind(KindInfo(kind, r.group_version, r.namespaced, has_status,
+                                      {} if has_status else None, has_spec=False,
+                                      custom=True))

@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import yaml
 
 from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import (
@@ -19,7 +20,7 @@ from kubelet_sim.api.errors import (
     NotFound,
     TooManyRequests,
 )
-from kubelet_sim.api.model import new
+from kubelet_sim.api.model import Resource, forget_custom_kind, new
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import (
     ADDED,
@@ -33,6 +34,8 @@ from kubelet_sim.client.kube_client import (
 )
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
+
+FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +228,22 @@ def test_a_second_apiserver_on_the_same_state_dir_is_refused(server: ApiServerPr
                            str(server.state)], cwd=PROJECT_ROOT, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 2 and "in use by PID" in done.stderr
+
+
+async def test_a_custom_kind_is_found_by_discovery_and_round_trips(
+        client: HttpKubeClient) -> None:
+    kind = "Widget.stable.example.com"
+    definition = yaml.safe_load((FIXTURES / "widgets_crd.yaml").read_text())
+    await client.create(Resource.from_dict(definition))
+    try:
+        served = await client.resource(kind)
+        assert (served.group_version, served.plural, served.namespaced) == (
+            "stable.example.com/v1", "widgets", True)
+        created = await client.create(Resource.from_dict({
+            "apiVersion": "stable.example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": "1Gi"}}))
+        assert created.kind == kind and created.body["spec"]["color"] == "blue"  # defaulted
+        listed = await client.list(kind, "default")
+        assert [w.name for w in listed.items] == ["w1"]
+    finally:
+        forget_custom_kind(kind)  # this process's model knew it from discovery only
