@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
-
-import pytest
+from collections.abc import Callable
 
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer
@@ -17,41 +14,8 @@ from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.in_process import InProcessClient
 from kubelet_sim.client.informer import Handlers, Informer
 from kubelet_sim.client.kube_client import KubeClient
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
-
-
-@dataclass
-class Side:
-    """A client, and how to make its server forget the watch history (410 next)."""
-
-    client: KubeClient
-    expire: Callable[[], Awaitable[None]]
-
-
-@pytest.fixture(params=["in-process", "https"])
-async def side(request: pytest.FixtureRequest) -> AsyncIterator[Side]:
-    if request.param == "in-process":
-        api = APIServer()
-
-        async def expire_in_process() -> None:
-            api.close_watches(expire=True)
-
-        yield Side(InProcessClient(api), expire_in_process)
-        return
-    server: ApiServerProcess = request.getfixturevalue("server")
-    client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
-
-    async def expire_over_http() -> None:
-        await client._send("POST", "/debug/kubelet-sim/faults", body={"dropWatches": True})
-
-    yield Side(client, expire_over_http)
-    await client.close()
+from tests.fixtures.apiserver_process import ApiServerProcess
+from tests.kubelet_sim.client.conftest import Side
 
 
 class Recorder:

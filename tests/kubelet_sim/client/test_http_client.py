@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import yaml
@@ -14,9 +14,11 @@ import yaml
 from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import (
     AlreadyExists,
+    ApplyConflict,
     Conflict,
     Gone,
     InvalidObject,
+    InvalidOptions,
     NotFound,
     TooManyRequests,
 )
@@ -24,6 +26,7 @@ from kubelet_sim.api.model import Resource, forget_custom_kind, new
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import (
     ADDED,
+    APPLY_PATCH,
     BOOKMARK,
     DELETED,
     INITIAL_EVENTS_END,
@@ -32,16 +35,11 @@ from kubelet_sim.client.kube_client import (
     STRATEGIC_MERGE_PATCH,
     KubeClient,
 )
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
+from tests.kubelet_sim.client.conftest import drop_watches
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture
@@ -49,11 +47,6 @@ async def client(server: ApiServerProcess) -> AsyncIterator[HttpKubeClient]:
     client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
     yield client
     await client.close()
-
-
-async def drop_watches(client: HttpKubeClient) -> None:
-    """End every watch and forget the history (the debug fault endpoint)."""
-    await client._send("POST", "/debug/kubelet-sim/faults", body={"dropWatches": True})
 
 
 def test_the_apiserver_alone_serves_kubectl_with_the_system_namespaces_and_no_nodes(
@@ -247,3 +240,31 @@ async def test_a_custom_kind_is_found_by_discovery_and_round_trips(
         assert [w.name for w in listed.items] == ["w1"]
     finally:
         forget_custom_kind(kind)  # this process's model knew it from discovery only
+
+
+async def test_server_side_apply_creates_and_a_second_manager_meets_apply_conflict(
+        client: HttpKubeClient) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "applied", "namespace": "default"}, "data": {"k": "a"}}
+    applied = await client.patch("ConfigMap", "applied", config, "default",
+                                 patch_type=APPLY_PATCH, field_manager="first")
+    assert applied.body["data"] == {"k": "a"}
+    assert [m["manager"] for m in applied.metadata.managed_fields] == ["first"]
+    taken = {**config, "data": {"k": "b"}}
+    with pytest.raises(ApplyConflict) as caught:
+        await client.patch("ConfigMap", "applied", taken, "default", patch_type=APPLY_PATCH,
+                           field_manager="second")
+    assert caught.value.code == 409
+    assert [c["field"] for c in caught.value.causes] == [".data.k"]
+    forced = await client.patch("ConfigMap", "applied", taken, "default",
+                                patch_type=APPLY_PATCH, field_manager="second", force=True)
+    assert forced.body["data"] == {"k": "b"}
+
+
+async def test_apply_without_a_field_manager_is_invalid_options(client: HttpKubeClient) -> None:
+    with pytest.raises(InvalidOptions) as caught:
+        await client.patch("ConfigMap", "nameless", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                     "metadata": {"name": "nameless"}},
+                           "default", patch_type=APPLY_PATCH)
+    assert caught.value.options_kind == "PatchOptions"
+    assert caught.value.causes[0]["field"] == "fieldManager"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -17,7 +17,7 @@ from kubelet_sim.client.in_process import InProcessClient
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.leader_election import LeaderElectionConfig, LeaderElector
 from kubelet_sim.testing.fake_clock import FakeClock
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 
 NS, NAME = "kube-system", "kubelet-sim-controller-manager"
 
@@ -148,12 +148,6 @@ async def test_a_leader_whose_renewals_fail_past_the_renew_deadline_stops_leadin
 def test_timings_must_leave_room_for_renewals() -> None:
     with pytest.raises(ValueError):
         LeaderElectionConfig(NS, NAME, "a", lease_duration=10, renew_deadline=10)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture
