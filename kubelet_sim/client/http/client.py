@@ -366,7 +366,14 @@ class HttpWatch:
                 raise StopAsyncIteration
             if not line.strip():
                 continue
-            event = json.loads(line)
+            try:
+                event = json.loads(line)
+            except ValueError:
+                # as client-go's stream watcher: a line that does not decode ends the
+                # watch, and the informer watches again from the last version it saw
+                log.warning("%s watch: undecodable line; ending the watch", self._resource.kind)
+                self.stop()
+                raise StopAsyncIteration from None
             kind, obj = str(event.get("type") or ""), event.get("object") or {}
             if kind == ERROR:
                 self.stop()
