@@ -4,9 +4,10 @@ the components inside ``up`` call today, made awaitable.
 
 Every verb is the API server's own call, so the errors are the ones it raises. Patches
 are applied here as the HTTP front applies them (JSON, merge and strategic merge patch,
-against the current object, retried when another write raced them unless the patch names
-a resourceVersion); server-side apply needs the HTTP front's field management and is
-refused here. Watches come from the API server's own; the in-process server sends no
+and server-side apply with its managedFields, against the current object, retried when
+another write raced them unless the patch names a resourceVersion). Unlike the HTTP
+front, the other writes here record no managedFields (as today's in-process writers).
+Watches come from the API server's own; the in-process server sends no
 BOOKMARKs unless ``bookmark_every`` asks for them (a bookmark is the server's option,
 never a promise), and ``timeout_seconds`` ends a watch on this client's clock.
 """
@@ -17,9 +18,19 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kubelet_sim.api.errors import BadRequest, Conflict, InjectedConflict, Invalid, NotFound
-from kubelet_sim.api.model import JSON, Resource, kind_info
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    InjectedConflict,
+    Invalid,
+    InvalidOptions,
+    NotFound,
+)
+from kubelet_sim.api.model import JSON, Resource, format_time, kind_info
 from kubelet_sim.apiserver.patch import (
+    Write,
+    apply,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
@@ -75,10 +86,10 @@ class InProcessClient:
                     field_manager: str = "", force: bool = False) -> Resource:
         if patch_type not in PATCH_TYPES:
             raise BadRequest(f"unknown patch type {patch_type!r}")
-        if patch_type == APPLY_PATCH:
-            raise BadRequest("server-side apply is served by the HTTP front only")
         if subresource not in ("", "status"):
             raise NotFound(f"{kind}/{subresource}", name)
+        if patch_type == APPLY_PATCH:
+            return self._apply(kind, name, patch, namespace, subresource, field_manager, force)
         write = self.api.update_status if subresource else self.api.update
         verb = "patch"
         for attempt in range(PATCH_RETRIES):
@@ -98,6 +109,53 @@ class InProcessClient:
                 raise
             except Conflict:
                 if precondition or attempt == PATCH_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _apply(self, kind: str, name: str, config: Any, namespace: str, subresource: str,
+               manager: str, force: bool) -> Resource:
+        """Server-side apply as the HTTP front runs it: create when absent, else merge
+        ``config`` into the live object, taking the fields ``manager`` sets (ApplyConflict
+        where another manager owns one, unless ``force``). Field validation of the
+        configuration is the HTTP front's."""
+        if not manager:
+            raise InvalidOptions("PatchOptions", [{
+                "reason": "FieldValueRequired", "field": "fieldManager",
+                "message": "Required value: is required for apply patch"}])
+        if not isinstance(config, dict):
+            raise BadRequest("error decoding YAML: the apply configuration is not an object")
+        info = kind_info(kind)
+        wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
+        write = Write(kind_node(info.api_version, kind) or UNTYPED_NODE, info.api_version,
+                      subresource, info.status_subresource, format_time(self.api.clock.now()))
+        for attempt in range(PATCH_RETRIES):
+            try:
+                current: Resource | None = self.api.get(kind, name, namespace)
+            except NotFound:
+                if subresource or wanted:
+                    raise
+                current = None
+            live = current.to_dict() if current is not None else None
+            result = apply(live, config, manager, force, write)
+            doc = dict(result.obj if result.obj is not None else live or {})
+            meta = dict(doc.get("metadata") or {})
+            meta["managedFields"] = result.managed_fields
+            meta.setdefault("name", name)
+            if info.namespaced:
+                meta.setdefault("namespace", namespace or "default")
+            doc["metadata"] = meta
+            obj = Resource.from_dict(doc)
+            try:
+                if current is None:
+                    obj.metadata.resource_version = ""
+                    return self.api.create(obj)
+                obj.metadata.resource_version = wanted or current.metadata.resource_version
+                update = self.api.update_status if subresource else self.api.update
+                return update(obj, "patch")
+            except InjectedConflict:
+                raise
+            except (Conflict, AlreadyExists):
+                if wanted or attempt == PATCH_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
 

@@ -9,13 +9,15 @@ import pytest
 from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import (
     AlreadyExists,
+    ApplyConflict,
     BadRequest,
     Conflict,
     InvalidObject,
+    InvalidOptions,
     NotFound,
 )
-from kubelet_sim.api.model import new
-from kubelet_sim.client.kube_client import JSON_PATCH, KubeClient
+from kubelet_sim.api.model import JSON, Resource, new
+from kubelet_sim.client.kube_client import APPLY_PATCH, JSON_PATCH, KubeClient
 from tests.kubelet_sim.client.conftest import Side
 
 
@@ -82,3 +84,44 @@ async def test_the_verbs_answer_the_same_objects_on_both(side: Side) -> None:
     assert [p.to_dict() for p in listed.items] == [patched.to_dict()]
     deleted = await side.client.delete("Pod", "p", ns)
     assert deleted is not None and deleted.is_terminating  # a scheduled pod is graceful
+
+
+async def test_server_side_apply_creates_and_a_second_manager_meets_apply_conflict_on_both(
+        side: Side) -> None:
+    config: JSON = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "applied", "namespace": "default"},
+                    "data": {"k": "a"}}
+
+    async def apply(body: JSON, manager: str, force: bool = False) -> Resource:
+        return await side.client.patch("ConfigMap", "applied", body, "default",
+                                       patch_type=APPLY_PATCH, field_manager=manager,
+                                       force=force)
+
+    applied = await apply(config, "first")
+    assert applied.body["data"] == {"k": "a"}
+    assert [m["manager"] for m in applied.metadata.managed_fields] == ["first"]
+    taken = {**config, "data": {"k": "b"}}
+    with pytest.raises(ApplyConflict) as caught:
+        await apply(taken, "second")
+    assert caught.value.code == 409
+    assert [c["field"] for c in caught.value.causes] == [".data.k"]
+    assert (await apply(taken, "second", force=True)).body["data"] == {"k": "b"}
+
+
+async def test_apply_without_a_field_manager_is_invalid_options_on_both(side: Side) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nameless"}}
+    with pytest.raises(InvalidOptions) as caught:
+        await side.client.patch("ConfigMap", "nameless", config, "default",
+                                patch_type=APPLY_PATCH)
+    assert caught.value.options_kind == "PatchOptions"
+    assert caught.value.causes[0]["field"] == "fieldManager"
+
+
+async def test_a_foreground_delete_leaves_the_object_terminating_with_its_finalizer_on_both(
+        side: Side) -> None:
+    ns = await namespace(side.client, "parity-foreground")
+    await side.client.create(new("ConfigMap", "owner", ns))
+    left = await side.client.delete("ConfigMap", "owner", ns, propagation_policy="Foreground")
+    assert left is not None and left.is_terminating
+    assert left.metadata.finalizers == ["foregroundDeletion"]
+    assert (await side.client.get("ConfigMap", "owner", ns)).is_terminating

@@ -14,11 +14,9 @@ import yaml
 from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import (
     AlreadyExists,
-    ApplyConflict,
     Conflict,
     Gone,
     InvalidObject,
-    InvalidOptions,
     NotFound,
     TooManyRequests,
 )
@@ -26,7 +24,6 @@ from kubelet_sim.api.model import Resource, forget_custom_kind, new
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import (
     ADDED,
-    APPLY_PATCH,
     BOOKMARK,
     DELETED,
     INITIAL_EVENTS_END,
@@ -241,30 +238,3 @@ async def test_a_custom_kind_is_found_by_discovery_and_round_trips(
     finally:
         forget_custom_kind(kind)  # this process's model knew it from discovery only
 
-
-async def test_server_side_apply_creates_and_a_second_manager_meets_apply_conflict(
-        client: HttpKubeClient) -> None:
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "applied", "namespace": "default"}, "data": {"k": "a"}}
-    applied = await client.patch("ConfigMap", "applied", config, "default",
-                                 patch_type=APPLY_PATCH, field_manager="first")
-    assert applied.body["data"] == {"k": "a"}
-    assert [m["manager"] for m in applied.metadata.managed_fields] == ["first"]
-    taken = {**config, "data": {"k": "b"}}
-    with pytest.raises(ApplyConflict) as caught:
-        await client.patch("ConfigMap", "applied", taken, "default", patch_type=APPLY_PATCH,
-                           field_manager="second")
-    assert caught.value.code == 409
-    assert [c["field"] for c in caught.value.causes] == [".data.k"]
-    forced = await client.patch("ConfigMap", "applied", taken, "default",
-                                patch_type=APPLY_PATCH, field_manager="second", force=True)
-    assert forced.body["data"] == {"k": "b"}
-
-
-async def test_apply_without_a_field_manager_is_invalid_options(client: HttpKubeClient) -> None:
-    with pytest.raises(InvalidOptions) as caught:
-        await client.patch("ConfigMap", "nameless", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                     "metadata": {"name": "nameless"}},
-                           "default", patch_type=APPLY_PATCH)
-    assert caught.value.options_kind == "PatchOptions"
-    assert caught.value.causes[0]["field"] == "fieldManager"
