@@ -125,3 +125,11 @@ async def test_a_foreground_delete_leaves_the_object_terminating_with_its_finali
     assert left is not None and left.is_terminating
     assert left.metadata.finalizers == ["foregroundDeletion"]
     assert (await side.client.get("ConfigMap", "owner", ns)).is_terminating
+
+
+async def test_a_quiet_watch_ends_after_its_timeout_seconds_on_both(side: Side) -> None:
+    ns = await namespace(side.client, "parity-timeout")
+    listed = await side.client.list("ConfigMap", ns)
+    watch = await side.client.watch("ConfigMap", ns, resource_version=listed.resource_version,
+                                    timeout_seconds=1)
+    assert [event async for event in watch] == []  # the server ended it, nothing sent
