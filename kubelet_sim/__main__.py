@@ -1,6 +1,7 @@
 """``python -m kubelet_sim``: ``demo [N]`` runs the scenarios; ``apply FILE`` applies manifests;
-``up`` runs a cluster that serves the Kubernetes API until interrupted; ``trace FILE`` draws
-a ``--trace-file`` as a sequence diagram (SVG, Mermaid)."""
+``up`` runs a cluster that serves the Kubernetes API until interrupted; ``apiserver`` serves
+the API alone (no nodes, no controllers); ``trace FILE`` draws a ``--trace-file`` as a
+sequence diagram (SVG, Mermaid)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
                     metavar="FIRST-LAST", help="the NodePort and LoadBalancer Services' node "
                     f"ports come from here (default {DEFAULT_NODE_PORTS})")
     _common(up)
+    apiserver = sub.add_parser("apiserver", help="serve the Kubernetes API alone (no nodes, "
+                               "no controllers) until SIGINT/SIGTERM, for components run as "
+                               "their own processes with --kubeconfig")
+    apiserver.add_argument("--state-dir", type=Path, metavar="DIR", required=True,
+                           help="its API objects (written before each write is answered), "
+                           "port, CA, token and kubeconfig; started again on DIR it is the "
+                           "same API server (`up --state-dir DIR` lays out the same files)")
+    apiserver.add_argument("--address", default="127.0.0.1",
+                           help="listen here (127.0.0.1 only)")
+    apiserver.add_argument("--port", type=int, default=0,
+                           help="port (default: DIR's previous port, else any free)")
+    apiserver.add_argument("--kubeconfig", type=Path, metavar="FILE",
+                           help="where to write the kubeconfig (default: DIR/kubeconfig)")
+    apiserver.add_argument("--service-cluster-ip-range", default=DEFAULT_SERVICE_CIDR,
+                           metavar="CIDR", help="the Services' cluster IPs come from here")
+    apiserver.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
+                           metavar="FIRST-LAST", help="the Services' node ports come from here")
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
                            "and/or Mermaid)")
@@ -185,6 +203,30 @@ def up_refusal(args: argparse.Namespace) -> str:
     return service_range_problem(args.service_cluster_ip_range, args.service_node_port_range)
 
 
+def main_apiserver(args: argparse.Namespace) -> int:
+    """`apiserver`: the API server alone."""
+    from kubelet_sim.apiserver_process import ApiServerOptions, run_apiserver
+    from kubelet_sim.up import UpRefused
+
+    refused = (("the API server listens on 127.0.0.1 only"
+                if args.address not in ("127.0.0.1", "localhost") else "")
+               or (f"--port {args.port}: not a port number (0-65535)"
+                   if not 0 <= args.port <= 65535 else "")
+               or service_range_problem(args.service_cluster_ip_range,
+                                        args.service_node_port_range))
+    if refused:
+        print(f"kubelet_sim: {refused}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run_apiserver(ApiServerOptions(
+            state_dir=args.state_dir, port=args.port, kubeconfig=args.kubeconfig,
+            service_cluster_ip_range=args.service_cluster_ip_range,
+            service_node_port_range=args.service_node_port_range)))
+    except UpRefused as e:
+        print(f"kubelet_sim: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "conformance":
@@ -193,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from kubelet_sim.trace_render import main_trace
 
         return main_trace(args.file, svg=args.svg, mermaid=args.mermaid, pod=args.pod)
+    if args.command == "apiserver":
+        return main_apiserver(args)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)

@@ -66,7 +66,7 @@ class UpRefused(RuntimeError):
     """`up` cannot start as asked; said in one line, exit 2, nothing left behind."""
 
 
-def _bind(port: int) -> socket.socket:
+def bind_listener(port: int) -> socket.socket:
     """The API server's listening socket, bound before anything starts, so a port in use
     is refused while there is nothing to undo."""
     try:
@@ -76,7 +76,7 @@ def _bind(port: int) -> socket.socket:
                         f"{os.strerror(e.errno) if e.errno else e}") from None
 
 
-def _private_dir(path: Path) -> bool:
+def private_dir(path: Path) -> bool:
     """Make ``path`` (mode 0700 when it is made here); True when it was made here."""
     made = not path.exists()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -91,14 +91,14 @@ async def run_up(options: UpOptions, ready: asyncio.Event | None = None) -> int:
     lock: StateDirLock | None = None
     try:
         if not own_dir:
-            _private_dir(state_dir)
+            private_dir(state_dir)
             try:
                 lock = StateDirLock.acquire(state_dir)
             except StateDirInUse as e:
                 raise UpRefused(str(e)) from None
         port_file = state_dir / "apiserver" / "port"
         port = options.port or (int(port_file.read_text()) if port_file.exists() else 0)
-        listener = _bind(port)
+        listener = bind_listener(port)
         try:
             return await _serve(options, state_dir, own_dir, listener, ready)
         finally:

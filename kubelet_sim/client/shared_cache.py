@@ -10,6 +10,10 @@ gives its listers applies: never modify what a lister returns; copy it, or write
 through the API server (``write_object`` re-reads the object), as every controller here
 does. Indexes map an object to keys (the node a pod is on, the claims it uses), so a
 controller reads the few objects one event concerns instead of scanning every object.
+
+Over an API server in another process, a :class:`~kubelet_sim.client.client_feed.ClientFeed`
+stands in for the API server: one informer per kind keeps the same cache, its objects
+arriving on the event loop as the watches deliver them.
 """
 
 from __future__ import annotations
@@ -19,18 +23,27 @@ import builtins
 import threading
 import weakref
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.watch import DELETED
 
 Key = tuple[str, str]  # (namespace, name)
 IndexFunc = Callable[[Resource], Iterable[str]]
 
-_CACHES: weakref.WeakKeyDictionary[APIServer, SharedCache] = weakref.WeakKeyDictionary()
+
+class Feed(Protocol):
+    """Where the cache's objects come from: the in-process
+    :class:`~kubelet_sim.apiserver.server.APIServer`, or a
+    :class:`~kubelet_sim.client.client_feed.ClientFeed` over any KubeClient."""
+
+    def feed(self, kind: str, on_change: Callable[[str, Resource], None]) -> None: ...
 
 
-def shared_cache(api: APIServer) -> SharedCache:
+_CACHES: weakref.WeakKeyDictionary[Feed, SharedCache] = weakref.WeakKeyDictionary()
+
+
+def shared_cache(api: Feed) -> SharedCache:
     """The one cache of ``api`` (made on first use)."""
     cache = _CACHES.get(api)
     if cache is None:
@@ -41,7 +54,7 @@ def shared_cache(api: APIServer) -> SharedCache:
 class SharedCache:
     """Objects by kind and (namespace, name), with named indexes per kind."""
 
-    def __init__(self, api: APIServer) -> None:
+    def __init__(self, api: Feed) -> None:
         self.api = api
         # commits arrive under the API server's lock, possibly from an HTTP worker
         # thread; readers on the event loop take this lock to see whole updates

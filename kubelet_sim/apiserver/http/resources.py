@@ -7,46 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubelet_sim.api.model import KINDS
-
-# kind -> (plural, short names, categories), as a real API server lists them
-_NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "Namespace": ("namespaces", ("ns",), ()),
-    "Node": ("nodes", ("no",), ()),
-    "Pod": ("pods", ("po",), ("all",)),
-    "PersistentVolumeClaim": ("persistentvolumeclaims", ("pvc",), ()),
-    "PersistentVolume": ("persistentvolumes", ("pv",), ()),
-    "StorageClass": ("storageclasses", ("sc",), ()),
-    "VolumeAttributesClass": ("volumeattributesclasses", ("vac",), ()),
-    "CSIDriver": ("csidrivers", (), ()),
-    "CSINode": ("csinodes", (), ()),
-    "CSIStorageCapacity": ("csistoragecapacities", (), ()),
-    "VolumeAttachment": ("volumeattachments", (), ()),
-    "VolumeSnapshot": ("volumesnapshots", ("vs",), ()),
-    "VolumeSnapshotContent": ("volumesnapshotcontents", ("vsc", "vscs"), ()),
-    "VolumeSnapshotClass": ("volumesnapshotclasses", ("vsclass", "vsclasses"), ()),
-    "NetworkPolicy": ("networkpolicies", ("netpol",), ()),
-    "Lease": ("leases", (), ()),
-    "PodDisruptionBudget": ("poddisruptionbudgets", ("pdb",), ()),
-    "Event": ("events", ("ev",), ()),
-    "Secret": ("secrets", (), ()),
-    "ServiceAccount": ("serviceaccounts", ("sa",), ()),
-    "Deployment": ("deployments", ("deploy",), ("all",)),
-    "ReplicaSet": ("replicasets", ("rs",), ("all",)),
-    "StatefulSet": ("statefulsets", ("sts",), ("all",)),
-    "DaemonSet": ("daemonsets", ("ds",), ("all",)),
-    "ControllerRevision": ("controllerrevisions", (), ()),
-    "Job": ("jobs", (), ("all",)),
-    "CustomResourceDefinition": ("customresourcedefinitions", ("crd", "crds"), ("api-extensions",)),
-    # configuration, services and RBAC (issue 24)
-    "ConfigMap": ("configmaps", ("cm",), ()),
-    "Service": ("services", ("svc",), ("all",)),
-    "Endpoints": ("endpoints", ("ep",), ()),
-    "EndpointSlice": ("endpointslices", (), ()),
-    "Role": ("roles", (), ()),
-    "ClusterRole": ("clusterroles", (), ()),
-    "RoleBinding": ("rolebindings", (), ()),
-    "ClusterRoleBinding": ("clusterrolebindings", (), ()),
-}
+from kubelet_sim.api.rest_names import REST_NAMES as _NAMES
 
 # built-in kinds kube-apiserver answers every request of with a deprecation Warning
 DEPRECATED: dict[tuple[str, str], str] = {

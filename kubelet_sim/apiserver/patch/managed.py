@@ -404,7 +404,7 @@ def _claim(managers: Managers, live: dict[str, Any], merged: dict[str, Any],
 
 
 def _conflict_error(conflicts: list[tuple[ManagerId, Path]]) -> ApplyConflict:
-    causes = [{"type": "FieldManagerConflict",
+    causes = [{"reason": "FieldManagerConflict",
                "message": f"conflict with {_manager_words(who)}",
                "field": fp.path_string(path)} for who, path in conflicts]
     if len(conflicts) == 1:

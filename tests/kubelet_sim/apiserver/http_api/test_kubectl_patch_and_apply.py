@@ -100,7 +100,7 @@ def test_apply_conflict_is_a_409_status_listing_fields_and_managers(served: Serv
     assert code == 409 and body["reason"] == "Conflict"
     assert body["message"] == ('Apply failed with 1 conflict: conflict with "kubectl": '
                                '.metadata.labels.app')
-    assert body["details"]["causes"] == [{"type": "FieldManagerConflict",
+    assert body["details"]["causes"] == [{"reason": "FieldManagerConflict",
                                           "message": 'conflict with "kubectl"',
                                           "field": ".metadata.labels.app"}]
 

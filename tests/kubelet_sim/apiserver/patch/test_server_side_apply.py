@@ -82,7 +82,7 @@ def test_a_second_manager_changing_an_owned_field_conflicts() -> None:
     err = caught.value
     assert err.code == 409 and err.reason == "Conflict"
     assert err.message == 'Apply failed with 1 conflict: conflict with "alice": .spec.replicas'
-    assert err.causes == [{"type": "FieldManagerConflict", "message": 'conflict with "alice"',
+    assert err.causes == [{"reason": "FieldManagerConflict", "message": 'conflict with "alice"',
                            "field": ".spec.replicas"}]
 
 

@@ -1,0 +1,257 @@
+""":class:`InProcessClient`: the :class:`~kubelet_sim.client.kube_client.KubeClient` over
+the :class:`~kubelet_sim.apiserver.server.APIServer` object of the same process — what
+the components inside ``up`` call today, made awaitable.
+
+Every verb is the API server's own call, so the errors are the ones it raises. Patches
+are applied here as the HTTP front applies them (JSON, merge and strategic merge patch,
+and server-side apply with its managedFields, against the current object, retried when
+another write raced them unless the patch names a resourceVersion). Unlike the HTTP
+front, the other writes here record no managedFields (as today's in-process writers).
+Watches come from the API server's own; the in-process server sends no
+BOOKMARKs unless ``bookmark_every`` asks for them (a bookmark is the server's option,
+never a promise), and ``timeout_seconds`` ends a watch on this client's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kubelet_sim.api.errors import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    InjectedConflict,
+    Invalid,
+    InvalidOptions,
+    NotFound,
+)
+from kubelet_sim.api.model import JSON, Resource, format_time, kind_info
+from kubelet_sim.apiserver.patch import (
+    Write,
+    apply,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+    decode_operations,
+    kind_node,
+)
+from kubelet_sim.apiserver.patch.schema import UNTYPED_NODE
+from kubelet_sim.apiserver.server import APIServer, ResourceList
+from kubelet_sim.apiserver.watch import Watch, WatchEvent
+from kubelet_sim.client.kube_client import (
+    ADDED,
+    APPLY_PATCH,
+    INITIAL_EVENTS_END,
+    JSON_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    KubeWatch,
+    bookmark,
+)
+
+PATCH_RETRIES = 5  # as the HTTP front retries a patch a concurrent write raced
+
+
+class InProcessClient:
+    """The API server object, awaitable. ``bookmark_every``: seconds of quiet after
+    which a watch that allows bookmarks gets one (None: never)."""
+
+    def __init__(self, api: APIServer, bookmark_every: float | None = None) -> None:
+        self.api = api
+        self.bookmark_every = bookmark_every
+
+    async def get(self, kind: str, name: str, namespace: str = "") -> Resource:
+        return self.api.get(kind, name, namespace)
+
+    async def list(self, kind: str, namespace: str | None = None,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   *, limit: int = 0, continue_from: str = "",
+                   resource_version: str = "") -> ResourceList:
+        return self.api.list(kind, namespace, label_selector, field_selector, limit=limit,
+                             continue_from=continue_from, resource_version=resource_version)
+
+    async def create(self, obj: Resource) -> Resource:
+        return self.api.create(obj)
+
+    async def update(self, obj: Resource) -> Resource:
+        return self.api.update(obj)
+
+    async def update_status(self, obj: Resource) -> Resource:
+        return self.api.update_status(obj)
+
+    async def patch(self, kind: str, name: str, patch: Any, namespace: str = "",
+                    subresource: str = "", *, patch_type: str = MERGE_PATCH,
+                    field_manager: str = "", force: bool = False) -> Resource:
+        if patch_type not in PATCH_TYPES:
+            raise BadRequest(f"unknown patch type {patch_type!r}")
+        if subresource not in ("", "status"):
+            raise NotFound(f"{kind}/{subresource}", name)
+        if patch_type == APPLY_PATCH:
+            return self._apply(kind, name, patch, namespace, subresource, field_manager, force)
+        write = self.api.update_status if subresource else self.api.update
+        verb = "patch"
+        for attempt in range(PATCH_RETRIES):
+            current = self.api.get(kind, name, namespace)
+            merged = _patched(patch_type, current, patch)
+            if not isinstance(merged, dict):
+                raise Invalid("patch", f"cannot unmarshal {type(merged).__name__} into an "
+                                       f"object of kind {kind}")
+            obj = Resource.from_dict(merged)
+            # a resourceVersion the patch sets is a precondition; else the current one
+            sent_version = obj.metadata.resource_version
+            precondition = sent_version not in ("", current.metadata.resource_version)
+            obj.metadata.resource_version = sent_version or current.metadata.resource_version
+            try:
+                return write(obj, verb)
+            except InjectedConflict:
+                raise
+            except Conflict:
+                if precondition or attempt == PATCH_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _apply(self, kind: str, name: str, config: Any, namespace: str, subresource: str,
+               manager: str, force: bool) -> Resource:
+        """Server-side apply as the HTTP front runs it: create when absent, else merge
+        ``config`` into the live object, taking the fields ``manager`` sets (ApplyConflict
+        where another manager owns one, unless ``force``). Field validation of the
+        configuration is the HTTP front's."""
+        if not manager:
+            raise InvalidOptions("PatchOptions", [{
+                "reason": "FieldValueRequired", "field": "fieldManager",
+                "message": "Required value: is required for apply patch"}])
+        if not isinstance(config, dict):
+            raise BadRequest("error decoding YAML: the apply configuration is not an object")
+        info = kind_info(kind)
+        wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
+        write = Write(kind_node(info.api_version, kind) or UNTYPED_NODE, info.api_version,
+                      subresource, info.status_subresource, format_time(self.api.clock.now()))
+        for attempt in range(PATCH_RETRIES):
+            try:
+                current: Resource | None = self.api.get(kind, name, namespace)
+            except NotFound:
+                if subresource or wanted:
+                    raise
+                current = None
+            live = current.to_dict() if current is not None else None
+            result = apply(live, config, manager, force, write)
+            doc = dict(result.obj if result.obj is not None else live or {})
+            meta = dict(doc.get("metadata") or {})
+            meta["managedFields"] = result.managed_fields
+            meta.setdefault("name", name)
+            if info.namespaced:
+                meta.setdefault("namespace", namespace or "default")
+            doc["metadata"] = meta
+            obj = Resource.from_dict(doc)
+            try:
+                if current is None:
+                    obj.metadata.resource_version = ""
+                    return self.api.create(obj)
+                obj.metadata.resource_version = wanted or current.metadata.resource_version
+                update = self.api.update_status if subresource else self.api.update
+                return update(obj, "patch")
+            except InjectedConflict:
+                raise
+            except (Conflict, AlreadyExists):
+                if wanted or attempt == PATCH_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def delete(self, kind: str, name: str, namespace: str = "", *,
+                     grace_period_seconds: int | None = None, uid: str | None = None,
+                     resource_version: str | None = None,
+                     propagation_policy: str | None = None) -> Resource | None:
+        return self.api.delete(kind, name, namespace,
+                               grace_period_seconds=grace_period_seconds, uid=uid,
+                               resource_version=resource_version,
+                               propagation_policy=propagation_policy)
+
+    async def bind(self, name: str, namespace: str, node_name: str,
+                   annotations: dict[str, str] | None = None, uid: str | None = None) -> None:
+        self.api.bind(name, namespace, node_name, annotations, uid=uid)
+
+    async def evict(self, name: str, namespace: str, *, dry_run: bool = False,
+                    grace_period_seconds: int | None = None, uid: str | None = None,
+                    resource_version: str | None = None,
+                    propagation_policy: str | None = None) -> None:
+        self.api.evict(name, namespace, dry_run=dry_run,
+                       grace_period_seconds=grace_period_seconds, uid=uid,
+                       resource_version=resource_version,
+                       propagation_policy=propagation_policy)
+
+    async def request_token(self, namespace: str, name: str, request: JSON) -> JSON:
+        return self.api.request_token(namespace, name, request)
+
+    async def watch(self, kind: str, namespace: str | None = None,
+                    label_selector: str | None = None, field_selector: str | None = None,
+                    resource_version: str | None = None, *, allow_bookmarks: bool = False,
+                    timeout_seconds: int | None = None,
+                    send_initial_events: bool = False) -> KubeWatch:
+        initial: list[WatchEvent] = []
+        if send_initial_events:
+            listed = self.api.list(kind, namespace, label_selector, field_selector)
+            initial = [WatchEvent(ADDED, obj) for obj in listed.items]
+            initial.append(bookmark(kind, listed.resource_version, {INITIAL_EVENTS_END: "true"}))
+            resource_version = listed.resource_version
+        watch = self.api.watch(kind, namespace, label_selector, field_selector,
+                               resource_version)
+        if not initial and not timeout_seconds and not (allow_bookmarks and self.bookmark_every):
+            return watch  # the server's own watch is a KubeWatch already
+        return _TimedWatch(self.api, kind, watch, timeout_seconds,
+                           self.bookmark_every if allow_bookmarks else None, initial)
+
+    async def close(self) -> None:
+        return None
+
+
+def _patched(patch_type: str, current: Resource, patch: Any) -> Any:
+    doc = current.to_dict()
+    if patch_type == JSON_PATCH:
+        return apply_json_patch(doc, decode_operations(patch, True))
+    if patch_type == MERGE_PATCH:
+        return apply_merge_patch(doc, patch)
+    node = kind_node(kind_info(current.kind).api_version, current.kind) or UNTYPED_NODE
+    return apply_strategic_merge_patch(doc, patch, node)
+
+
+class _TimedWatch:
+    """The server's watch, after a streaming list's ``initial`` events, ended after
+    ``timeout`` seconds and with a BOOKMARK (at the server's newest resourceVersion)
+    after every ``every`` seconds without an event."""
+
+    def __init__(self, api: APIServer, kind: str, watch: Watch, timeout: float | None,
+                 every: float | None, initial: list[WatchEvent]) -> None:
+        self._api, self._kind, self._watch = api, kind, watch
+        self._initial = initial  # a streaming list's ADDEDs and its closing BOOKMARK
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + timeout if timeout else None
+        self._every = every
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        if self._initial:
+            return self._initial.pop(0)
+        loop = asyncio.get_running_loop()
+        waits = [w for w in (self._every,
+                             None if self._deadline is None else self._deadline - loop.time())
+                 if w is not None]
+        if self._deadline is not None and loop.time() >= self._deadline:
+            self.stop()
+        try:
+            event = await asyncio.wait_for(self._watch.next(), min(waits) if waits else None)
+        except TimeoutError:
+            if self._deadline is not None and loop.time() >= self._deadline:
+                self.stop()
+                raise StopAsyncIteration from None
+            return bookmark(self._kind, self._api.resource_version)
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+    def stop(self) -> None:
+        self._initial.clear()
+        self._watch.stop()
