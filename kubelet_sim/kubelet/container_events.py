@@ -1,8 +1,12 @@
 """The events the kubelet records about a pod's containers, with its reasons and wording
 (``pkg/kubelet/events``): when the pod starts, each container is ``Pulled`` (no image is
-fetched here, so it is always already present), ``Created`` and ``Started``, init
-containers first; when it is deleted, ``Killing`` each container. Each event names its
-container in ``involvedObject.fieldPath``, as the kubelet's container references do."""
+fetched here, so it is always already present), ``Created`` and ``Started`` — an init
+container when its turn comes (init_containers.py), the app containers once the pod is
+initialized; when it is deleted, ``Killing`` each app container, then each running
+sidecar, the last one first (the kubelet stops sidecars after the app containers), and
+an init container still running. Each event names its container in
+``involvedObject.fieldPath`` (``spec.containers{c}`` or ``spec.initContainers{c}``), as
+the kubelet's container references do."""
 
 from __future__ import annotations
 
@@ -32,31 +36,35 @@ def start_events(name: str, image: str) -> list[ContainerEvent]:
             ContainerEvent(name, "Started", f"Started container {name}")]
 
 
+def field_path(pod: Resource, container: str) -> str:
+    """``spec.initContainers{c}`` for an init container (names are unique across both
+    lists), else ``spec.containers{c}``."""
+    inits = {c.get("name") for c in pod.spec.get("initContainers") or []}
+    return f"spec.{'initContainers' if container in inits else 'containers'}{{{container}}}"
+
+
 def record_events(recorder: EventRecorder, pod: Resource, node: str,
                   events: list[ContainerEvent]) -> None:
     for event in events:
         recorder.record("Pod", pod.namespace, pod.name, WARNING if event.warning else NORMAL,
                         event.reason, event.message, COMPONENT, host=node,
-                        field_path=f"spec.containers{{{event.container}}}")
-
-
-def _containers(pod: Resource) -> list[tuple[str, str, str]]:
-    """(field, name, image) of every init container, then every container."""
-    return [(field, str(c.get("name", "")), str(c.get("image", "")))
-            for field in ("initContainers", "containers")
-            for c in pod.spec.get(field) or []]
+                        field_path=field_path(pod, event.container))
 
 
 def containers_started(recorder: EventRecorder, pod: Resource, node: str) -> None:
-    for field, name, image in _containers(pod):
-        path = f"spec.{field}{{{name}}}"
-        for event in start_events(name, image):
-            recorder.record("Pod", pod.namespace, pod.name, NORMAL, event.reason,
-                            event.message, COMPONENT, host=node, field_path=path)
+    """The app containers started (the init containers had their events as they ran)."""
+    record_events(recorder, pod, node, [
+        event for c in pod.spec.get("containers") or []
+        for event in start_events(str(c.get("name", "")), str(c.get("image", "")))])
 
 
 def containers_killed(recorder: EventRecorder, pod: Resource, node: str) -> None:
-    for field, name, _ in _containers(pod):
-        recorder.record("Pod", pod.namespace, pod.name, NORMAL, "Killing",
-                        f"Stopping container {name}", COMPONENT, host=node,
-                        field_path=f"spec.{field}{{{name}}}")
+    running = {s.get("name") for s in pod.status.get("initContainerStatuses") or []
+               if "running" in (s.get("state") or {})}
+    inits = [c for c in pod.spec.get("initContainers") or [] if c.get("name") in running]
+    sidecars = [c for c in inits if c.get("restartPolicy") == "Always"]
+    names = [str(c.get("name", "")) for c in [
+        *[c for c in inits if c not in sidecars], *(pod.spec.get("containers") or []),
+        *reversed(sidecars)]]
+    record_events(recorder, pod, node, [
+        ContainerEvent(name, "Killing", f"Stopping container {name}") for name in names])

@@ -62,11 +62,13 @@ from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.image_change import restart_changed
+from kubelet_sim.kubelet.init_containers import InitStep, advance_init, write_initializing
 from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
+from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
@@ -407,6 +409,11 @@ class Kubelet:
             self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         if not record.containers_created:
+            if pod.spec.get("initContainers"):  # they run first, one at a time
+                step = self._run_init(pod, record)
+                if not step.done:
+                    self.waiting.pop(uid, None)
+                    return step.changed
             if self._config_missing(pod):
                 return self._wait_for_config(pod)
             record.containers_created = True
@@ -482,6 +489,7 @@ class Kubelet:
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_waiting(current, reason=reason, message=message, now=self._now())
+            observe(current)
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -518,6 +526,7 @@ class Kubelet:
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_config_error(current, errors=errors, now=now)
+            observe(current)
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -537,12 +546,49 @@ class Kubelet:
                 else:
                     self.config_waits.pop(key, None)
 
-    def _set_running(self, pod: Resource, record: PodRecord) -> None:
-        with contextlib.suppress(NotFound):  # a deleted Node: the address it had
+    def _node_ip(self) -> str:
+        """The node's InternalIP (the one it had, when its Node was deleted)."""
+        with contextlib.suppress(NotFound):
             node = self.api.get("Node", self.node_name)
             self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
                                   if a.get("type") == "InternalIP"), "")
-        host_ip = self._host_ip
+        return self._host_ip
+
+    def _run_init(self, pod: Resource, record: PodRecord) -> InitStep:
+        """The pod's init containers one step on (init_containers.py): the status written
+        and the step's events recorded when something moved."""
+        now = self.clock.now()
+        host_ip = self._node_ip()
+        steps: list[InitStep] = []
+
+        def write() -> None:
+            steps.clear()
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            if current.metadata.uid != pod.metadata.uid:
+                return
+            step = advance_init(current, sandbox_id=record.sandbox_id, now=now,
+                                backoff=self.crash_backoff)
+            if step.changed:
+                write_initializing(current, step, host_ip=host_ip, ips=record.ips,
+                                   now=format_time(now))
+                observe(current)
+                self.api.update_status(current)
+            steps.append(step)
+        try:
+            retry_on_conflict(write)
+        except NotFound:
+            return InitStep()
+        except Conflict as err:  # the next pass tries again
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            return InitStep()
+        step = steps[-1] if steps else InitStep()
+        if step.changed:
+            step.commit(self.crash_backoff)
+            record_events(self.recorder, pod, self.node_name, step.events)
+        return step
+
+    def _set_running(self, pod: Resource, record: PodRecord) -> None:
+        host_ip = self._node_ip()
         now = self._now()
 
         def write() -> None:
@@ -550,6 +596,7 @@ class Kubelet:
             write_running(current, sandbox_id=record.sandbox_id, host_ip=host_ip,
                           ips=record.ips, now=now)
             refresh_readiness(current, self.clock.now())
+            observe(current)
             self.api.update_status(current)
         retry_on_conflict(write)
         if self.on_pod_started is not None and pod.metadata.creation_timestamp:
@@ -570,7 +617,8 @@ class Kubelet:
         # both only touch the status: a copy of it is enough to ask (never the cached pod's)
         probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
                          status=copy.deepcopy(pod.status))
-        if not restart_changed(probe, now) and not refresh_readiness(probe, now):
+        if not restart_changed(probe, now) and not refresh_readiness(probe, now) and \
+                not stale(probe):
             return changed  # (the common case, read for every running pod on every pass)
         events: list[ContainerEvent] = []
 
@@ -583,8 +631,9 @@ class Kubelet:
             if current.metadata.uid != pod.metadata.uid:
                 return False
             events.extend(restart_changed(current, now))
-            if not refresh_readiness(current, now) and not events:
+            if not refresh_readiness(current, now) and not events and not stale(current):
                 return False
+            observe(current)
             self.api.update_status(current)
             return True
         try:
@@ -605,6 +654,7 @@ class Kubelet:
             if current.metadata.uid != pod.metadata.uid or \
                     not fail_past_deadline(current, now):
                 return False
+            observe(current)
             self.api.update_status(current)
             return True
         try:

@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.kubelet.go_duration import parse_duration
+from kubelet_sim.kubelet.init_status import sidecar_statuses
 
 READY_AFTER = "sim.cni-csi-mini.io/ready-after"
 
 
-def _container_ready(pod: Resource, status: JSON, now: datetime) -> bool:
+def container_ready(pod: Resource, status: JSON, now: datetime) -> bool:
     running = (status.get("state") or {}).get("running")
     if running is None:
         return False
@@ -77,8 +78,8 @@ def refresh_readiness(pod: Resource, now: datetime) -> bool:
         return False
     changed = False
     unready = []
-    for status in pod.status.get("containerStatuses") or []:
-        ready = _container_ready(pod, status, now)
+    for status in [*sidecar_statuses(pod), *(pod.status.get("containerStatuses") or [])]:
+        ready = container_ready(pod, status, now)
         if status.get("ready") != ready:
             status["ready"] = ready
             changed = True

@@ -1,0 +1,139 @@
+"""The kubelet running a pod's init containers, once its sandbox is up and before any app
+container (``computePodActions``' init container rules).
+
+Each sync moves the pod one step on, in spec order: a regular init container is started
+(Pulled/Created/Started events, ``running``, ``started`` true), exits when its plan says
+(exit_plans.py: at once with code 0 by default) and is ``terminated`` ``Completed``
+(``ready`` true); then the next one starts. A failed one (non-zero code) under the pod's
+``restartPolicy: Never`` fails the pod (phase ``Failed``, the app containers never
+started, a running sidecar stopped); under ``OnFailure`` or ``Always`` it is restarted
+with the kubelet's back-off (``lastState``, ``restartCount``, ``CrashLoopBackOff``). A
+sidecar (``restartPolicy: Always`` on the init container) counts as done once started
+(no startup probe here: started is running), so the next init container starts on the
+next step; it keeps running, restarted with back-off whenever it exits, beside the app
+containers (container_exit.py from then on).
+
+Meanwhile the pod is ``Pending`` with its IPs and ``startTime``, ``Initialized`` False
+(init_status.py), the app containers waiting ``PodInitializing``, ContainersReady and
+Ready False listing the unready sidecars and app containers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.kubelet.container_events import start_events
+from kubelet_sim.kubelet.container_exit import Exits, advance_container, stop_sidecars
+from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
+from kubelet_sim.kubelet.exit_plans import init_container_plan
+from kubelet_sim.kubelet.init_status import (
+    POD_INITIALIZING,
+    incomplete,
+    is_sidecar,
+    sidecar_statuses,
+    waiting_status,
+)
+from kubelet_sim.kubelet.pod_status import conditions, container_id, image_id
+from kubelet_sim.kubelet.readiness import container_ready
+
+__all__ = ["InitStep", "advance_init", "write_initializing"]
+
+
+@dataclass
+class InitStep(Exits):
+    """What :func:`advance_init` did: :class:`Exits` (events, back-off restarts), and
+    whether the pod is initialized now or failed (``restartPolicy: Never``)."""
+
+    done: bool = False
+    failed: bool = False
+
+
+def _start(status: JSON, sandbox_id: str, image: str, now: datetime) -> None:
+    name = str(status.get("name", ""))
+    status.update(image=image, imageID=image_id(image),
+                  containerID=container_id(sandbox_id, name), started=True, ready=False,
+                  state={"running": {"startedAt": format_time(now)}})
+
+
+def advance_init(pod: Resource, *, sandbox_id: str, now: datetime,
+                 backoff: CrashLoopBackOff) -> InitStep:
+    """One step of the pod's init containers, in place on ``pod.status``
+    (``initContainerStatuses`` and, when one failed under ``Never``, the phase)."""
+    out = InitStep()
+    policy = "Never" if pod.spec.get("restartPolicy") == "Never" else "OnFailure"
+    containers = pod.spec.get("initContainers") or []
+    known = {s.get("name"): s for s in pod.status.get("initContainerStatuses") or []}
+    statuses = [known.get(c.get("name")) or waiting_status(c, POD_INITIALIZING)
+                for c in containers]
+    pod.status["initContainerStatuses"] = statuses
+    for container, status in zip(containers, statuses, strict=True):
+        name, image = str(container.get("name", "")), str(container.get("image", ""))
+        sidecar = is_sidecar(container)
+        state = status.get("state") or {}
+        terminated = state.get("terminated")
+        if terminated is not None and (terminated.get("exitCode") == 0 or sidecar):
+            continue  # done (a sidecar is terminated only once the pod ends)
+        if terminated is not None:  # failed under Never
+            out.failed = True
+            break
+        if not status.get("containerID"):  # never started: its turn
+            if not out.changed:
+                _start(status, sandbox_id, image, now)
+                if sidecar:
+                    status["ready"] = container_ready(pod, status, now)
+                out.events += start_events(name, image)
+                out.changed = True
+            break
+        advance_container(pod, status, plan=init_container_plan(pod, name),
+                          policy="Always" if sidecar else policy, image=image, now=now,
+                          backoff=backoff, out=out)
+        state = status.get("state") or {}
+        if sidecar:
+            ready = container_ready(pod, status, now)
+            if status.get("ready") != ready:
+                status["ready"], out.changed = ready, True
+            if status.get("started"):
+                continue
+            break
+        terminated = state.get("terminated")
+        if terminated is None:
+            break  # running, or backing off: the ones after it wait
+        if terminated.get("exitCode") != 0:
+            out.failed = True
+            break
+        status["ready"] = True
+    out.changed |= len(known) != len(containers)
+    out.done = not out.failed and not incomplete(pod)
+    if out.failed and pod.status.get("phase") != "Failed":
+        out.events += stop_sidecars(pod, format_time(now))
+        out.changed = True
+    return out
+
+
+def write_initializing(pod: Resource, step: InitStep, *, host_ip: str, ips: list[str],
+                       now: str) -> None:
+    """The status of a pod whose init containers run (``advance_init`` filled their
+    statuses): Pending — or Failed — with its IPs, the app containers waiting."""
+    st = pod.status
+    st["phase"] = "Failed" if step.failed else "Pending"
+    if host_ip:
+        st["hostIP"], st["hostIPs"] = host_ip, [{"ip": host_ip}]
+    if ips:
+        st["podIP"], st["podIPs"] = ips[0], [{"ip": ip} for ip in ips]
+    st.setdefault("startTime", now)
+    known = {s.get("name"): s for s in st.get("containerStatuses") or []}
+    st["containerStatuses"] = [known.get(c.get("name")) or waiting_status(c, POD_INITIALIZING)
+                               for c in pod.spec.get("containers") or []]
+    unready = [str(s.get("name", "")) for s in sidecar_statuses(pod) if not s.get("ready")]
+    unready += [str(c.get("name", "")) for c in pod.spec.get("containers") or []]
+    st["conditions"] = conditions(pod, sandbox_ready=True, ready=False, reason="", message="",
+                                  now=now)
+    for cond in st["conditions"]:
+        if cond["type"] in ("ContainersReady", "Ready"):
+            if step.failed:
+                cond["reason"] = "PodFailed"
+                cond.pop("message", None)
+            else:
+                cond["message"] = f"containers with unready status: [{' '.join(unready)}]"
