@@ -9,6 +9,9 @@ from datetime import timedelta
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.kubelet.container_events import containers_killed
 from kubelet_sim.kubelet.container_exit import exited
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.exit_plans import (
@@ -17,6 +20,7 @@ from kubelet_sim.kubelet.exit_plans import (
     container_plan,
     init_container_plan,
 )
+from kubelet_sim.kubelet.image_change import restart_changed
 from kubelet_sim.kubelet.init_containers import InitStep, advance_init, write_initializing
 from kubelet_sim.kubelet.init_status import initialized_condition
 from kubelet_sim.kubelet.pod_status import write_running
@@ -205,3 +209,29 @@ def test_without_annotations_an_app_container_runs_on() -> None:
     clock = FakeClock()
     write_running(pod, sandbox_id="sb", host_ip="", ips=[], now=format_time(clock.now()))
     assert not exited(pod, clock.now() + timedelta(days=1))
+
+
+def test_a_sidecars_changed_image_restarts_it() -> None:
+    clock = FakeClock()
+    pod = running_job_with_sidecar(clock)
+    pod.spec["initContainers"][0]["image"] = "envoy:2"
+    events = restart_changed(pod, clock.now())
+    assert [(e.container, e.reason) for e in events][:2] == [
+        ("proxy", "Killing"), ("proxy", "Pulled")]
+    proxy = init(pod, "proxy")
+    assert (proxy["image"], proxy["restartCount"], state(pod, "proxy")) == (
+        "envoy:2", 1, "running")
+
+
+def test_at_deletion_sidecars_are_stopped_after_the_app_containers_last_first() -> None:
+    clock = FakeClock()
+    pod = with_inits({**SIDECAR, "name": "logs"}, SIDECAR)
+    backoff = CrashLoopBackOff()
+    step(pod, clock, backoff)
+    step(pod, clock, backoff)
+    write_running(pod, sandbox_id="sb", host_ip="", ips=[], now=format_time(clock.now()))
+    recorder = EventRecorder(APIServer(clock=clock))
+    containers_killed(recorder, pod, "node-1")
+    assert [(e.reason, e.field_path) for e in recorder.for_object("Pod", "p", "default")] == [
+        ("Killing", "spec.containers{main}"), ("Killing", "spec.initContainers{proxy}"),
+        ("Killing", "spec.initContainers{logs}")]
