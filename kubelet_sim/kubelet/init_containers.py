@@ -11,7 +11,8 @@ with the kubelet's back-off (``lastState``, ``restartCount``, ``CrashLoopBackOff
 sidecar (``restartPolicy: Always`` on the init container) counts as done once started
 (no startup probe here: started is running), so the next init container starts on the
 next step; it keeps running, restarted with back-off whenever it exits, beside the app
-containers (container_exit.py from then on).
+containers (container_exit.py from then on). An init container whose environment names
+a missing ConfigMap or Secret waits ``CreateContainerConfigError`` until it exists.
 
 Meanwhile the pod is ``Pending`` with its IPs and ``startTime``, ``Initialized`` False
 (init_status.py), the app containers waiting ``PodInitializing``, ContainersReady and
@@ -20,11 +21,13 @@ Ready False listing the unready sidecars and app containers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.kubelet.container_events import start_events
+from kubelet_sim.kubelet.container_config import CREATE_CONTAINER_CONFIG_ERROR
+from kubelet_sim.kubelet.container_events import ContainerEvent, start_events
 from kubelet_sim.kubelet.container_exit import Exits, advance_container, stop_sidecars
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.exit_plans import init_container_plan
@@ -44,10 +47,12 @@ __all__ = ["InitStep", "advance_init", "write_initializing"]
 @dataclass
 class InitStep(Exits):
     """What :func:`advance_init` did: :class:`Exits` (events, back-off restarts), and
-    whether the pod is initialized now or failed (``restartPolicy: Never``)."""
+    whether the pod is initialized now, failed (``restartPolicy: Never``) or waits for
+    a ConfigMap or Secret its next init container's environment names."""
 
     done: bool = False
     failed: bool = False
+    config_wait: bool = False
 
 
 def _start(status: JSON, sandbox_id: str, image: str, now: datetime) -> None:
@@ -57,10 +62,12 @@ def _start(status: JSON, sandbox_id: str, image: str, now: datetime) -> None:
                   state={"running": {"startedAt": format_time(now)}})
 
 
-def advance_init(pod: Resource, *, sandbox_id: str, now: datetime,
-                 backoff: CrashLoopBackOff) -> InitStep:
+def advance_init(pod: Resource, *, sandbox_id: str, now: datetime, backoff: CrashLoopBackOff,
+                 config_error: Callable[[JSON], str | None] | None = None) -> InitStep:
     """One step of the pod's init containers, in place on ``pod.status``
-    (``initContainerStatuses`` and, when one failed under ``Never``, the phase)."""
+    (``initContainerStatuses`` and, when one failed under ``Never``, the phase).
+    ``config_error`` says why a container cannot be created (container_config.py): the
+    init container waits ``CreateContainerConfigError`` then, with a Failed event."""
     out = InitStep()
     policy = "Never" if pod.spec.get("restartPolicy") == "Never" else "OnFailure"
     containers = pod.spec.get("initContainers") or []
@@ -79,7 +86,10 @@ def advance_init(pod: Resource, *, sandbox_id: str, now: datetime,
             out.failed = True
             break
         if not status.get("containerID"):  # never started: its turn
-            if not out.changed:
+            message = config_error(container) if config_error is not None else None
+            if message is not None:
+                _wait_for_config(status, message, out)
+            elif not out.changed:
                 _start(status, sandbox_id, image, now)
                 if sidecar:
                     status["ready"] = container_ready(pod, status, now)
@@ -110,6 +120,16 @@ def advance_init(pod: Resource, *, sandbox_id: str, now: datetime,
         out.events += stop_sidecars(pod, format_time(now))
         out.changed = True
     return out
+
+
+def _wait_for_config(status: JSON, message: str, out: InitStep) -> None:
+    out.config_wait = True
+    waiting = {"reason": CREATE_CONTAINER_CONFIG_ERROR, "message": message}
+    if status.get("state") != {"waiting": waiting}:
+        status["state"] = {"waiting": waiting}
+        out.events.append(ContainerEvent(str(status.get("name", "")), "Failed",
+                                         f"Error: {message}", warning=True))
+        out.changed = True
 
 
 def write_initializing(pod: Resource, step: InitStep, *, host_ip: str, ips: list[str],

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import Resource, format_time, parse_time
+from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
@@ -50,7 +50,11 @@ from kubelet_sim.kubelet.active_deadline import (
     fail_past_deadline,
     past_deadline,
 )
-from kubelet_sim.kubelet.container_config import config_errors, referenced
+from kubelet_sim.kubelet.container_config import (
+    config_errors,
+    container_config_error,
+    referenced,
+)
 from kubelet_sim.kubelet.container_events import (
     ContainerEvent,
     containers_killed,
@@ -561,13 +565,17 @@ class Kubelet:
         host_ip = self._node_ip()
         steps: list[InitStep] = []
 
+        def config_error(container: JSON) -> str | None:
+            return container_config_error(
+                pod, container, lambda kind, ns, name: self.cache.get(kind, name, ns))
+
         def write() -> None:
             steps.clear()
             current = self.api.get("Pod", pod.name, pod.namespace)
             if current.metadata.uid != pod.metadata.uid:
                 return
             step = advance_init(current, sandbox_id=record.sandbox_id, now=now,
-                                backoff=self.crash_backoff)
+                                backoff=self.crash_backoff, config_error=config_error)
             if step.changed:
                 write_initializing(current, step, host_ip=host_ip, ips=record.ips,
                                    now=format_time(now))
@@ -582,6 +590,10 @@ class Kubelet:
             log.warning("status of pod %s not written: %s", pod.name, err)
             return InitStep()
         step = steps[-1] if steps else InitStep()
+        if step.config_wait:  # config_news.py wakes the pod when the object appears
+            for key in referenced(pod):
+                self.config_waits[key] = self.config_waits.get(key, frozenset()) | \
+                    {pod.metadata.uid}
         if step.changed:
             step.commit(self.crash_backoff)
             record_events(self.recorder, pod, self.node_name, step.events)

@@ -107,3 +107,23 @@ async def test_the_kubelet_writes_the_generation_it_acted_on(
     assert moved.status["observedGeneration"] == 2
     ready = next(c for c in moved.status["conditions"] if c["type"] == "Ready")
     assert ready["observedGeneration"] == 2
+
+
+async def test_an_init_container_waiting_for_its_config_map_runs_once_it_exists(
+        cluster: tuple[Cluster, FakeClock]) -> None:
+    c, _ = cluster
+    pod = builders.pod("configured", node_name=NODE)
+    pod.spec["initContainers"] = [{"name": "setup", "image": "busybox:1",
+                                   "envFrom": [{"configMapRef": {"name": "settings"}}]}]
+    c.api.create(pod)
+    await c.settle()
+    waiting = init_state(get(c, "configured"), "setup")["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError",
+                       "message": 'configmap "settings" not found'}
+    settings = Resource(kind="ConfigMap", body={"data": {"mode": "fast"}})
+    settings.metadata.name, settings.metadata.namespace = "settings", "default"
+    c.api.create(settings)
+    await c.settle()
+    started = get(c, "configured")
+    assert started.status["phase"] == "Running"
+    assert init_state(started, "setup")["terminated"]["reason"] == "Completed"

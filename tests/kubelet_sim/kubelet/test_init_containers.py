@@ -11,6 +11,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.kubelet.container_config import container_config_error
 from kubelet_sim.kubelet.container_events import containers_killed
 from kubelet_sim.kubelet.container_exit import exited
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
@@ -235,3 +236,27 @@ def test_at_deletion_sidecars_are_stopped_after_the_app_containers_last_first() 
     assert [(e.reason, e.field_path) for e in recorder.for_object("Pod", "p", "default")] == [
         ("Killing", "spec.containers{main}"), ("Killing", "spec.initContainers{proxy}"),
         ("Killing", "spec.initContainers{logs}")]
+
+
+def test_an_init_container_naming_a_missing_config_map_waits_until_it_exists() -> None:
+    clock, backoff = FakeClock(), CrashLoopBackOff()
+    pod = with_inits({"name": "a", "image": "busybox:1",
+                      "envFrom": [{"configMapRef": {"name": "settings"}}]})
+    store: dict[tuple[str, str, str], Resource] = {}
+
+    def config_error(container: JSON) -> str | None:
+        return container_config_error(pod, container, lambda *key: store.get(key))
+
+    waiting = advance_init(pod, sandbox_id="sb", now=clock.now(), backoff=backoff,
+                           config_error=config_error)
+    assert waiting.config_wait and init(pod, "a")["state"] == {"waiting": {
+        "reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}}
+    assert [(e.reason, e.message, e.warning) for e in waiting.events] == [
+        ("Failed", 'Error: configmap "settings" not found', True)]
+    again = advance_init(pod, sandbox_id="sb", now=clock.now(), backoff=backoff,
+                         config_error=config_error)
+    assert not again.changed  # the same wait: no new event
+    store[("ConfigMap", "default", "settings")] = Resource(kind="ConfigMap", body={"data": {}})
+    advance_init(pod, sandbox_id="sb", now=clock.now(), backoff=backoff,
+                 config_error=config_error)
+    assert state(pod, "a") == "running"
