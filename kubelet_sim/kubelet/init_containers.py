@@ -25,8 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.kubelet.container_config import CREATE_CONTAINER_CONFIG_ERROR
+from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.kubelet.container_config import (
+    CREATE_CONTAINER_CONFIG_ERROR,
+    Lookup,
+    container_config_error,
+)
 from kubelet_sim.kubelet.container_events import ContainerEvent, start_events
 from kubelet_sim.kubelet.container_exit import Exits, advance_container, stop_sidecars
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
@@ -38,10 +45,11 @@ from kubelet_sim.kubelet.init_status import (
     sidecar_statuses,
     waiting_status,
 )
+from kubelet_sim.kubelet.observed_generation import observe
 from kubelet_sim.kubelet.pod_status import conditions, container_id, image_id
 from kubelet_sim.kubelet.readiness import container_ready
 
-__all__ = ["InitStep", "advance_init", "write_initializing"]
+__all__ = ["InitStep", "advance_init", "run_init_step", "write_initializing"]
 
 
 @dataclass
@@ -157,3 +165,33 @@ def write_initializing(pod: Resource, step: InitStep, *, host_ip: str, ips: list
                 cond.pop("message", None)
             else:
                 cond["message"] = f"containers with unready status: [{' '.join(unready)}]"
+
+
+def run_init_step(api: APIServer, pod: Resource, *, sandbox_id: str, host_ip: str,
+                  ips: list[str], now: datetime, backoff: CrashLoopBackOff,
+                  lookup: Lookup) -> InitStep:
+    """Move the pod's init containers one step on and write its status when something
+    moved (retried on a conflict; the back-off's restarts counted once written). The
+    events to record are the returned step's; nothing when the pod is gone."""
+    steps: list[InitStep] = []
+
+    def write() -> None:
+        steps.clear()
+        current = api.get("Pod", pod.name, pod.namespace)
+        if current.metadata.uid != pod.metadata.uid:
+            return
+        step = advance_init(current, sandbox_id=sandbox_id, now=now, backoff=backoff,
+                            config_error=lambda c: container_config_error(current, c, lookup))
+        if step.changed:
+            write_initializing(current, step, host_ip=host_ip, ips=ips, now=format_time(now))
+            observe(current)
+            api.update_status(current)
+        steps.append(step)
+    try:
+        retry_on_conflict(write)
+    except NotFound:
+        return InitStep()
+    step = steps[-1] if steps else InitStep()
+    if step.changed:
+        step.commit(backoff)
+    return step

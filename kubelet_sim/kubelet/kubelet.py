@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.api.errors import Conflict, NotFound
-from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
+from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
@@ -50,11 +50,7 @@ from kubelet_sim.kubelet.active_deadline import (
     fail_past_deadline,
     past_deadline,
 )
-from kubelet_sim.kubelet.container_config import (
-    config_errors,
-    container_config_error,
-    referenced,
-)
+from kubelet_sim.kubelet.container_config import config_errors, referenced
 from kubelet_sim.kubelet.container_events import (
     ContainerEvent,
     containers_killed,
@@ -66,7 +62,7 @@ from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.image_change import restart_changed
-from kubelet_sim.kubelet.init_containers import InitStep, advance_init, write_initializing
+from kubelet_sim.kubelet.init_containers import InitStep, run_init_step
 from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
@@ -559,44 +555,21 @@ class Kubelet:
         return self._host_ip
 
     def _run_init(self, pod: Resource, record: PodRecord) -> InitStep:
-        """The pod's init containers one step on (init_containers.py): the status written
-        and the step's events recorded when something moved."""
-        now = self.clock.now()
-        host_ip = self._node_ip()
-        steps: list[InitStep] = []
-
-        def config_error(container: JSON) -> str | None:
-            return container_config_error(
-                pod, container, lambda kind, ns, name: self.cache.get(kind, name, ns))
-
-        def write() -> None:
-            steps.clear()
-            current = self.api.get("Pod", pod.name, pod.namespace)
-            if current.metadata.uid != pod.metadata.uid:
-                return
-            step = advance_init(current, sandbox_id=record.sandbox_id, now=now,
-                                backoff=self.crash_backoff, config_error=config_error)
-            if step.changed:
-                write_initializing(current, step, host_ip=host_ip, ips=record.ips,
-                                   now=format_time(now))
-                observe(current)
-                self.api.update_status(current)
-            steps.append(step)
+        """The pod's init containers one step on (init_containers.py); its events
+        recorded, and the pod woken when a ConfigMap or Secret it waits for appears."""
         try:
-            retry_on_conflict(write)
-        except NotFound:
-            return InitStep()
+            step = run_init_step(self.api, pod, sandbox_id=record.sandbox_id,
+                                 host_ip=self._node_ip(), ips=record.ips,
+                                 now=self.clock.now(), backoff=self.crash_backoff,
+                                 lookup=lambda kind, ns, name: self.cache.get(kind, name, ns))
         except Conflict as err:  # the next pass tries again
             log.warning("status of pod %s not written: %s", pod.name, err)
             return InitStep()
-        step = steps[-1] if steps else InitStep()
         if step.config_wait:  # config_news.py wakes the pod when the object appears
             for key in referenced(pod):
                 self.config_waits[key] = self.config_waits.get(key, frozenset()) | \
                     {pod.metadata.uid}
-        if step.changed:
-            step.commit(self.crash_backoff)
-            record_events(self.recorder, pod, self.node_name, step.events)
+        record_events(self.recorder, pod, self.node_name, step.events)
         return step
 
     def _set_running(self, pod: Resource, record: PodRecord) -> None:
