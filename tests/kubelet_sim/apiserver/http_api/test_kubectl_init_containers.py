@@ -1,18 +1,21 @@
-"""Init containers and sidecars against a running `up`, seen with the real kubectl: `kubectl
-get pod` shows Init:0/1 while the init container runs, then Running with the sidecar
-counted in READY; a Job-like pod whose app container finishes is Completed with its
-sidecar stopped; a failing init container shows Init:Error under restartPolicy Never and
+"""Init containers and sidecars against a running `up`, seen with the real kubectl:
+`kubectl get pods -w` shows Init:0/2 while the init container runs, Init:1/2,
+PodInitializing once the sidecar started, then Running with the sidecar counted in READY;
+a Job-like pod whose app container finishes is Completed with its sidecar stopped; a
+failing init container shows Init:Error under restartPolicy Never and
 Init:CrashLoopBackOff otherwise."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.fixtures.up_process import Up, running_up, wait_for
+from tests.fixtures.up_process import KUBECTL, Up, running_up, wait_for
 
 from .conftest import needs_kubectl
 
@@ -22,7 +25,7 @@ INITIALIZED_WEB = """apiVersion: v1
 kind: Pod
 metadata:
   name: web
-  annotations: {sim.cni-csi-mini.io/exit-after.migrate: 3s}
+  annotations: {sim.cni-csi-mini.io/exit-after.migrate: 2s}
 spec:
   initContainers:
   - {name: migrate, image: busybox}
@@ -68,12 +71,47 @@ def pod(up: Up, name: str) -> Any:
     return json.loads(up.kubectl("get", "pod", name, "-o", "json"))
 
 
+class Watched:
+    """The rows `kubectl get pods -w` prints for one pod, as they come."""
+
+    def __init__(self, up: Up, name: str) -> None:
+        self.rows: list[list[str]] = []
+        self.proc = subprocess.Popen(
+            [str(KUBECTL), "--kubeconfig", up.kubeconfig, "get", "pods", "-w", "--no-headers",
+             "--field-selector", f"metadata.name={name}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.rows.append(line.split())
+
+    def statuses(self) -> list[str]:
+        seen: list[str] = []
+        for row in list(self.rows):
+            if not seen or seen[-1] != row[2]:
+                seen.append(row[2])
+        return seen
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 def test_kubectl_shows_the_init_containers_then_running_with_the_sidecar_ready(
         up: Up) -> None:
-    up.kubectl("apply", "-f", "-", stdin=INITIALIZED_WEB)
-    wait_for(lambda: row(up, "web")[2] == "Init:0/2", "web initializing")
-    assert row(up, "web")[1] == "0/2"
-    wait_for(lambda: row(up, "web")[2] == "Running", "web running")
+    watched = Watched(up, "web")
+    try:
+        up.kubectl("apply", "-f", "-", stdin=INITIALIZED_WEB)
+        wait_for(lambda: "Running" in watched.statuses(), "web running")
+    finally:
+        watched.stop()
+    statuses = watched.statuses()  # Pending first, until the kubelet's first write
+    assert statuses[statuses.index("Init:0/2"):] == [
+        "Init:0/2", "Init:1/2", "PodInitializing", "Running"], statuses
+    assert ["0/2", "Init:0/2"] in [r[1:3] for r in watched.rows]
     assert row(up, "web")[1:4] == ["2/2", "Running", "0"]
     status = pod(up, "web")["status"]
     migrate, proxy = status["initContainerStatuses"]
