@@ -2,11 +2,11 @@
 (``pkg/kubelet/events``): when the pod starts, each container is ``Pulled`` (no image is
 fetched here, so it is always already present), ``Created`` and ``Started`` — an init
 container when its turn comes (init_containers.py), the app containers once the pod is
-initialized; when it is deleted, ``Killing`` each app container, then each running
-sidecar, the last one first (the kubelet stops sidecars after the app containers), and
-an init container still running. Each event names its container in
-``involvedObject.fieldPath`` (``spec.containers{c}`` or ``spec.initContainers{c}``), as
-the kubelet's container references do."""
+initialized; when it is deleted, ``Killing`` each app container (not those still
+waiting for the init containers), then each running sidecar, the last one first (the
+kubelet stops sidecars after the app containers), and an init container still running.
+Each event names its container in ``involvedObject.fieldPath`` (``spec.containers{c}``
+or ``spec.initContainers{c}``), as the kubelet's container references do."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
+from kubelet_sim.kubelet.init_status import POD_INITIALIZING
 
 COMPONENT = "kubelet"
 
@@ -63,8 +64,11 @@ def containers_killed(recorder: EventRecorder, pod: Resource, node: str) -> None
                if "running" in (s.get("state") or {})}
     inits = [c for c in pod.spec.get("initContainers") or [] if c.get("name") in running]
     sidecars = [c for c in inits if c.get("restartPolicy") == "Always"]
+    not_created = {s.get("name") for s in pod.status.get("containerStatuses") or []
+                   if ((s.get("state") or {}).get("waiting") or {}).get("reason")
+                   == POD_INITIALIZING}  # the init containers never got that far
+    apps = [c for c in pod.spec.get("containers") or [] if c.get("name") not in not_created]
     names = [str(c.get("name", "")) for c in [
-        *[c for c in inits if c not in sidecars], *(pod.spec.get("containers") or []),
-        *reversed(sidecars)]]
+        *[c for c in inits if c not in sidecars], *apps, *reversed(sidecars)]]
     record_events(recorder, pod, node, [
         ContainerEvent(name, "Killing", f"Stopping container {name}") for name in names])

@@ -653,7 +653,8 @@ class Kubelet:
         self._stop_waiting_for_config(pod.metadata.uid)
         record = self.pods.get(pod.metadata.uid)
         if record is not None:
-            await self._tear_down(pod, record, killed=bool(record.containers_created))
+            await self._tear_down(pod, record, killed=bool(
+                record.containers_created or pod.spec.get("initContainers")))
         return True
 
     # -- pod teardown ----------------------------------------------------------------------

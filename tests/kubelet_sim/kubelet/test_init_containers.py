@@ -260,3 +260,13 @@ def test_an_init_container_naming_a_missing_config_map_waits_until_it_exists() -
     advance_init(pod, sandbox_id="sb", now=clock.now(), backoff=backoff,
                  config_error=config_error)
     assert state(pod, "a") == "running"
+
+
+def test_a_pod_deleted_while_initializing_kills_only_its_running_init_container() -> None:
+    clock = FakeClock()
+    pod = with_inits({"name": "a", "image": "busybox:1"})
+    step(pod, clock, CrashLoopBackOff())
+    recorder = EventRecorder(APIServer(clock=clock))
+    containers_killed(recorder, pod, "node-1")
+    assert [(e.reason, e.field_path) for e in recorder.for_object("Pod", "p", "default")] == [
+        ("Killing", "spec.initContainers{a}")]
