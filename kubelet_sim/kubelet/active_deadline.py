@@ -1,7 +1,8 @@
 """``spec.activeDeadlineSeconds``: a pod active on the node longer than that (counted from
 ``status.startTime``) is failed by the kubelet — phase ``Failed``, reason
 ``DeadlineExceeded``, its message, a ``DeadlineExceeded`` event, its containers killed
-(``terminated`` with exit code 137, reason ``Error``); the kubelet then stops the sandbox
+(``terminated`` with exit code 137, reason ``Error``; a running init container or sidecar
+too); the kubelet then stops the sandbox
 (CNI DEL) and unmounts the volumes as for any finished pod."""
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def fail_past_deadline(pod: Resource, now: datetime) -> bool:
     stamp = format_time(now)
     st = pod.status
     st.update(phase="Failed", reason=DEADLINE_EXCEEDED, message=DEADLINE_MESSAGE)
-    for status in st.get("containerStatuses") or []:
+    running_inits = [s for s in st.get("initContainerStatuses") or []
+                     if "running" in (s.get("state") or {})]
+    for status in [*running_inits, *(st.get("containerStatuses") or [])]:
         running = (status.get("state") or {}).get("running")
         terminated = {"exitCode": 137, "reason": "Error", "finishedAt": stamp,
                       "startedAt": (running or {}).get("startedAt", stamp)}

@@ -51,9 +51,11 @@ def container_config_error(pod: Resource, container: JSON, lookup: Lookup) -> st
 
 
 def referenced(pod: Resource) -> set[tuple[str, str, str]]:
-    """(kind, namespace, name) of every ConfigMap and Secret the containers' env names."""
+    """(kind, namespace, name) of every ConfigMap and Secret the init and app containers'
+    env names."""
     found = set()
-    for container in pod.spec.get("containers") or []:
+    for container in [*(pod.spec.get("initContainers") or []),
+                      *(pod.spec.get("containers") or [])]:
         for source in container.get("envFrom") or []:
             for ref_field, _, kind, _ in _REFS:
                 if source.get(ref_field) is not None:

@@ -1,8 +1,12 @@
 """The events the kubelet records about a pod's containers, with its reasons and wording
 (``pkg/kubelet/events``): when the pod starts, each container is ``Pulled`` (no image is
-fetched here, so it is always already present), ``Created`` and ``Started``, init
-containers first; when it is deleted, ``Killing`` each container. Each event names its
-container in ``involvedObject.fieldPath``, as the kubelet's container references do."""
+fetched here, so it is always already present), ``Created`` and ``Started`` — an init
+container when its turn comes (init_containers.py), the app containers once the pod is
+initialized; when it is deleted, ``Killing`` each app container (not those still
+waiting for the init containers), then each running sidecar, the last one first (the
+kubelet stops sidecars after the app containers), and an init container still running.
+Each event names its container in ``involvedObject.fieldPath`` (``spec.containers{c}``
+or ``spec.initContainers{c}``), as the kubelet's container references do."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from dataclasses import dataclass
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
+from kubelet_sim.kubelet.init_status import POD_INITIALIZING
 
 COMPONENT = "kubelet"
 
@@ -32,38 +37,45 @@ def start_events(name: str, image: str) -> list[ContainerEvent]:
             ContainerEvent(name, "Started", f"Started container {name}")]
 
 
+def field_path(pod: Resource, container: str) -> str:
+    """``spec.initContainers{c}`` for an init container (names are unique across both
+    lists), else ``spec.containers{c}``."""
+    inits = {c.get("name") for c in pod.spec.get("initContainers") or []}
+    return f"spec.{'initContainers' if container in inits else 'containers'}{{{container}}}"
+
+
 def record_events(recorder: EventRecorder, pod: Resource, node: str,
                   events: list[ContainerEvent]) -> None:
     for event in events:
         recorder.record("Pod", pod.namespace, pod.name, WARNING if event.warning else NORMAL,
                         event.reason, event.message, COMPONENT, host=node,
-                        field_path=f"spec.containers{{{event.container}}}")
-
-
-def _containers(pod: Resource) -> list[tuple[str, str, str]]:
-    """(field, name, image) of every init container, then every container."""
-    return [(field, str(c.get("name", "")), str(c.get("image", "")))
-            for field in ("initContainers", "containers")
-            for c in pod.spec.get(field) or []]
+                        field_path=field_path(pod, event.container))
 
 
 def containers_started(recorder: EventRecorder, pod: Resource, node: str,
                        skip: frozenset[str] | set[str] = frozenset()) -> set[str]:
-    """The start events of every container not in ``skip``; returns the names started."""
+    """The start events of every app container not in ``skip`` (the init containers had
+    theirs as they ran); returns the names started."""
     started = set()
-    for field, name, image in _containers(pod):
+    for c in pod.spec.get("containers") or []:
+        name = str(c.get("name", ""))
         if name in skip:
             continue
         started.add(name)
-        path = f"spec.{field}{{{name}}}"
-        for event in start_events(name, image):
-            recorder.record("Pod", pod.namespace, pod.name, NORMAL, event.reason,
-                            event.message, COMPONENT, host=node, field_path=path)
+        record_events(recorder, pod, node, start_events(name, str(c.get("image", ""))))
     return started
 
 
 def containers_killed(recorder: EventRecorder, pod: Resource, node: str) -> None:
-    for field, name, _ in _containers(pod):
-        recorder.record("Pod", pod.namespace, pod.name, NORMAL, "Killing",
-                        f"Stopping container {name}", COMPONENT, host=node,
-                        field_path=f"spec.{field}{{{name}}}")
+    running = {s.get("name") for s in pod.status.get("initContainerStatuses") or []
+               if "running" in (s.get("state") or {})}
+    inits = [c for c in pod.spec.get("initContainers") or [] if c.get("name") in running]
+    sidecars = [c for c in inits if c.get("restartPolicy") == "Always"]
+    not_created = {s.get("name") for s in pod.status.get("containerStatuses") or []
+                   if ((s.get("state") or {}).get("waiting") or {}).get("reason")
+                   == POD_INITIALIZING}  # the init containers never got that far
+    apps = [c for c in pod.spec.get("containers") or [] if c.get("name") not in not_created]
+    names = [str(c.get("name", "")) for c in [
+        *[c for c in inits if c not in sidecars], *apps, *reversed(sidecars)]]
+    record_events(recorder, pod, node, [
+        ContainerEvent(name, "Killing", f"Stopping container {name}") for name in names])

@@ -1,20 +1,19 @@
-"""A container's simulated exit: nothing runs in the simulated containers, so by default
-they run until the pod is deleted. Two pod annotations make them exit:
+"""A container's simulated exit (exit_plans.py says when and with which code) and what
+the kubelet does then.
 
-* ``sim.cni-csi-mini.io/exit-after``: a Go duration (``5s``, ``1m30s``, ``500ms``) after
-  each container (re)started;
-* ``sim.cni-csi-mini.io/exit-code``: the exit code (default 0).
-
-The kubelet then follows the pod's ``restartPolicy``: ``Never``, or ``OnFailure`` with
+An app container follows the pod's ``restartPolicy``: ``Never``, or ``OnFailure`` with
 code 0, leaves the container ``terminated`` (reason ``Completed`` or ``Error``); once
-every container is, the pod ends (``Succeeded`` when all exited 0, ``Failed``
-otherwise; the Ready conditions False with reason ``PodCompleted`` or ``PodFailed``; the
-kubelet then stops the sandbox, CNI DEL, and unmounts the volumes, while the pod stays in
-the API).
+every app container is, the pod ends (``Succeeded`` when all exited 0, ``Failed``
+otherwise; the Ready conditions False with reason ``PodCompleted`` or ``PodFailed``; its
+sidecars are stopped — a ``Killing`` event each, ``terminated`` with exit code 0 as the
+simulated process ends on SIGTERM — and the kubelet then stops the sandbox, CNI DEL, and
+unmounts the volumes, while the pod stays in the API). A sidecar never holds the pod
+up.
 ``Always``, or ``OnFailure`` with a non-zero code, restarts the container with the
 kubelet's back-off (crash_loop_backoff.py): ``lastState`` the termination, and either at
 once (``restartCount`` up by one, Pulled/Created/Started events) or after waiting
-``CrashLoopBackOff`` (a ``BackOff`` warning event).
+``CrashLoopBackOff`` (a ``BackOff`` warning event). A sidecar is restarted so whatever
+its code or the pod's policy.
 """
 
 from __future__ import annotations
@@ -36,26 +35,21 @@ from kubelet_sim.kubelet.crash_loop_backoff import (
     back_off_event,
     back_off_message,
 )
+from kubelet_sim.kubelet.exit_plans import (
+    EXIT_AFTER,
+    EXIT_CODE,
+    Plan,
+    container_plan,
+    has_exit_plans,
+    init_container_plan,
+)
 from kubelet_sim.kubelet.go_duration import parse_duration
+from kubelet_sim.kubelet.init_status import sidecar_statuses
+from kubelet_sim.kubelet.observed_generation import observe
 from kubelet_sim.kubelet.readiness import refresh_readiness
 
-EXIT_AFTER = "sim.cni-csi-mini.io/exit-after"
-EXIT_CODE = "sim.cni-csi-mini.io/exit-code"
-
-__all__ = ["EXIT_AFTER", "EXIT_CODE", "Exits", "end_pod", "exit_due_containers", "exit_plan",
-           "exited", "parse_duration", "restart_container"]
-
-
-def exit_plan(pod: Resource) -> tuple[float, int] | None:
-    """(seconds after start, exit code) the annotations ask for; None: runs on."""
-    after = parse_duration(pod.metadata.annotations.get(EXIT_AFTER, ""))
-    if after is None:
-        return None
-    try:
-        code = int(pod.metadata.annotations.get(EXIT_CODE, "0"))
-    except ValueError:
-        code = 1
-    return after, code
+__all__ = ["EXIT_AFTER", "EXIT_CODE", "Exits", "advance_container", "end_pod",
+           "exit_due_containers", "exited", "parse_duration", "restart_container"]
 
 
 @dataclass
@@ -88,66 +82,105 @@ def restart_container(status: JSON, image: str, now: datetime) -> list[Container
     return start_events(str(status.get("name", "")), image)
 
 
+def _restarts(policy: str, code: int) -> bool:
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+def advance_container(pod: Resource, status: JSON, *, plan: Plan | None, policy: str,
+                      image: str, now: datetime, backoff: CrashLoopBackOff, out: Exits) -> None:
+    """One container's due exit (``plan``) and restart under ``policy``, in place on its
+    ``status``; what changed is added to ``out``."""
+    name = str(status.get("name", ""))
+    state = status.get("state") or {}
+    key = (pod.metadata.uid, name, image)
+    if "running" in state:
+        if plan is None:
+            return
+        after, code = plan
+        started = parse_time(state["running"]["startedAt"])
+        exited_at = started + timedelta(seconds=after)
+        if exited_at > now:
+            return
+        terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                      "startedAt": state["running"]["startedAt"],
+                      "finishedAt": format_time(exited_at),
+                      "containerID": status.get("containerID", "")}
+        out.changed = True
+        if not _restarts(policy, code):
+            status.update(state={"terminated": terminated}, ready=False, started=False)
+            return
+        status["lastState"] = {"terminated": terminated}
+    elif (state.get("waiting") or {}).get("reason") == CRASH_LOOP_BACK_OFF:
+        finished = ((status.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        if not finished:
+            return
+        exited_at = parse_time(finished)
+    else:
+        return
+    delay = backoff.waiting(key, exited_at, now)
+    if delay is None:
+        out.restarts.append((key, exited_at))
+        out.events += restart_container(status, image, now)
+        out.changed = True
+        return
+    waiting = {"reason": CRASH_LOOP_BACK_OFF, "message": back_off_message(delay, name, pod)}
+    if status.get("state") != {"waiting": waiting}:
+        status.update(state={"waiting": waiting}, ready=False, started=False)
+        out.events.append(ContainerEvent(name, "BackOff", back_off_event(name, pod),
+                                         warning=True))
+        out.changed = True
+
+
 def exited(pod: Resource, now: datetime, backoff: CrashLoopBackOff | None = None) -> Exits:
-    """Let the pod's running containers exit when their time is up, and restart those
-    whose back-off is over (in place, on ``pod.status``)."""
+    """Let the running pod's app containers and sidecars exit when their time is up, and
+    restart those whose back-off is over (in place, on ``pod.status``)."""
     out = Exits()
-    plan = exit_plan(pod)
     if pod.status.get("phase") != "Running":
         return out
-    # without the annotations only a back-off (after a liveness kill) is waited out
-    after, code = plan if plan is not None else (0.0, 0)
     backoff = backoff or CrashLoopBackOff()
     policy = pod.spec.get("restartPolicy", "Always")
-    images = {c.get("name"): str(c.get("image", "")) for c in pod.spec.get("containers") or []}
+    images = {c.get("name"): str(c.get("image", ""))
+              for field in ("initContainers", "containers") for c in pod.spec.get(field) or []}
     statuses = pod.status.get("containerStatuses") or []
     for status in statuses:
         name = str(status.get("name", ""))
-        state = status.get("state") or {}
-        key = (pod.metadata.uid, name, images.get(name, ""))
-        if "running" in state:
-            if plan is None:
-                continue
-            started = parse_time(state["running"]["startedAt"])
-            exited_at = started + timedelta(seconds=after)
-            if exited_at > now:
-                continue
-            terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                          "startedAt": state["running"]["startedAt"],
-                          "finishedAt": format_time(exited_at),
-                          "containerID": status.get("containerID", "")}
-            out.changed = True
-            if not (policy == "Always" or (policy == "OnFailure" and code != 0)):
-                status.update(state={"terminated": terminated}, ready=False, started=False)
-                continue
-            status["lastState"] = {"terminated": terminated}
-        elif (state.get("waiting") or {}).get("reason") == CRASH_LOOP_BACK_OFF:
-            finished = ((status.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
-            if not finished:
-                continue
-            exited_at = parse_time(finished)
-        else:
-            continue
-        delay = backoff.waiting(key, exited_at, now)
-        if delay is None:
-            out.restarts.append((key, exited_at))
-            out.events += restart_container(status, key[2], now)
-            out.changed = True
-            continue
-        waiting = {"reason": CRASH_LOOP_BACK_OFF, "message": back_off_message(delay, name, pod)}
-        if status.get("state") != {"waiting": waiting}:
-            status.update(state={"waiting": waiting}, ready=False, started=False)
-            out.events.append(ContainerEvent(name, "BackOff", back_off_event(name, pod),
-                                             warning=True))
-            out.changed = True
+        advance_container(pod, status, plan=container_plan(pod, name), policy=policy,
+                          image=images.get(name, ""), now=now, backoff=backoff, out=out)
+    for status in sidecar_statuses(pod):
+        name = str(status.get("name", ""))
+        advance_container(pod, status, plan=init_container_plan(pod, name), policy="Always",
+                          image=images.get(name, ""), now=now, backoff=backoff, out=out)
     if not out.changed:
         return out
     ended = [(s.get("state") or {}).get("terminated") for s in statuses]
     if all(ended):
-        _end(pod, all(t.get("exitCode") == 0 for t in ended if t), format_time(now))
+        stamp = format_time(now)
+        out.events += stop_sidecars(pod, stamp)
+        _end(pod, all(t.get("exitCode") == 0 for t in ended if t), stamp)
     else:
         refresh_readiness(pod, now)
     return out
+
+
+def stop_sidecars(pod: Resource, stamp: str) -> list[ContainerEvent]:
+    """Stop the pod's sidecars, last first, once its app containers are done (in place):
+    each ``terminated`` with code 0 (the simulated process ends on SIGTERM); the Killing
+    events."""
+    events = []
+    for status in reversed(sidecar_statuses(pod)):
+        name = str(status.get("name", ""))
+        state = status.get("state") or {}
+        if "terminated" in state:
+            continue
+        running = state.get("running") or {}
+        terminated = {"exitCode": 0, "reason": "Completed",
+                      "startedAt": running.get("startedAt", stamp), "finishedAt": stamp}
+        if status.get("containerID"):
+            terminated["containerID"] = status["containerID"]
+        status.update(state={"terminated": terminated}, ready=False, started=False)
+        if running:
+            events.append(ContainerEvent(name, "Killing", f"Stopping container {name}"))
+    return events
 
 
 def _end(pod: Resource, succeeded: bool, stamp: str) -> None:
@@ -158,11 +191,16 @@ def _end(pod: Resource, succeeded: bool, stamp: str) -> None:
                 cond["lastTransitionTime"] = stamp
             cond.update(status="False", reason="PodCompleted" if succeeded else "PodFailed")
             cond.pop("message", None)
+        elif cond.get("type") == "Initialized" and succeeded and \
+                pod.spec.get("initContainers"):
+            cond["reason"] = "PodCompleted"
 
 
 def _backing_off(pod: Resource) -> bool:
+    """Whether a container or sidecar waits out a back-off (after a liveness kill, say)."""
     return any(((s.get("state") or {}).get("waiting") or {}).get("reason")
-               == CRASH_LOOP_BACK_OFF for s in pod.status.get("containerStatuses") or [])
+               == CRASH_LOOP_BACK_OFF
+               for s in [*sidecar_statuses(pod), *(pod.status.get("containerStatuses") or [])])
 
 
 def end_pod(pod: Resource, succeeded: bool, now: datetime) -> None:
@@ -176,7 +214,7 @@ def exit_due_containers(api: APIServer, pod: Resource, now: datetime,
     """Write the exits and restarts of ``pod``'s containers that are due (and record
     their events); True when written."""
     backoff = backoff or CrashLoopBackOff()
-    if (exit_plan(pod) is None and not _backing_off(pod)) or \
+    if (not has_exit_plans(pod) and not _backing_off(pod)) or \
             not exited(pod.copy(), now, backoff):
         return False
     done: list[Exits] = []
@@ -189,6 +227,7 @@ def exit_due_containers(api: APIServer, pod: Resource, now: datetime,
         out = exited(current, now, backoff)
         if current.metadata.uid != pod.metadata.uid or not out:
             return False
+        observe(current)
         api.update_status(current)
         done.append(out)
         return True

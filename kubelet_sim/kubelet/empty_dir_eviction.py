@@ -20,6 +20,7 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.kubelet.local_volumes import LocalVolumes
+from kubelet_sim.kubelet.observed_generation import observe
 from kubelet_sim.utils.clock import Clock
 
 EVICTION_MONITORING_INTERVAL = 10.0
@@ -64,6 +65,7 @@ class EmptyDirEviction:
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_evicted(current, message, when)
+            observe(current)
             self.api.update_status(current)
         with contextlib.suppress(NotFound):
             retry_on_conflict(write)

@@ -13,6 +13,7 @@ from datetime import datetime
 from kubelet_sim.api.model import Resource, format_time
 from kubelet_sim.kubelet.container_events import ContainerEvent
 from kubelet_sim.kubelet.container_exit import restart_container
+from kubelet_sim.kubelet.init_status import is_sidecar, sidecar_statuses
 from kubelet_sim.kubelet.pod_status import image_id
 from kubelet_sim.kubelet.readiness import refresh_readiness
 
@@ -22,10 +23,12 @@ def restart_changed(pod: Resource, now: datetime) -> list[ContainerEvent]:
     is not the spec's; their events, empty when none changed."""
     if pod.status.get("phase") != "Running":
         return []
-    wanted = {c.get("name"): str(c.get("image", "")) for c in pod.spec.get("containers") or []}
+    wanted = {c.get("name"): str(c.get("image", ""))
+              for c in [*(pod.spec.get("containers") or []),
+                        *(c for c in pod.spec.get("initContainers") or [] if is_sidecar(c))]}
     events: list[ContainerEvent] = []
     stamp = format_time(now)
-    for status in pod.status.get("containerStatuses") or []:
+    for status in [*sidecar_statuses(pod), *(pod.status.get("containerStatuses") or [])]:
         name = str(status.get("name", ""))
         image = wanted.get(name)
         state = status.get("state") or {}

@@ -62,11 +62,13 @@ from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.image_change import restart_changed
+from kubelet_sim.kubelet.init_containers import InitStep, run_init_step
 from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_status import node_status_writer
+from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.partial_start import write_started
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
@@ -412,6 +414,11 @@ class Kubelet:
             self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         if not record.containers_created:
+            if pod.spec.get("initContainers"):  # they run first, one at a time
+                step = self._run_init(pod, record)
+                if not step.done:
+                    self.waiting.pop(uid, None)
+                    return step.changed
             if self._config_missing(pod):
                 return self._wait_for_config(pod, record)
             record.containers_created = True
@@ -487,6 +494,7 @@ class Kubelet:
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_waiting(current, reason=reason, message=message, now=self._now())
+            observe(current)
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -522,12 +530,13 @@ class Kubelet:
         record_events(self.recorder, pod, self.node_name, [
             ContainerEvent(c, "Failed", f"Error: {m}", warning=True) for c, m in errors.items()])
         now = self._now()
-        host_ip = self._node_host_ip()
+        host_ip = self._node_ip()
 
         def write() -> None:
             current = self.api.get("Pod", pod.name, pod.namespace)
             write_started(current, errors=errors, sandbox_id=record.sandbox_id,
                           host_ip=host_ip, ips=record.ips, now=now)
+            observe(current)
             self.api.update_status(current)
         try:
             retry_on_conflict(write)
@@ -547,15 +556,34 @@ class Kubelet:
                 else:
                     self.config_waits.pop(key, None)
 
-    def _node_host_ip(self) -> str:
-        with contextlib.suppress(NotFound):  # a deleted Node: the address it had
+    def _node_ip(self) -> str:
+        """The node's InternalIP (the one it had, when its Node was deleted)."""
+        with contextlib.suppress(NotFound):
             node = self.api.get("Node", self.node_name)
             self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
                                   if a.get("type") == "InternalIP"), "")
         return self._host_ip
 
+    def _run_init(self, pod: Resource, record: PodRecord) -> InitStep:
+        """The pod's init containers one step on (init_containers.py); its events
+        recorded, and the pod woken when a ConfigMap or Secret it waits for appears."""
+        try:
+            step = run_init_step(self.api, pod, sandbox_id=record.sandbox_id,
+                                 host_ip=self._node_ip(), ips=record.ips,
+                                 now=self.clock.now(), backoff=self.crash_backoff,
+                                 lookup=lambda kind, ns, name: self.cache.get(kind, name, ns))
+        except Conflict as err:  # the next pass tries again
+            log.warning("status of pod %s not written: %s", pod.name, err)
+            return InitStep()
+        if step.config_wait:  # config_news.py wakes the pod when the object appears
+            for key in referenced(pod):
+                self.config_waits[key] = self.config_waits.get(key, frozenset()) | \
+                    {pod.metadata.uid}
+        record_events(self.recorder, pod, self.node_name, step.events)
+        return step
+
     def _set_running(self, pod: Resource, record: PodRecord) -> None:
-        host_ip = self._node_host_ip()
+        host_ip = self._node_ip()
         now = self._now()
 
         def write() -> None:
@@ -563,6 +591,7 @@ class Kubelet:
             write_started(current, errors={}, sandbox_id=record.sandbox_id, host_ip=host_ip,
                           ips=record.ips, now=now)
             refresh_readiness(current, self.clock.now())
+            observe(current)
             self.api.update_status(current)
         retry_on_conflict(write)
         if self.on_pod_started is not None and pod.metadata.creation_timestamp:
@@ -587,7 +616,8 @@ class Kubelet:
         # both only touch the status: a copy of it is enough to ask (never the cached pod's)
         probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
                          status=copy.deepcopy(pod.status))
-        if not restart_changed(probe, now) and not refresh_readiness(probe, now):
+        if not restart_changed(probe, now) and not refresh_readiness(probe, now) and \
+                not stale(probe):
             return changed  # (the common case, read for every running pod on every pass)
         events: list[ContainerEvent] = []
 
@@ -600,8 +630,9 @@ class Kubelet:
             if current.metadata.uid != pod.metadata.uid:
                 return False
             events.extend(restart_changed(current, now))
-            if not refresh_readiness(current, now) and not events:
+            if not refresh_readiness(current, now) and not events and not stale(current):
                 return False
+            observe(current)
             self.api.update_status(current)
             return True
         try:
@@ -622,6 +653,7 @@ class Kubelet:
             if current.metadata.uid != pod.metadata.uid or \
                     not fail_past_deadline(current, now):
                 return False
+            observe(current)
             self.api.update_status(current)
             return True
         try:
@@ -635,8 +667,8 @@ class Kubelet:
         self._stop_waiting_for_config(pod.metadata.uid)
         record = self.pods.get(pod.metadata.uid)
         if record is not None:
-            killed = bool(record.containers_created or record.started)
-            await self._tear_down(pod, record, killed=killed)
+            await self._tear_down(pod, record, killed=bool(
+                record.containers_created or record.started or pod.spec.get("initContainers")))
         return True
 
     # -- pod teardown ----------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The pod status the kubelet's status manager writes: phase, conditions, container statuses.
 
 Conditions are the five a current kubelet reports, in its order: PodReadyToStartContainers
-(the sandbox exists and has its network), Initialized (no init containers here, so True),
-ContainersReady, Ready, PodScheduled. A condition keeps its ``lastTransitionTime`` while
-its status does not change. Each container is ``waiting`` (ContainerCreating) until the
-sandbox is up, then ``running`` since the pod started. Nothing is pulled or run, so the
+(the sandbox exists and has its network), Initialized (what the init containers say,
+init_status.py), ContainersReady, Ready, PodScheduled. A condition keeps its
+``lastTransitionTime`` while its status does not change. Each container is ``waiting``
+(ContainerCreating, or PodInitializing when the pod has init containers) until it is
+started, then ``running`` since the pod started; the init containers' statuses are
+written by init_containers.py and kept here. Nothing is pulled or run, so the
 ``containerID`` and ``imageID`` are derived from the sandbox and the image reference (the
 same pod and image always give the same ids); they have the real fields' shapes.
 """
@@ -14,8 +16,15 @@ from __future__ import annotations
 import hashlib
 
 from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.kubelet.init_status import (
+    CONTAINER_CREATING,
+    default_waiting_reason,
+    initialized_condition,
+    waiting_status,
+)
 
-CONTAINER_CREATING = "ContainerCreating"
+__all__ = ["CONTAINER_CREATING", "conditions", "container_id", "image_id",
+           "write_running", "write_waiting"]
 
 
 def _transition(old: list[JSON], cond: JSON, now: str) -> JSON:
@@ -32,7 +41,7 @@ def conditions(pod: Resource, *, sandbox_ready: bool, ready: bool, reason: str, 
     old = pod.status.get("conditions") or []
     wanted: list[JSON] = [
         {"type": "PodReadyToStartContainers", "status": str(sandbox_ready)},
-        {"type": "Initialized", "status": "True"},
+        initialized_condition(pod),
     ]
     for kind in ("ContainersReady", "Ready"):
         cond: JSON = {"type": kind, "status": str(ready)}
@@ -62,15 +71,15 @@ def write_waiting(pod: Resource, *, reason: str, message: str, now: str) -> None
     """Pending: the pod's containers wait for volumes or the sandbox (ContainerCreating)."""
     st = pod.status
     st.setdefault("phase", "Pending")
+    waiting = default_waiting_reason(pod)
+    if pod.spec.get("initContainers") and not st.get("initContainerStatuses"):
+        st["initContainerStatuses"] = [waiting_status(c, waiting)
+                                       for c in pod.spec["initContainers"]]
+    st["containerStatuses"] = [waiting_status(c, waiting)
+                               for c in pod.spec.get("containers", [])]
     st["conditions"] = conditions(pod, sandbox_ready=False, ready=False,
                                   reason=CONTAINER_CREATING, message=f"{reason}: {message}",
                                   now=now)
-    st["containerStatuses"] = [
-        {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-         "ready": False, "started": False, "restartCount": 0,
-         "state": {"waiting": {"reason": CONTAINER_CREATING}}}
-        for c in pod.spec.get("containers", [])
-    ]
 
 
 def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str],
@@ -85,8 +94,6 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
         st["podIP"] = ips[0]
         st["podIPs"] = [{"ip": ip} for ip in ips]
     st.setdefault("startTime", now)
-    st["conditions"] = conditions(pod, sandbox_ready=True, ready=True, reason="", message="",
-                                  now=now)
     st["containerStatuses"] = [
         {"name": c.get("name", ""), "image": c.get("image", ""),
          "imageID": image_id(c.get("image", "")),
@@ -95,4 +102,5 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
          "state": {"running": {"startedAt": now}}}
         for c in pod.spec.get("containers", [])
     ]
-
+    st["conditions"] = conditions(pod, sandbox_ready=True, ready=True, reason="", message="",
+                                  now=now)

@@ -191,7 +191,12 @@ class ContainerProbes:
 
 
 def container_spec(pod: Resource, name: str) -> JSON | None:
-    return next((c for c in pod.spec.get("containers") or [] if c.get("name") == name), None)
+    """The app container ``name``, or the sidecar (an init container with
+    ``restartPolicy: Always``, whose probes run as an app container's do)."""
+    sidecars = [c for c in pod.spec.get("initContainers") or []
+                if c.get("restartPolicy") == "Always"]
+    return next((c for c in [*(pod.spec.get("containers") or []), *sidecars]
+                 if c.get("name") == name), None)
 
 
 def has_probes(container: JSON | None) -> bool:

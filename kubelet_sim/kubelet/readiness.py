@@ -18,9 +18,15 @@ from datetime import datetime, timedelta
 
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.kubelet.go_duration import parse_duration
+from kubelet_sim.kubelet.init_status import sidecar_statuses
 from kubelet_sim.kubelet.prober import ContainerProbes, probe_container
 
 READY_AFTER = "sim.cni-csi-mini.io/ready-after"
+
+
+def container_ready(pod: Resource, status: JSON, now: datetime) -> bool:
+    """Whether the container (or sidecar) of ``status`` is ready at ``now``."""
+    return _container_ready(pod, status, now, probe_container(pod, status, now))
 
 
 def _container_ready(pod: Resource, status: JSON, now: datetime,
@@ -80,7 +86,7 @@ def refresh_readiness(pod: Resource, now: datetime) -> bool:
         return False
     changed = False
     unready = []
-    for status in pod.status.get("containerStatuses") or []:
+    for status in [*sidecar_statuses(pod), *(pod.status.get("containerStatuses") or [])]:
         probes = probe_container(pod, status, now)
         if probes is not None and status.get("started") != probes.started:
             status["started"] = probes.started

@@ -14,6 +14,7 @@ from typing import Any
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http import events, service_tables, workload_tables
+from kubelet_sim.apiserver.http.pod_table import pod_ready, pod_restarts, pod_status
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -26,34 +27,6 @@ def age(obj: Resource, now: datetime.datetime | None = None) -> str:
     then = datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
     seconds = int(((now or datetime.datetime.now(datetime.UTC)) - then).total_seconds())
     return human_duration(max(seconds, 0))
-
-
-def _pod_status(pod: Resource) -> str:
-    if pod.metadata.deletion_timestamp:
-        return "Terminating"
-    status = pod.status
-    for cs in status.get("containerStatuses") or []:
-        waiting = (cs.get("state") or {}).get("waiting")
-        if waiting and waiting.get("reason"):
-            return str(waiting["reason"])
-    if status.get("reason"):
-        return str(status["reason"])
-    return str(status.get("phase") or "Pending")
-
-
-def _pod_ready(pod: Resource) -> str:
-    containers = pod.spec.get("containers") or []
-    statuses = pod.status.get("containerStatuses")
-    if statuses is None:
-        running = pod.status.get("phase") == "Running" and any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in pod.status.get("conditions") or [])
-        return f"{len(containers) if running else 0}/{len(containers)}"
-    return f"{sum(1 for s in statuses if s.get('ready'))}/{len(containers)}"
-
-
-def _restarts(pod: Resource) -> int:
-    return sum(int(s.get("restartCount", 0)) for s in pod.status.get("containerStatuses") or [])
 
 
 def _node_status(node: Resource) -> str:
@@ -100,8 +73,8 @@ NAME: Column = ("Name", "string", 0, lambda o: o.name)
 AGE: Column = ("Age", "string", 0, age)
 
 COLUMNS: dict[str, list[Column]] = {
-    "Pod": [NAME, ("Ready", "string", 0, _pod_ready), ("Status", "string", 0, _pod_status),
-            ("Restarts", "string", 0, _restarts), AGE,
+    "Pod": [NAME, ("Ready", "string", 0, pod_ready), ("Status", "string", 0, pod_status),
+            ("Restarts", "string", 0, pod_restarts), AGE,
             ("IP", "string", 1, _get("status.podIP")),
             ("Node", "string", 1, _get("spec.nodeName")),
             ("Nominated Node", "string", 1, _get("status.nominatedNodeName")),
