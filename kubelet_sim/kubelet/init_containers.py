@@ -11,8 +11,9 @@ with the kubelet's back-off (``lastState``, ``restartCount``, ``CrashLoopBackOff
 sidecar (``restartPolicy: Always`` on the init container) counts as done once started
 (running, and its startup probe, if any, succeeded: prober.py), so the next init
 container starts on the next step; it keeps running, restarted with back-off whenever it
-exits, beside the app containers (container_exit.py from then on). An init container whose environment names
-a missing ConfigMap or Secret waits ``CreateContainerConfigError`` until it exists.
+exits, beside the app containers (container_exit.py from then on). An init container
+whose environment names a missing ConfigMap or Secret waits ``CreateContainerConfigError``
+until it exists.
 
 Meanwhile the pod is ``Pending`` with its IPs and ``startTime``, ``Initialized`` False
 (init_status.py), the app containers waiting ``PodInitializing``, ContainersReady and
