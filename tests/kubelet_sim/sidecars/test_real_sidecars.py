@@ -68,11 +68,20 @@ EXPECTED_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
      "listed), calls DeleteVolume again (kubernetes-csi/external-provisioner#1235) and "
      "DELETEs the PV the first pass's finalizer removal already let go: 404"),
     (re.compile(r'could not sync snapshot "[\w.-]+/[\w.-]+": failed to delete '
-                r'VolumeSnapshotContent ([\w-]+) from API server: "volumesnapshotcontents '
-                r'\\"\1\\" not found"'),
+                r'VolumeSnapshotContent ([\w-]+) from API server: "volumesnapshotcontents'
+                r'(\.snapshot\.storage\.k8s\.io)? \\"\1\\" not found"'),
      "snapshot-controller DELETEs the content of a deleted VolumeSnapshot from its cache "
      "while csi-snapshotter, DeleteSnapshot done, has already removed the content's last "
      "finalizer: 404"),
+    (re.compile(r'"Unhandled Error" err="(item \'[\w.-]+/[\w.-]+\'|claim \\"[\w-]+\\") in '
+                r'work queue no longer exists"'),
+     "external-provisioner's claim and clone queues hold a claim the test deleted (every "
+     "object is deleted at once, --wait=false) before a worker took it: the worker finds "
+     "it gone in its informer and reports it"),
+    (re.compile(r'persistentvolume (pvc-[\w-]+) is still attached to node [\w.-]+'),
+     "external-provisioner refuses DeleteVolume while a VolumeAttachment names the PV; the "
+     "pod and the claim are deleted together, so the first try can come before the "
+     "detach, and it is retried"),
 )
 
 STORAGE = """\
