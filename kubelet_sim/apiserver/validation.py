@@ -25,6 +25,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver import configmaps, rbac, secret_rules, workloads
+from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
@@ -557,6 +558,8 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "EndpointSlice": endpoint_rules.validate_endpoint_slice,
     **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
                     rbac.validate_rbac),
+    "ResourceQuota": quota_rules.validate_resource_quota,
+    "LimitRange": quota_rules.validate_limit_range,
 }
 
 # the apps/v1 and batch/v1 workload kinds keep their rules apart

@@ -46,6 +46,8 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "ClusterRole": ("clusterroles", (), ()),
     "RoleBinding": ("rolebindings", (), ()),
     "ClusterRoleBinding": ("clusterrolebindings", (), ()),
+    "ResourceQuota": ("resourcequotas", ("quota",), ()),
+    "LimitRange": ("limitranges", ("limits",), ()),
 }
 
 # built-in kinds kube-apiserver answers every request of with a deprecation Warning
