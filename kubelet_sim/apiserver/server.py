@@ -517,15 +517,18 @@ class APIServer:
     def _in_namespace(self, kind: str, namespace: str) -> builtins.list[Resource]:
         return [o for o in self._store.sorted(kind) if o.namespace == namespace]
 
-    def _admit_limits_and_quota(self, obj: Resource, old: Resource | None) -> None:
-        """The validating admission plugins of a create (``old`` None) or update:
-        LimitRanger's checks, then ResourceQuota, whose charge to the quotas' usage is
-        written before the object is (:mod:`kubelet_sim.apiserver.quota`)."""
-        if not obj.namespace:
+    def _admit_limits_and_quota(self, obj: Resource, old: Resource | None,
+                                status: bool = False) -> None:
+        """The validating admission plugins of a create (``old`` None) or update (of the
+        status subresource: only a claim's, for quota): LimitRanger's checks, then
+        ResourceQuota, whose charge to the quotas' usage is written before the object is
+        (:mod:`kubelet_sim.apiserver.quota`)."""
+        if not obj.namespace or (status and obj.kind != "PersistentVolumeClaim"):
             return
-        limit_ranger.validate(obj, old, self._in_namespace("LimitRange", obj.namespace))
+        if not status:
+            limit_ranger.validate(obj, old, self._in_namespace("LimitRange", obj.namespace))
         quotas = self._in_namespace("ResourceQuota", obj.namespace)
-        for quota in quota_admission.charge(obj, old, quotas, self.clock.now()):
+        for quota in quota_admission.charge(obj, old, quotas, self.clock.now(), status):
             self._update(quota, status_only=True, verb="update")
 
     def _current(self, kind: str, name: str, namespace: str) -> Resource:
@@ -595,7 +598,7 @@ class APIServer:
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
-            self._admit_limits_and_quota(updated, current)
+        self._admit_limits_and_quota(updated, current, status_only)
         updated.metadata.generation = generation.on_update(current, updated,
                                                            status_only=status_only)
         allocation = (self.services.allocate_update(current, updated)

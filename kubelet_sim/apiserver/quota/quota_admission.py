@@ -11,7 +11,9 @@ so two creates can never both take the last unit.
   tracked resource;
 * ``exceeded quota: <quota>, requested: <r>=<q>, used: <r>=<q>, limited: <r>=<q>``;
 * an update is charged only what it adds (a claim resized up, a Service turned into a
-  NodePort); creates of every namespaced kind count under ``count/<resource>``.
+  NodePort); creates of every namespaced kind count under ``count/<resource>``;
+* a claim's status write that changes its allocated storage (or attributes classes) is
+  charged what it adds without being refused.
 """
 
 from __future__ import annotations
@@ -41,12 +43,16 @@ def _refuse(obj: Resource, why: str) -> ObjectForbidden:
 
 
 def charge(obj: Resource, old: Resource | None, quotas: list[Resource],
-           now: datetime) -> list[Resource]:
-    """Check ``obj`` (a create, or an update of ``old``) against its namespace's
-    ``quotas``; the quotas whose usage it changes, with their new ``status.used``, to be
-    written before the object is. Raises :class:`ObjectForbidden` when it does not fit."""
+           now: datetime, status: bool = False) -> list[Resource]:
+    """Check ``obj`` (a create, or an update of ``old``; ``status``: of its status
+    subresource) against its namespace's ``quotas``; the quotas whose usage it changes,
+    with their new ``status.used``, to be written before the object is. Raises
+    :class:`ObjectForbidden` when it does not fit (a status write is charged, never
+    refused)."""
     ev = usage.evaluator(obj.kind)
     if ev is None or (old is not None and not ev.handles_update):
+        return []
+    if status and (old is None or not usage.requires_replenish(obj, old)):
         return []
     interesting: list[Resource] = []
     for quota in sorted(quotas, key=lambda q: q.name):
@@ -83,7 +89,7 @@ def charge(obj: Resource, old: Resource | None, quotas: list[Resource],
         used = parse_list(quota.status.get("used"))
         requested = mask(delta, hard)
         new_used = add(used, requested)
-        over = exceeded(mask(new_used, requested), hard)
+        over = [] if status else exceeded(mask(new_used, requested), hard)
         if over:
             raise _refuse(obj, f"exceeded quota: {quota.name}, "
                                f"requested: {pretty(mask(requested, over))}, "

@@ -307,13 +307,29 @@ def _claim_matching(hard: Iterable[str]) -> list[str]:
             or any(n.endswith(STORAGE_CLASS_SUFFIX + r) for r in _PVC_RESOURCES)]
 
 
+def _attributes_classes(claim: Resource) -> set[str]:
+    """The VolumeAttributesClasses a claim names: asked for, current, and target."""
+    return {c for c in (claim.spec.get("volumeAttributesClassName"),
+                        claim.status.get("currentVolumeAttributesClassName"),
+                        (claim.status.get("modifyVolumeStatus") or {}).get(
+                            "targetVolumeAttributesClassName")) if c}
+
+
+def requires_replenish(claim: Resource, old: Resource) -> bool:
+    """``RequiresQuotaReplenish``: a claim's status write quota looks at (its allocated
+    storage or its attributes classes changed)."""
+    if claim.kind != "PersistentVolumeClaim":
+        return False
+    def allocated(c: Resource) -> Any:
+        return (c.status.get("allocatedResources") or {}).get("storage")
+    return allocated(claim) != allocated(old) or \
+        _attributes_classes(claim) != _attributes_classes(old)
+
+
 def _claim_in_scope(req: ScopeRequirement, claim: Resource) -> bool:
     if req.get("scopeName") != "VolumeAttributesClass":
         return False
-    classes = {c for c in (claim.spec.get("volumeAttributesClassName"),
-                           claim.status.get("currentVolumeAttributesClassName"),
-                           (claim.status.get("modifyVolumeStatus") or {}).get(
-                               "targetVolumeAttributesClassName")) if c}
+    classes = _attributes_classes(claim)
     if req.get("operator") == "Exists":
         return bool(classes)
     if not classes:

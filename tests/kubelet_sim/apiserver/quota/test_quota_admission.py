@@ -158,3 +158,13 @@ def test_a_priority_class_scope_selector_counts_the_pods_of_that_class(api: APIS
     api.create(pod("high", priorityClassName="high"))
     assert refusal(api, pod("high-2", priorityClassName="high")).startswith(
         "exceeded quota: q, requested: pods=1")
+
+
+def test_a_claims_allocated_storage_growing_is_charged_but_never_refused(
+        api: APIServer) -> None:
+    computed(api, quota("q", {"requests.storage": "2Gi"}))
+    api.create(claim("a", "1Gi"))
+    resized = api.get("PersistentVolumeClaim", "a")
+    resized.status = {"phase": "Bound", "allocatedResources": {"storage": "3Gi"}}
+    api.update_status(resized)  # the resizer's write: the storage is there already
+    assert used(api, "q") == {"requests.storage": "3Gi"}
