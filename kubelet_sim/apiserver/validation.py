@@ -220,6 +220,7 @@ def _pod(obj: Resource) -> None:
     if obj.spec.get("restartPolicy"):
         _supported(obj.spec["restartPolicy"], RESTART_POLICIES, "spec.restartPolicy")
     _tolerations(obj.spec.get("tolerations") or [], "spec.tolerations")
+    quota_rules.validate_container_resources(obj)
 
 
 def _projected_paths(vol: JSON, path: str) -> None:

@@ -14,7 +14,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity
 
 from .resource_lists import MAX_MILLI_VALUE, ResourceList, comparable, milli_value, parse_list
-from .usage import pod_resources
+from .usage import container_resources, pod_resources
 
 ANNOTATION = "kubernetes.io/limit-ranger"
 
@@ -31,16 +31,21 @@ def _defaults(limit_range: Resource) -> tuple[JSON, JSON]:
 
 
 def _fill(container: JSON, limits: JSON, requests: JSON, what: str) -> list[str]:
+    had = "resources" in container
     resources = container.setdefault("resources", {})
+    if not isinstance(resources, dict):
+        return []  # malformed: validation refuses it next
     notes = []
     for field, defaults, word in (("requests", requests, "request"),
                                   ("limits", limits, "limit")):
         current = resources.get(field) or {}
+        if not isinstance(current, dict):
+            continue
         filled = sorted(k for k in defaults if k not in current)
         if filled:
             resources[field] = {**current, **{k: defaults[k] for k in filled}}
             notes.append(f"{', '.join(filled)} {word} for {what} {container.get('name')}")
-    if not resources:
+    if not resources and not had:
         del container["resources"]
     return notes
 
@@ -132,8 +137,7 @@ def _check(item: JSON, kind: str, requests: ResourceList, limits: ResourceList,
 
 
 def _container_lists(container: object) -> tuple[ResourceList, ResourceList]:
-    resources = (container.get("resources") if isinstance(container, dict) else None) or {}
-    return parse_list(resources.get("requests")), parse_list(resources.get("limits"))
+    return container_resources(container, "requests"), container_resources(container, "limits")
 
 
 def _pod_errors(pod: Resource, item: JSON) -> list[str]:

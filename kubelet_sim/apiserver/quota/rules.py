@@ -285,3 +285,53 @@ def _limit_consistency(key: str, lists: dict[str, dict[str, Quantity]],
                 f"default value {default} must equal to defaultRequest value {request} "
                 f"in {key}")
     return out
+
+
+# ---------------------------------------------------------------------------- containers
+
+def validate_container_resources(pod: Resource) -> None:
+    """``validateContainerResourceRequirements`` for each container and init container:
+    container resource names, non-negative (and whole, for integer resources)
+    quantities, a request at most its limit (equal to it for resources that cannot be
+    overcommitted, which need a limit), and huge pages only beside cpu or memory. Run
+    after the LimitRanger's defaults are in, as kube-apiserver validates after the
+    mutating admission plugins."""
+    errors: list[FieldError] = []
+    for field in ("containers", "initContainers"):
+        for i, container in enumerate(pod.spec.get(field) or []):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if isinstance(resources, dict):
+                errors += _requirements(resources, f"spec.{field}[{i}].resources")
+    if errors:
+        raise InvalidObject("Pod", pod.name, errors)
+
+
+def _requirements(resources: JSON, path: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    limits = _quantities(resources.get("limits"), f"{path}.limits", errors)
+    requests = _quantities(resources.get("requests"), f"{path}.requests", errors)
+    for field, items in (("limits", limits), ("requests", requests)):
+        for name, value in items.items():
+            at = f"{path}.{field}[{name}]"
+            errors += _container_resource_name(name, at)
+            errors += _quantity_value(name, value, at)
+            if field == "limits":
+                continue
+            limit = limits.get(name)
+            if limit is not None and value.amount != limit.amount \
+                    and not names.overcommit_allowed(name):
+                errors.append(_invalid(f"{path}.requests", value.canonical(),
+                                       f"must be equal to {name} limit of {limit}"))
+            elif limit is not None and value.amount > limit.amount:
+                errors.append(_invalid(f"{path}.requests", value.canonical(),
+                                       f"must be less than or equal to {name} limit of "
+                                       f"{limit}"))
+            elif limit is None and not names.overcommit_allowed(name):
+                errors.append(FieldError("FieldValueRequired", f"{path}.limits",
+                                         "Required value: Limit must be set for non "
+                                         "overcommitable resources"))
+    named = set(limits) | set(requests)
+    if any(n.startswith(names.HUGE_PAGES) for n in named) and not named & {"cpu", "memory"}:
+        errors.append(FieldError("FieldValueForbidden", path,
+                                 "Forbidden: HugePages require cpu or memory"))
+    return errors

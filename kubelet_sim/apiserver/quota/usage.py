@@ -111,9 +111,10 @@ def _max_into(total: ResourceList, more: ResourceList) -> None:
             total[name] = q
 
 
-def _container_list(container: Any, field: str) -> ResourceList:
+def container_resources(container: Any, field: str) -> ResourceList:
+    """A container's ``requests`` or ``limits`` (nothing when malformed)."""
     resources = container.get("resources") if isinstance(container, dict) else None
-    return parse_list((resources or {}).get(field)) if isinstance(resources, dict) else {}
+    return parse_list(resources.get(field)) if isinstance(resources, dict) else {}
 
 
 def pod_resources(spec: JSON, field: str, overhead: bool = True) -> ResourceList:
@@ -122,11 +123,11 @@ def pod_resources(spec: JSON, field: str, overhead: bool = True) -> ResourceList
     step, pod-level cpu and memory when set, then the overhead."""
     total: ResourceList = {}
     for container in spec.get("containers") or []:
-        _add_into(total, _container_list(container, field))
+        _add_into(total, container_resources(container, field))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for container in spec.get("initContainers") or []:
-        own = _container_list(container, field)
+        own = container_resources(container, field)
         if isinstance(container, dict) and container.get("restartPolicy") == "Always":
             _add_into(total, own)
             _add_into(sidecars, own)
@@ -253,8 +254,8 @@ def _pod_constraints(required: list[str], pod: Resource) -> str | None:
     missing: dict[str, set[str]] = {}
     for container in [*(pod.spec.get("containers") or []),
                       *(pod.spec.get("initContainers") or [])]:
-        has = set(compute_usage(_container_list(container, "requests"),
-                                _container_list(container, "limits")))
+        has = set(compute_usage(container_resources(container, "requests"),
+                                container_resources(container, "limits")))
         for name in wanted - has:
             missing.setdefault(name, set()).add(str(container.get("name")))
     if not missing:

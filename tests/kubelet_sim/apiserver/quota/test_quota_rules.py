@@ -9,7 +9,7 @@ from kubelet_sim.api.errors import InvalidObject
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.testing.fake_clock import FakeClock
 
-from .support import quota
+from .support import pod, quota
 
 
 @pytest.fixture
@@ -74,3 +74,27 @@ def test_limit_range_items_are_checked_against_each_other(api: APIServer) -> Non
         'spec.limits[3].maxLimitRequestRatio[memory]: Invalid value: "500m": ratio 500m is '
         "less than 1",
     ]
+
+
+def test_container_requests_stay_within_their_limits_and_names_are_container_resources(
+        api: APIServer) -> None:
+    body = pod("p", {"cpu": "2", "example.com/gpu": "1", "pods": "1"},
+               {"cpu": "1", "example.com/gpu": "2", "memory": "-1"})
+    assert invalid(api, body) == [
+        'spec.containers[0].resources.limits[memory]: Invalid value: "-1": must be greater '
+        "than or equal to 0",
+        'spec.containers[0].resources.requests: Invalid value: "2": must be less than or '
+        "equal to cpu limit of 1",
+        'spec.containers[0].resources.requests: Invalid value: "1": must be equal to '
+        "example.com/gpu limit of 2",
+        'spec.containers[0].resources.requests[pods]: Invalid value: "pods": must be a '
+        "standard resource for containers",
+    ]
+
+
+def test_a_limit_range_default_below_the_request_makes_the_pod_invalid(api: APIServer) -> None:
+    api.create({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+                "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]}})
+    assert invalid(api, pod("p", {"cpu": "1"})) == [
+        'spec.containers[0].resources.requests: Invalid value: "1": must be less than or '
+        "equal to cpu limit of 500m"]
