@@ -104,3 +104,24 @@ spec:
                    f"--overrides={overrides}") == (
         'Error from server (Forbidden): pods "tiny" is forbidden: minimum cpu usage per '
         "Container is 100m, but request is 50m")
+
+
+def test_a_deployment_past_the_quota_gets_the_pods_it_may_and_a_failed_create_event(
+        up: Up) -> None:
+    up.kubectl("create", "namespace", "deploy")
+    up.kubectl("create", "quota", "q", "-n", "deploy", "--hard=pods=2")
+    wait_for(lambda: used(up, "deploy") == {"pods": "0"}, "the quota controller's status")
+    up.kubectl("create", "deployment", "web", "-n", "deploy", "--image=nginx", "--replicas=3")
+
+    def failed_create() -> list[dict]:
+        return json.loads(up.kubectl("get", "events", "-n", "deploy", "--field-selector",
+                                     "reason=FailedCreate", "-o", "json"))["items"]
+
+    # each retry names a new pod, so more of these may follow
+    event = wait_for(failed_create, "the ReplicaSet's FailedCreate event")[0]
+    assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "ReplicaSet"
+    assert event["message"].startswith('Error creating: pods "web-')
+    assert event["message"].endswith('" is forbidden: exceeded quota: q, requested: pods=1, '
+                                     "used: pods=2, limited: pods=2")
+    pods = up.kubectl("get", "pods", "-n", "deploy", "-o", "name").split()
+    assert len(pods) == 2
