@@ -106,7 +106,7 @@ spec:
         "Container is 100m, but request is 50m")
 
 
-def test_a_deployment_past_the_quota_gets_the_pods_it_may_and_a_failed_create_event(
+def test_a_deployment_past_the_quota_gets_the_pods_it_may_a_failed_create_and_the_failure(
         up: Up) -> None:
     up.kubectl("create", "namespace", "deploy")
     up.kubectl("create", "quota", "q", "-n", "deploy", "--hard=pods=2")
@@ -125,3 +125,9 @@ def test_a_deployment_past_the_quota_gets_the_pods_it_may_and_a_failed_create_ev
                                      "used: pods=2, limited: pods=2")
     pods = up.kubectl("get", "pods", "-n", "deploy", "-o", "name").split()
     assert len(pods) == 2
+
+    def deployment_failure() -> str:
+        return up.kubectl("get", "deployment", "web", "-n", "deploy", "-o",
+                          'jsonpath={.status.conditions[?(@.type=="ReplicaFailure")].reason}')
+
+    assert wait_for(deployment_failure, "the Deployment's ReplicaFailure") == "FailedCreate"
