@@ -90,7 +90,7 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
-from kubelet_sim.apiserver.quota import limit_ranger, quota_admission
+from kubelet_sim.apiserver.quota import limit_ranger, quota_admission, usage
 from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
@@ -528,7 +528,11 @@ class APIServer:
         if not status:
             limit_ranger.validate(obj, old, self._in_namespace("LimitRange", obj.namespace))
         quotas = self._in_namespace("ResourceQuota", obj.namespace)
-        for quota in quota_admission.charge(obj, old, quotas, self.clock.now(), status):
+        custom = self.custom.by_store_kind(obj.kind)
+        counter = usage.object_counter(obj.kind, [f"count/{custom.name}"]) \
+            if custom is not None and not custom.adopts_builtin else None
+        for quota in quota_admission.charge(obj, old, quotas, self.clock.now(), status,
+                                            counter):
             self._update(quota, status_only=True, verb="update")
 
     def _current(self, kind: str, name: str, namespace: str) -> Resource:

@@ -50,7 +50,9 @@ class ResourceQuotaController(Controller):
         total: ResourceList = {}
         scopes = usage.scope_requirements(quota)
         now = self.clock.now()
-        for ev in usage.evaluators():
+        custom = [usage.object_counter(k.store_kind, [f"count/{k.name}"])
+                  for k in self.api.custom.kinds() if k.namespaced and not k.adopts_builtin]
+        for ev in [*usage.evaluators(), *custom]:
             tracked = ev.matching(hard)
             if not tracked:
                 continue

@@ -43,13 +43,15 @@ def _refuse(obj: Resource, why: str) -> ObjectForbidden:
 
 
 def charge(obj: Resource, old: Resource | None, quotas: list[Resource],
-           now: datetime, status: bool = False) -> list[Resource]:
+           now: datetime, status: bool = False,
+           ev: usage.Evaluator | None = None) -> list[Resource]:
     """Check ``obj`` (a create, or an update of ``old``; ``status``: of its status
     subresource) against its namespace's ``quotas``; the quotas whose usage it changes,
     with their new ``status.used``, to be written before the object is. Raises
     :class:`ObjectForbidden` when it does not fit (a status write is charged, never
-    refused)."""
-    ev = usage.evaluator(obj.kind)
+    refused). ``ev`` measures a kind the built-in evaluators do not know (a custom
+    resource's object count)."""
+    ev = ev or usage.evaluator(obj.kind)
     if ev is None or (old is not None and not ev.handles_update):
         return []
     if status and (old is None or not usage.requires_replenish(obj, old)):

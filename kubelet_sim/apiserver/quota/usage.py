@@ -2,7 +2,8 @@
 plugin's quota evaluators measure it (``pkg/quota/v1/evaluator/core`` and
 k8s.io/apiserver's generic object counter).
 
-Every namespaced kind is counted as ``count/<resource>[.<group>]``; ConfigMaps, Secrets
+Every namespaced kind is counted as ``count/<resource>[.<group>]`` (a custom resource as
+``count/<its definition's name>``, which is ``<plural>.<group>``); ConfigMaps, Secrets
 and ResourceQuotas also under their legacy names. Pods add ``pods`` and the compute
 resources of their requests and limits while they are not finished (``count/pods``
 counts them all); claims add ``persistentvolumeclaims`` and ``requests.storage``, also
@@ -84,10 +85,8 @@ def _no_scope(_scope: ScopeRequirement, _obj: Resource) -> bool:
     return False
 
 
-def _object_counter(kind: str) -> Evaluator:
-    counted = [object_count_name(kind)]
-    if kind in LEGACY_COUNT_NAMES:
-        counted.append(LEGACY_COUNT_NAMES[kind])
+def object_counter(kind: str, counted: list[str]) -> Evaluator:
+    """The generic evaluator: each object of ``kind`` is one of each name ``counted``."""
 
     def matching(hard: Iterable[str]) -> list[str]:
         return [n for n in hard if n in counted]
@@ -370,7 +369,9 @@ def evaluator(kind: str) -> Evaluator | None:
     info = KINDS.get(kind)
     if info is None or not info.namespaced or kind in IGNORED:
         return None
-    return _SPECIAL.get(kind) or _object_counter(kind)
+    counted = [object_count_name(kind), *([LEGACY_COUNT_NAMES[kind]]
+                                          if kind in LEGACY_COUNT_NAMES else [])]
+    return _SPECIAL.get(kind) or object_counter(kind, counted)
 
 
 def evaluators() -> list[Evaluator]:

@@ -168,3 +168,21 @@ def test_a_claims_allocated_storage_growing_is_charged_but_never_refused(
     resized.status = {"phase": "Bound", "allocatedResources": {"storage": "3Gi"}}
     api.update_status(resized)  # the resizer's write: the storage is there already
     assert used(api, "q") == {"requests.storage": "3Gi"}
+
+
+def test_custom_resources_are_counted_under_their_definitions_name(api: APIServer) -> None:
+    api.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                         "names": {"plural": "widgets", "kind": "Widget"},
+                         "versions": [{"name": "v1", "served": True, "storage": True,
+                                       "schema": {"openAPIV3Schema": {
+                                           "type": "object",
+                                           "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    computed(api, quota("q", {"count/widgets.example.com": "1"}))
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a"}}
+    api.create(widget)
+    assert used(api, "q") == {"count/widgets.example.com": "1"}
+    assert refusal(api, {**widget, "metadata": {"name": "b"}}) == (
+        "exceeded quota: q, requested: count/widgets.example.com=1, used: "
+        "count/widgets.example.com=1, limited: count/widgets.example.com=1")
