@@ -1,6 +1,6 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
-accounts (a ``default`` one per namespace), endpointslice and endpoints, the workload
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, resource
+quota, service accounts (a ``default`` one per namespace), endpointslice and endpoints, the workload
 controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job), attach/detach,
 snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
 CSI sidecars that serve the driver (external-provisioner with its capacity controller,
@@ -26,6 +26,7 @@ from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
+from kubelet_sim.controllers.resource_quota import ResourceQuotaController
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.service_account import ServiceAccountController
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
@@ -81,6 +82,7 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
+        ResourceQuotaController(api, **common),
         ServiceAccountController(api, **common),
         EndpointSliceController(api, **common),  # Services' endpoints (issue 24)
         EndpointsController(api, **common),

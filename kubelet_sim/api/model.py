@@ -118,6 +118,9 @@ KINDS: dict[str, KindInfo] = {
                  top_level=frozenset({"subjects", "roleRef"})),
         KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", False, False,
                  has_spec=False, top_level=frozenset({"subjects", "roleRef"})),
+        # quota and limits (kubelet_sim.apiserver.quota); a new quota's status starts empty
+        KindInfo("ResourceQuota", "v1", True, True, {}),
+        KindInfo("LimitRange", "v1", True, False),
     )
 }
 

@@ -41,6 +41,8 @@ REST_NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "ClusterRole": ("clusterroles", (), ()),
     "RoleBinding": ("rolebindings", (), ()),
     "ClusterRoleBinding": ("clusterrolebindings", (), ()),
+    "ResourceQuota": ("resourcequotas", ("quota",), ()),
+    "LimitRange": ("limitranges", ("limits",), ()),
 }
 
 

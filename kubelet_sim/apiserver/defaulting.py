@@ -12,6 +12,7 @@ from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
 from kubelet_sim.apiserver import job_rules, rbac, workloads
 from kubelet_sim.apiserver.create_defaults import default_pod_spec
+from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.secret_rules import prepare_secret
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
@@ -172,6 +173,8 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
     "EndpointSlice": endpoint_rules.default_endpoint_slice,
     "RoleBinding": rbac.default_binding,
     "ClusterRoleBinding": rbac.default_binding,
+    "ResourceQuota": quota_rules.default_resource_quota,
+    "LimitRange": quota_rules.default_limit_range,
 }
 
 # the apps/v1 and batch/v1 workload kinds keep their rules apart

@@ -91,6 +91,7 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
+from kubelet_sim.apiserver.quota import limit_ranger, quota_admission, usage
 from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
@@ -309,6 +310,7 @@ class APIServer:
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
+        limit_ranger.mutate(obj, self._in_namespace("LimitRange", meta.namespace))
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)
@@ -316,6 +318,7 @@ class APIServer:
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
+        self._admit_limits_and_quota(obj, None)
         allocation = self.services.allocate_create(obj) if obj.kind == "Service" else None
         with _reverted_on_error(allocation):
             self._store.commit(ADDED, obj, None)
@@ -513,6 +516,27 @@ class APIServer:
     def _stored_storage_class(self, name: str) -> Resource | None:
         return self._store.lookup("StorageClass", "", name)
 
+    def _in_namespace(self, kind: str, namespace: str) -> builtins.list[Resource]:
+        return [o for o in self._store.sorted(kind) if o.namespace == namespace]
+
+    def _admit_limits_and_quota(self, obj: Resource, old: Resource | None,
+                                status: bool = False) -> None:
+        """The validating admission plugins of a create (``old`` None) or update (of the
+        status subresource: only a claim's, for quota): LimitRanger's checks, then
+        ResourceQuota, whose charge to the quotas' usage is written before the object is
+        (:mod:`kubelet_sim.apiserver.quota`)."""
+        if not obj.namespace or (status and obj.kind != "PersistentVolumeClaim"):
+            return
+        if not status:
+            limit_ranger.validate(obj, old, self._in_namespace("LimitRange", obj.namespace))
+        quotas = self._in_namespace("ResourceQuota", obj.namespace)
+        custom = self.custom.by_store_kind(obj.kind)
+        counter = usage.object_counter(obj.kind, [f"count/{custom.name}"]) \
+            if custom is not None and not custom.adopts_builtin else None
+        for quota in quota_admission.charge(obj, old, quotas, self.clock.now(), status,
+                                            counter):
+            self._update(quota, status_only=True, verb="update")
+
     def _current(self, kind: str, name: str, namespace: str) -> Resource:
         info = kind_info(kind)
         ns = (namespace or "default") if info.namespaced else ""
@@ -574,6 +598,7 @@ class APIServer:
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
+        self._admit_limits_and_quota(updated, current, status_only)
         updated.metadata.generation = generation.on_update(current, updated,
                                                            status_only=status_only)
         allocation = (self.services.allocate_update(current, updated)

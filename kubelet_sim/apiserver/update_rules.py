@@ -34,6 +34,7 @@ from kubelet_sim.api.errors import Invalid, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
 from kubelet_sim.apiserver import configmaps, job_rules, rbac, workloads
+from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.secret_rules import validate_secret_update
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
@@ -199,6 +200,7 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
         old, new),
     "RoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
     "ClusterRoleBinding": lambda old, new, _sc: rbac.validate_binding_update(old, new),
+    "ResourceQuota": lambda old, new, _sc: quota_rules.validate_resource_quota_update(old, new),
 }
 
 # the apps/v1 and batch/v1 workload kinds keep their rules apart

@@ -26,6 +26,7 @@ from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver import configmaps, job_rules, rbac, secret_rules, workloads
 from kubelet_sim.apiserver.probe_rules import validate_probes
+from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
@@ -221,6 +222,7 @@ def _pod(obj: Resource) -> None:
     if obj.spec.get("restartPolicy"):
         _supported(obj.spec["restartPolicy"], RESTART_POLICIES, "spec.restartPolicy")
     _tolerations(obj.spec.get("tolerations") or [], "spec.tolerations")
+    quota_rules.validate_container_resources(obj)
 
 
 def _projected_paths(vol: JSON, path: str) -> None:
@@ -559,6 +561,8 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
     "EndpointSlice": endpoint_rules.validate_endpoint_slice,
     **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
                     rbac.validate_rbac),
+    "ResourceQuota": quota_rules.validate_resource_quota,
+    "LimitRange": quota_rules.validate_limit_range,
 }
 
 # the apps/v1 and batch/v1 workload kinds keep their rules apart

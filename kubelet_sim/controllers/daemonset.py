@@ -21,7 +21,7 @@ import copy
 from typing import Any
 
 from kubelet_sim.api import node_affinity
-from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
 from kubelet_sim.controllers.common import replace_status
@@ -237,7 +237,12 @@ class DaemonSetController(WorkloadController):
         pod["metadata"]["labels"].update({REVISION_HASH_LABEL: current_hash,
                                           TEMPLATE_GENERATION: str(ds.metadata.generation)})
         pod["spec"] = daemon_pod_spec(template.get("spec") or {}, node)
-        created = self.api.create(pod)
+        try:
+            created = self.api.create(pod)
+        except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
+            self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedCreate",
+                       f"Error creating: {err.worded('pods')}")
+            raise
         self.event("DaemonSet", ds.namespace, ds.name, "Normal", "SuccessfulCreate",
                    f"Created pod: {created.name}")
 

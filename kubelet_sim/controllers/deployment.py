@@ -461,6 +461,7 @@ class DeploymentController(WorkloadController):
                                    "message": "Deployment does not have minimum availability."})
         if new is not None and not fresh.spec.get("paused"):
             self._progress_condition(fresh, status, new, sets, replicas, now)
+        _replica_failure(status, sets)
         if status == fresh.status:
             return False
 
@@ -524,3 +525,19 @@ class DeploymentController(WorkloadController):
                     "message": f'ReplicaSet "{new.name}" has timed out progressing.'})
             else:
                 self._note_retry(f"deploy/{d.namespace}/{d.name}", int(deadline) - since + 0.5)
+
+
+def _replica_failure(status: JSON, sets: list[Resource]) -> None:
+    """``getReplicaFailures``: a ReplicaSet's ReplicaFailure condition (the new one's
+    first) is the Deployment's, gone when none has one."""
+    for rs in sets:
+        found = next((c for c in rs.status.get("conditions") or []
+                      if c.get("type") == "ReplicaFailure"), None)
+        if found is not None:
+            set_condition(status, {**found, "lastUpdateTime": found.get("lastTransitionTime")})
+            return
+    kept = [c for c in status.get("conditions") or [] if c.get("type") != "ReplicaFailure"]
+    if kept:
+        status["conditions"] = kept
+    else:
+        status.pop("conditions", None)

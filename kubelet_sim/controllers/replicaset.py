@@ -3,13 +3,16 @@ active pods that its selector covers (named ``<rs>-<5 random>``, with its contro
 reference; orphans the selector covers are adopted, its pods the selector left are
 released), deleting the least useful ones first when there are too many, and reports
 ``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``, ``availableReplicas`` and
-``observedGeneration``.
+``observedGeneration``. A pod an admission plugin refuses (a ResourceQuota, a
+LimitRange) is a ``FailedCreate`` Warning (``Error creating: pods "..." is forbidden:
+...``) and the ``ReplicaFailure`` condition until a sync manages its pods again; the
+ReplicaSet is retried with backoff.
 """
 
 from __future__ import annotations
 
-from kubelet_sim.api.errors import NotFound
-from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.api.errors import NotFound, ObjectForbidden
+from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.controllers.common import replace_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
@@ -53,6 +56,19 @@ def replica_set_status(rs: Resource, pods: list[Resource], now_ready: list[bool]
             if v or k in ("replicas", "observedGeneration")}
 
 
+def _with_replica_failure(conditions: list[JSON], refused: str | None,
+                          now: str) -> list[JSON]:
+    """``calculateStatus``'s ReplicaFailure: set (once) while creating pods fails, gone
+    once a sync manages the pods without an error."""
+    others = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+    if refused is None:
+        return others
+    kept = [c for c in conditions if c.get("type") == "ReplicaFailure"]
+    return conditions if kept else [*others, {
+        "type": "ReplicaFailure", "status": "True", "lastTransitionTime": now,
+        "reason": "FailedCreate", "message": refused}]
+
+
 class ReplicaSetController(WorkloadController):
     name = COMPONENT
     kinds = ("ReplicaSet", "Pod")
@@ -62,12 +78,22 @@ class ReplicaSetController(WorkloadController):
         candidates = [p for p in self.cache.list("Pod", rs.namespace) if is_active(p)]
         pods = claim(self.api, rs, candidates, selector_of(rs))
         changed = False
+        refused: str | None = None
         if not rs.metadata.deletion_timestamp:
-            changed = self._manage(rs, pods)
+            try:
+                changed = self._manage(rs, pods)
+            except ObjectForbidden as err:  # an admission plugin's refusal of a new pod
+                refused = err.worded("pods")
+                self.event("ReplicaSet", rs.namespace, rs.name, "Warning", "FailedCreate",
+                           f"Error creating: {refused}")
+                changed = True
             if changed:
                 pods = [p for p in self.cache.list("Pod", rs.namespace)
                         if is_active(p) and owned_by(p, rs)]
-        return self._write_status(rs, pods) or changed
+        changed = self._write_status(rs, pods, refused) or changed
+        if refused:
+            raise RuntimeError(refused)  # retried with backoff, as the controller requeues
+        return changed
 
     def _manage(self, rs: Resource, pods: list[Resource]) -> bool:
         wanted = int(rs.spec.get("replicas", 1))
@@ -89,11 +115,17 @@ class ReplicaSetController(WorkloadController):
             return True
         return False
 
-    def _write_status(self, rs: Resource, pods: list[Resource]) -> bool:
+    def _write_status(self, rs: Resource, pods: list[Resource], refused: str | None) -> bool:
         now = self.clock.now()
         min_ready = int(rs.spec.get("minReadySeconds") or 0)
         wanted = replica_set_status(rs, pods, [is_ready(p) for p in pods],
                                     [is_available(p, min_ready, now) for p in pods])
+        failure_kept = _with_replica_failure(rs.status.get("conditions") or [], refused,
+                                             format_time(now))
+        if failure_kept:
+            wanted["conditions"] = failure_kept
+        else:
+            wanted.pop("conditions", None)
         if min_ready and any(is_ready(p) and not is_available(p, min_ready, now) for p in pods):
             self._note_retry(f"rs/{rs.namespace}/{rs.name}", 1.0)
         if wanted == rs.status:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 
-from kubelet_sim.api.errors import AlreadyExists, NotFound
+from kubelet_sim.api.errors import AlreadyExists, NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.controllers.common import replace_status, write_object
 from kubelet_sim.controllers.deployment import resolve
@@ -196,6 +196,16 @@ class StatefulSetController(WorkloadController):
                                  "spec": copy.deepcopy(template.get("spec") or {})})
             except AlreadyExists:
                 continue
+            except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
+                why = err.worded("persistentvolumeclaims")
+                pod = f"{sts.name}-{ordinal}"
+                self.event("StatefulSet", sts.namespace, sts.name, "Warning", "FailedCreate",
+                           f"create Claim {name} for Pod {pod} in StatefulSet {sts.name} "
+                           f"failed error: {why}")
+                self.event("StatefulSet", sts.namespace, sts.name, "Warning", "FailedCreate",
+                           f"create Pod {pod} in StatefulSet {sts.name} failed error: failed "
+                           f"to create PVC {name}: {why}")
+                raise
             self.event("StatefulSet", sts.namespace, sts.name, "Normal", "SuccessfulCreate",
                        f"create Claim {name} Pod {sts.name}-{ordinal} in StatefulSet "
                        f"{sts.name} success")
@@ -256,6 +266,11 @@ class StatefulSetController(WorkloadController):
             self.api.create(pod)
         except AlreadyExists:
             return
+        except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
+            self.event("StatefulSet", sts.namespace, sts.name, "Warning", "FailedCreate",
+                       f"create Pod {name} in StatefulSet {sts.name} failed error: "
+                       f"{err.worded('pods')}")
+            raise
         self.event("StatefulSet", sts.namespace, sts.name, "Normal", "SuccessfulCreate",
                    f"create Pod {name} in StatefulSet {sts.name} successful")
 

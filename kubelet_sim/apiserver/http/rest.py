@@ -571,6 +571,9 @@ class Rest:
             raise BadRequest(f"the API version in the data ({body.get('apiVersion')}) and kind "
                              f"({body.get('kind')}) do not match {r.group_version} {r.kind}")
         meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            unknown_fields(r, body)  # the decoder's 400 for a metadata of the wrong type
+            raise BadRequest("metadata must be an object")
         if r.namespaced:
             if meta.get("namespace") and meta["namespace"] != target.namespace:
                 raise BadRequest("the namespace of the provided object does not match the "

@@ -93,6 +93,13 @@ def every_kind() -> list[Resource]:
                             "metadata": {"name": "robot", "namespace": "default"}}),
         *config_service_and_rbac_kinds(),
         *workloads(),
+        Resource.from_dict({"apiVersion": "v1", "kind": "ResourceQuota",
+                            "metadata": {"name": "compute"},
+                            "spec": {"hard": {"pods": "10", "requests.cpu": "4"}}}),
+        Resource.from_dict({"apiVersion": "v1", "kind": "LimitRange",
+                            "metadata": {"name": "limits"},
+                            "spec": {"limits": [{"type": "Container",
+                                                 "default": {"cpu": "500m"}}]}}),
     ]
 
 

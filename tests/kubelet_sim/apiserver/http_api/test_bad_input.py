@@ -107,6 +107,20 @@ def test_a_memory_limit_that_is_no_quantity_is_400(served: Served) -> None:
                                  "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
 
 
+@pytest.mark.parametrize("metadata", ["x", 5, ["a"]])
+def test_a_create_whose_metadata_is_no_object_is_400_naming_it(served: Served,
+                                                                metadata: Any) -> None:
+    code, status = call_json(served, "POST", "/api/v1/namespaces/default/resourcequotas",
+                             {"apiVersion": "v1", "kind": "ResourceQuota",
+                              "metadata": metadata, "spec": {}})
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith(
+        'ResourceQuota in version "v1" cannot be handled as a ResourceQuota: json: cannot '
+        "unmarshal ")
+    assert status["message"].endswith(
+        " into Go struct field ResourceQuota.metadata of type v1.ObjectMeta")
+
+
 def test_an_update_with_a_resource_version_that_is_no_number_is_400(served: Served) -> None:
     code, created = call_json(served, "POST", PODS, pod("p"))
     assert code == 201

@@ -160,7 +160,25 @@ def simulator_objects() -> list[dict[str, Any]]:
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
-    return out + _requests() + _config_services_and_rbac(api) + _workloads()
+    return out + _requests() + _config_services_and_rbac(api) + _workloads() + _quota(api)
+
+
+def _quota(api: APIServer) -> list[dict[str, Any]]:
+    """A ResourceQuota with the status its controller writes, and a LimitRange with its
+    defaulted items."""
+    quota = api.create({"apiVersion": "v1", "kind": "ResourceQuota",
+                        "metadata": {"name": "compute"},
+                        "spec": {"hard": {"pods": "10", "requests.cpu": "4"},
+                                 "scopeSelector": {"matchExpressions": [
+                                     {"scopeName": "PriorityClass", "operator": "In",
+                                      "values": ["high"]}]}}})
+    quota.status = {"hard": {"pods": "10", "requests.cpu": "4"},
+                    "used": {"pods": "1", "requests.cpu": "500m"}}
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits"},
+              "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"},
+                                   "min": {"cpu": "100m"}, "maxLimitRequestRatio": {"cpu": "4"}},
+                                  {"type": "PersistentVolumeClaim", "max": {"storage": "5Gi"}}]}}
+    return [api.update_status(quota).to_dict(), api.create(limits).to_dict()]
 
 
 def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
