@@ -114,6 +114,11 @@ class ClusterConfig:
     # kube-apiserver's --service-cluster-ip-range and --service-node-port-range
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORTS
+    # The API server's CA (PEM), as `up` serves it: the root-ca-cert-publisher puts it in
+    # every namespace (ConfigMap kube-root-ca.crt) and the ServiceAccount admission plugin
+    # is on (every pod gets a ServiceAccount and, unless it opts out, a kube-api-access
+    # volume reading it). None: neither (no HTTPS front, so no CA to publish).
+    root_ca_cert: bytes | None = None
 
 
 class Cluster:
@@ -126,7 +131,8 @@ class Cluster:
                           if self.config.api_database is not None else None)
         self.api = APIServer(database=self._database,
                              service_cluster_ip_range=self.config.service_cluster_ip_range,
-                             service_node_port_range=self.config.service_node_port_range)
+                             service_node_port_range=self.config.service_node_port_range,
+                             service_account_admission=self.config.root_ca_cert is not None)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
         # (`up`) installs the state directory's
@@ -215,6 +221,7 @@ class Cluster:
                                            sidecars=cfg.sidecars,
                                            snapshot_controller=cfg.snapshot_controller,
                                            workload_controllers=cfg.workload_controllers,
+                                           root_ca_cert=cfg.root_ca_cert,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
         for kubelet in self.kubelets.values():
             await kubelet.start()

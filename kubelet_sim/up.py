@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim.apiserver.http import start_api_server
+from kubelet_sim.apiserver.http.credentials import load_or_create
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.services.kubernetes_service import (
@@ -119,6 +120,7 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
                            dataplane=options.dataplane, api_database=database,
                            node_monitor_grace_period=options.node_monitor_grace_period,
                            plugins_die_with_simulator=own_dir,
+                           root_ca_cert=load_or_create(state_dir).ca_cert.read_bytes(),
                            **(options.cluster or {}))
     cluster = Cluster(config)
     if options.api_faults:

@@ -90,6 +90,7 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
+from kubelet_sim.apiserver.service_account_admission import admit_pod, wait_for_service_account
 from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
@@ -147,9 +148,13 @@ class APIServer:
         event_ttl_seconds: float = EVENT_TTL_SECONDS,
         service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
         service_node_port_range: str = DEFAULT_NODE_PORTS,
+        service_account_admission: bool = False,
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
+        # the ServiceAccount admission plugin (:mod:`.service_account_admission`): on
+        # where the service account controller and root-ca-cert-publisher run (``up``)
+        self.service_account_admission = service_account_admission
         self._store = ObjectStore(history_limit, database, ttl={"Event": event_ttl_seconds},
                                   now=lambda: self.clock.now().timestamp())
         self._lock = threading.RLock()
@@ -308,6 +313,10 @@ class APIServer:
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
+        if obj.kind == "Pod" and self.service_account_admission:
+            admit_pod(obj, self._stored_service_account,
+                      lambda prefix: generated_name(self._rng, prefix),
+                      sent_name or meta.generate_name)
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)
@@ -319,6 +328,13 @@ class APIServer:
         with _reverted_on_error(allocation):
             self._store.commit(ADDED, obj, None)
         return obj.copy()
+
+    def await_admission(self, obj: Resource) -> None:
+        """Before a create from a client takes the lock: the ServiceAccount plugin's
+        second looks for a pod's missing ``default`` ServiceAccount (sleeps: call it
+        from a worker thread, never the event loop)."""
+        if self.service_account_admission:
+            wait_for_service_account(self._stored_service_account, obj)
 
     @locked
     def preview_allocation(self, obj: Resource) -> None:
@@ -508,6 +524,9 @@ class APIServer:
         return self._store.close_watches()
 
     # ------------------------------------------------------------------ internals
+    def _stored_service_account(self, namespace: str, name: str) -> Resource | None:
+        return self._store.lookup("ServiceAccount", namespace, name)
+
     def _stored_storage_class(self, name: str) -> Resource | None:
         return self._store.lookup("StorageClass", "", name)
 

@@ -334,6 +334,7 @@ class Rest:
             validate(obj)
             self.api.preview_allocation(obj)
             return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
+        self.api.await_admission(obj)
         return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
                        warnings)
 
@@ -451,6 +452,7 @@ class Rest:
             try:
                 if current is None:
                     obj.metadata.resource_version = ""
+                    self.api.await_admission(obj)
                     return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
                 obj.metadata.resource_version = wanted or current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update
