@@ -115,10 +115,13 @@ class ClusterConfig:
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORTS
     # The API server's CA (PEM), as `up` serves it: the root-ca-cert-publisher puts it in
-    # every namespace (ConfigMap kube-root-ca.crt) and the ServiceAccount admission plugin
-    # is on (every pod gets a ServiceAccount and, unless it opts out, a kube-api-access
-    # volume reading it). None: neither (no HTTPS front, so no CA to publish).
+    # every namespace (ConfigMap kube-root-ca.crt), where pods' kube-api-access volumes
+    # read it. None: no publisher (no HTTPS front, so no CA to publish).
     root_ca_cert: bytes | None = None
+    # The API server's optional admission plugins (ServiceAccount, Priority;
+    # kubelet_sim.apiserver.admission_plugins): `up` turns them on. ServiceAccount wants
+    # the root CA published, or pods' kube-api-access volumes cannot be made.
+    admission_plugins: tuple[str, ...] = ()
 
 
 class Cluster:
@@ -132,7 +135,7 @@ class Cluster:
         self.api = APIServer(database=self._database,
                              service_cluster_ip_range=self.config.service_cluster_ip_range,
                              service_node_port_range=self.config.service_node_port_range,
-                             service_account_admission=self.config.root_ca_cert is not None)
+                             admission_plugins=self.config.admission_plugins)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
         # (`up`) installs the state directory's

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.apiserver.http import start_api_server
 from kubelet_sim.apiserver.http.credentials import load_or_create
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
@@ -121,6 +122,7 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
                            node_monitor_grace_period=options.node_monitor_grace_period,
                            plugins_die_with_simulator=own_dir,
                            root_ca_cert=load_or_create(state_dir).ca_cert.read_bytes(),
+                           admission_plugins=tuple(sorted(DEFAULT_PLUGINS)),
                            **(options.cluster or {}))
     cluster = Cluster(config)
     if options.api_faults:

@@ -118,6 +118,9 @@ KINDS: dict[str, KindInfo] = {
                  top_level=frozenset({"subjects", "roleRef"})),
         KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", False, False,
                  has_spec=False, top_level=frozenset({"subjects", "roleRef"})),
+        KindInfo("PriorityClass", "scheduling.k8s.io/v1", False, False, has_spec=False,
+                 top_level=frozenset({"value", "globalDefault", "description",
+                                      "preemptionPolicy"})),
     )
 }
 

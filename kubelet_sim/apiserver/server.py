@@ -44,7 +44,7 @@ import json
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -80,6 +80,7 @@ from kubelet_sim.apiserver.admission import (
     generated_name,
     refuse_in_terminating_namespace,
 )
+from kubelet_sim.apiserver.admission_plugins import AdmissionPlugins
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
 from kubelet_sim.apiserver.crd.definition import is_served
 from kubelet_sim.apiserver.crd.registry import CustomResources
@@ -90,7 +91,6 @@ from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
-from kubelet_sim.apiserver.service_account_admission import admit_pod, wait_for_service_account
 from kubelet_sim.apiserver.services.allocation import Allocation, ServiceAllocations
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
@@ -148,18 +148,18 @@ class APIServer:
         event_ttl_seconds: float = EVENT_TTL_SECONDS,
         service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
         service_node_port_range: str = DEFAULT_NODE_PORTS,
-        service_account_admission: bool = False,
+        admission_plugins: Iterable[str] = (),
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
-        # the ServiceAccount admission plugin (:mod:`.service_account_admission`): on
-        # where the service account controller and root-ca-cert-publisher run (``up``)
-        self.service_account_admission = service_account_admission
         self._store = ObjectStore(history_limit, database, ttl={"Event": event_ttl_seconds},
                                   now=lambda: self.clock.now().timestamp())
         self._lock = threading.RLock()
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
+        # the optional admission plugins (ServiceAccount, Priority): ``up`` turns them on
+        self.admission = AdmissionPlugins(admission_plugins, self._store.lookup,
+                                          self._store.sorted, self._rng)
         self.write_delay = 0.0  # seconds every write waits (fault injection)
         # signs ServiceAccount tokens (TokenRequest); set by whoever keeps the key
         # (kubelet_sim.apiserver.http.token_signer); None: TokenRequest is unavailable
@@ -173,6 +173,9 @@ class APIServer:
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
+        for obj in self.admission.bootstrap_objects():
+            if self._store.lookup(obj.kind, obj.namespace, obj.name) is None:
+                self.create(obj)
 
     # ------------------------------------------------------------------ reads
     @property
@@ -313,10 +316,7 @@ class APIServer:
         if info.create_status is not None:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
-        if obj.kind == "Pod" and self.service_account_admission:
-            admit_pod(obj, self._stored_service_account,
-                      lambda prefix: generated_name(self._rng, prefix),
-                      sent_name or meta.generate_name)
+        self.admission.admit_create(obj, sent_name or meta.generate_name)
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)
@@ -333,8 +333,7 @@ class APIServer:
         """Before a create from a client takes the lock: the ServiceAccount plugin's
         second looks for a pod's missing ``default`` ServiceAccount (sleeps: call it
         from a worker thread, never the event loop)."""
-        if self.service_account_admission:
-            wait_for_service_account(self._stored_service_account, obj)
+        self.admission.await_create(obj)
 
     @locked
     def preview_allocation(self, obj: Resource) -> None:
@@ -524,9 +523,6 @@ class APIServer:
         return self._store.close_watches()
 
     # ------------------------------------------------------------------ internals
-    def _stored_service_account(self, namespace: str, name: str) -> Resource | None:
-        return self._store.lookup("ServiceAccount", namespace, name)
-
     def _stored_storage_class(self, name: str) -> Resource | None:
         return self._store.lookup("StorageClass", "", name)
 
@@ -588,6 +584,7 @@ class APIServer:
                                   "Forbidden: no new finalizers can be added if the object "
                                   "is being deleted")
             admit_update(updated)
+            self.admission.admit_update(current, updated)
             if updated.kind == "Namespace":
                 keep_namespace_finalizers(current, updated)
             if updated.kind == "Service":

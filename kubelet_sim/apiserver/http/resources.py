@@ -46,6 +46,7 @@ _NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "ClusterRole": ("clusterroles", (), ()),
     "RoleBinding": ("rolebindings", (), ()),
     "ClusterRoleBinding": ("clusterrolebindings", (), ()),
+    "PriorityClass": ("priorityclasses", ("pc",), ()),
 }
 
 # built-in kinds kube-apiserver answers every request of with a deprecation Warning

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.http import events, service_tables, workload_tables
+from kubelet_sim.apiserver.http import events, scheduling_tables, service_tables, workload_tables
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -171,6 +171,7 @@ COLUMNS: dict[str, list[Column]] = {
                                         _get("metadata.creationTimestamp", ""))],
     **service_tables.COLUMNS,  # configuration, services and RBAC (issue 24)
     **workload_tables.COLUMNS,
+    **scheduling_tables.COLUMNS,
 }
 
 

@@ -22,7 +22,7 @@ from kubelet_sim.testing.fake_clock import FakeClock
 
 @pytest.fixture
 def api() -> APIServer:
-    server = APIServer(clock=FakeClock(), service_account_admission=True)
+    server = APIServer(clock=FakeClock(), admission_plugins=["ServiceAccount"])
     server.create(new("ServiceAccount", "default", "default"))
     return server
 
@@ -156,7 +156,7 @@ MIRROR = {"kubernetes.io/config.mirror": "hash"}
 
 
 def test_a_mirror_pod_is_left_alone() -> None:
-    api = APIServer(clock=FakeClock(), service_account_admission=True)  # no account at all
+    api = APIServer(clock=FakeClock(), admission_plugins=["ServiceAccount"])  # no account at all
     made = api.create(pod(annotations=MIRROR))
     assert "serviceAccountName" not in made.spec and token_volumes(made) == []
 
