@@ -28,6 +28,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
+from kubelet_sim.apiserver.namespaces import SYSTEM_NAMESPACES
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
@@ -132,7 +133,7 @@ class Cluster:
         self.trace = trace or Trace()
         self._database = (ObjectDatabase(self.config.api_database)
                           if self.config.api_database is not None else None)
-        self.api = APIServer(database=self._database,
+        self.api = APIServer(database=self._database, bootstrap_namespaces=SYSTEM_NAMESPACES,
                              service_cluster_ip_range=self.config.service_cluster_ip_range,
                              service_node_port_range=self.config.service_node_port_range,
                              admission_plugins=self.config.admission_plugins)

@@ -1,10 +1,11 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
-(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, service
-accounts (a ``default`` one per namespace), root-ca-cert-publisher (given a CA),
-endpointslice and endpoints, the workload controllers (Deployment, ReplicaSet,
-StatefulSet, DaemonSet, Job), attach/detach, snapshot-controller, and in a live cluster
-node lifecycle and taint eviction) and the CSI sidecars that serve the driver
-(external-provisioner with its capacity controller, -attacher, -snapshotter, -resizer).
+(scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, namespace
+(a deleted namespace's contents, then its finalizer), service accounts (a ``default`` one
+per namespace), root-ca-cert-publisher (given a CA), endpointslice and endpoints, the
+workload controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job), attach/detach,
+snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the CSI
+sidecars that serve the driver (external-provisioner with its capacity controller,
+-attacher, -snapshotter, -resizer).
 
 :func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
 them (tests, demo) or runs their watch loops.
@@ -23,6 +24,7 @@ from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.endpoints import EndpointsController
 from kubelet_sim.controllers.endpointslice import EndpointSliceController
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
+from kubelet_sim.controllers.namespace import NamespaceController
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
@@ -84,6 +86,7 @@ def cluster_controllers(
         GarbageCollector(api, **common),
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
+        NamespaceController(api, **common),
         ServiceAccountController(api, **common),
         *([RootCACertPublisher(api, root_ca_cert, **common)] if root_ca_cert else []),
         EndpointSliceController(api, **common),  # Services' endpoints (issue 24)

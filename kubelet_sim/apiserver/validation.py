@@ -24,7 +24,14 @@ from kubelet_sim.api.label_rules import (
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
-from kubelet_sim.apiserver import configmaps, priority_classes, rbac, secret_rules, workloads
+from kubelet_sim.apiserver import (
+    configmaps,
+    namespaces,
+    priority_classes,
+    rbac,
+    secret_rules,
+    workloads,
+)
 from kubelet_sim.apiserver.services import endpoint_rules
 from kubelet_sim.apiserver.services import rules as service_rules
 from kubelet_sim.apiserver.token_request import validate_token_requests
@@ -562,3 +569,4 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
 # the apps/v1 and batch/v1 workload kinds keep their rules apart
 _VALIDATORS.update(workloads.VALIDATORS)
 _VALIDATORS[priority_classes.KIND] = priority_classes.validate_priority_class
+_VALIDATORS["Namespace"] = namespaces.validate_namespace

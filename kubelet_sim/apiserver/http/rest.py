@@ -156,6 +156,12 @@ class Rest:
                     self.workers))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
+            if target.subresource == "finalize":  # namespaces/<name>/finalize: PUT only
+                if method != "PUT":
+                    raise _not_allowed()
+                body = await _body(request)
+                return await self.workers.write(self.finalize, request, target, body,
+                                                _dry_run(request))
             if not target.resource.stored or target.subresource in (*POD_REQUESTS, "token"):
                 if method != "POST" or (target.name and not target.subresource):
                     raise _not_allowed()
@@ -353,6 +359,19 @@ class Rest:
             return _answer(request, shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
         return _answer(request, shown(target.resource, write(obj).to_dict()), warnings=warnings)
+
+    def finalize(self, request: web.Request, target: Target, body: Any,
+                 dry_run: bool) -> web.Response:
+        """``PUT namespaces/<name>/finalize``: the sent ``spec.finalizers`` stored."""
+        obj, warnings = self._object(target, body, fields.directive(request))
+        if obj.name != target.name:
+            raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
+                             f"the URL ({target.name})")
+        if dry_run:
+            return _answer(request, shown(target.resource, self.api.get(
+                "Namespace", target.name).to_dict()), warnings=warnings)
+        return _answer(request, shown(target.resource, self.api.finalize(obj).to_dict()),
+                       warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = patching.patch_type(request, target)

@@ -106,6 +106,7 @@ COLUMNS: dict[str, list[Column]] = {
             ("Node", "string", 1, _get("spec.nodeName")),
             ("Nominated Node", "string", 1, _get("status.nominatedNodeName")),
             ("Readiness Gates", "string", 1, lambda o: "<none>")],
+    "Namespace": [NAME, ("Status", "string", 0, _get("status.phase", "")), AGE],
     "Node": [NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles),
              AGE, ("Version", "string", 0, _get("status.nodeInfo.kubeletVersion", "")),
              ("Internal-IP", "string", 1, lambda o: _node_ip(o, "InternalIP")),
