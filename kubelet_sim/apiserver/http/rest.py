@@ -335,6 +335,7 @@ class Rest:
         obj, warnings = self._object(target, body, mode)
         self._record(obj, None, manager, target)
         if dry_run:
+            self.api.admission.admit_create(obj, obj.name or obj.metadata.generate_name)
             apply_defaults(obj)
             obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)

@@ -82,6 +82,15 @@ def test_kubectl_run_gets_the_default_account_and_its_api_access_files(up: Up) -
     assert claims["exp"] - claims["iat"] == 3607
 
 
+def test_a_server_side_dry_run_shows_what_admission_would_add(up: Up) -> None:
+    shown = json.loads(up.kubectl("run", "preview", "--image=nginx", "--dry-run=server",
+                                  "-o", "json"))
+    assert shown["spec"]["serviceAccountName"] == "default"
+    assert shown["spec"]["volumes"][0]["name"].startswith("kube-api-access-")
+    assert shown["spec"]["priority"] == 0
+    assert "preview" not in up.kubectl("get", "pods", "-o", "name")
+
+
 def test_a_pod_naming_a_missing_service_account_is_forbidden(up: Up) -> None:
     assert refused(up, "run", "lost", "--image=nginx",
                    '--overrides={"spec":{"serviceAccountName":"robot"}}') == (
