@@ -3,8 +3,7 @@ every ``kubectl get -o yaml`` of a real cluster shows: a container's image pull 
 and termination message fields (core/v1 ``SetDefaults_Container``), a pod's empty
 security context, and a new Namespace's ``kubernetes`` finalizer in ``spec.finalizers``
 (the namespace strategy's PrepareForCreate; an update keeps them, only the ``finalize``
-subresource, not served here, changes them; the namespace goes once its contents are
-gone, as it does here)."""
+subresource changes them: :mod:`kubelet_sim.apiserver.namespaces`)."""
 
 from __future__ import annotations
 

@@ -214,7 +214,8 @@ def test_a_namespace_held_by_content_finalizers_reports_why(up: Up) -> None:
     up.kubectl("wait", "--for=delete", "namespace/held", "--timeout=30s", timeout=60)
 
 
-def test_the_finalize_subresource_replaces_spec_finalizers(up: Up, tmp_path: Path) -> None:
+def test_the_finalize_subresource_replaces_spec_finalizers(up: Up, core: Any,
+                                                           tmp_path: Path) -> None:
     up.kubectl("create", "namespace", "manual")
     ns = get_json(up, "namespace", "manual")
     assert ns["spec"]["finalizers"] == ["kubernetes"]
@@ -233,6 +234,15 @@ def test_the_finalize_subresource_replaces_spec_finalizers(up: Up, tmp_path: Pat
                    str(body)) == (
         'The Namespace "manual" is invalid: spec.finalizers[0]: Invalid value: "mine": name is '
         "neither a standard finalizer name nor is it fully qualified")
+    # the Python client's replace_namespace_finalize: emptied, a deleted namespace goes
+    core.delete_namespace("manual")
+    assert core.read_namespace("manual").status.phase == "Terminating"
+    current = core.read_namespace("manual")
+    current.spec.finalizers = []
+    assert core.replace_namespace_finalize("manual", current).spec.finalizers is None
+    with pytest.raises(ApiException) as gone:
+        core.read_namespace("manual")
+    assert gone.value.status == 404
 
 
 def test_discovery_lists_the_new_resources(up: Up, core: Any) -> None:
