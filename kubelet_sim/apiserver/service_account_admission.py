@@ -88,8 +88,8 @@ def _admit(pod: Resource, lookup: ServiceAccountLookup,
         _check_mirror_pod(pod)
         return
     spec = pod.spec
-    if not spec.get("serviceAccountName"):
-        spec["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
+    if not spec.get("serviceAccountName"):  # the deprecated alias counts, as conversion has it
+        spec["serviceAccountName"] = spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
     account = _existing(pod, lookup)
     if _automount(account, pod):
         _mount_token(spec, volume_name)
@@ -109,7 +109,8 @@ def wait_for_service_account(lookup: ServiceAccountLookup, pod: Resource,
     not at all for another. Returns either way: the create then decides."""
     if pod.kind != "Pod" or MIRROR_POD_ANNOTATION in pod.metadata.annotations:
         return
-    name = str(pod.spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+    name = str(pod.spec.get("serviceAccountName") or pod.spec.get("serviceAccount")
+               or DEFAULT_SERVICE_ACCOUNT)
     namespace = pod.metadata.namespace or "default"
     if name != DEFAULT_SERVICE_ACCOUNT:
         return

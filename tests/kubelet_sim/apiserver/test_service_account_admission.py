@@ -58,6 +58,14 @@ def test_a_pod_without_a_service_account_gets_default_and_the_api_access_volume(
             {"name": volume["name"], "readOnly": True, "mountPath": MOUNT_PATH}]
 
 
+def test_the_deprecated_service_account_field_names_the_account_and_mirrors_it(
+        api: APIServer) -> None:
+    api.create(new("ServiceAccount", "robot", "default"))
+    made = api.create(pod(serviceAccount="robot"))
+    assert (made.spec["serviceAccountName"], made.spec["serviceAccount"]) == ("robot", "robot")
+    assert api.create(pod("plain")).spec["serviceAccount"] == "default"
+
+
 def test_a_pod_naming_a_missing_service_account_is_forbidden(api: APIServer) -> None:
     with pytest.raises(ObjectForbidden) as refused:
         api.create(pod(serviceAccountName="robot"))

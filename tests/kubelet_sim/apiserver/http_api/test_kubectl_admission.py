@@ -65,7 +65,7 @@ def test_kubectl_run_gets_the_default_account_and_its_api_access_files(up: Up) -
     up.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=60s", timeout=90)
     pod = get_json(up, "pod", "web")
     spec = pod["spec"]
-    assert spec["serviceAccountName"] == "default"
+    assert spec["serviceAccountName"] == spec["serviceAccount"] == "default"
     [volume] = spec["volumes"]
     assert volume["name"].startswith("kube-api-access-") and len(volume["name"]) == 21
     assert [s for source in volume["projected"]["sources"] for s in source] == [
