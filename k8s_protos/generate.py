@@ -30,7 +30,7 @@ MODULES = {
     **{f"k8s.io/api/{gv}": gv.replace("/", "_") + "_pb2" for gv in (
         "core/v1", "storage/v1", "coordination/v1", "networking/v1", "events/v1",
         "policy/v1", "authentication/v1", "authorization/v1", "apps/v1", "batch/v1",
-        "discovery/v1", "autoscaling/v1", "rbac/v1")},
+        "discovery/v1", "autoscaling/v1", "rbac/v1", "scheduling/v1")},
     "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1": "apiextensions_v1_pb2",
 }
 

@@ -28,6 +28,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
+from kubelet_sim.apiserver.namespaces import SYSTEM_NAMESPACES
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SERVICE_CIDR
@@ -114,6 +115,14 @@ class ClusterConfig:
     # kube-apiserver's --service-cluster-ip-range and --service-node-port-range
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORTS
+    # The API server's CA (PEM), as `up` serves it: the root-ca-cert-publisher puts it in
+    # every namespace (ConfigMap kube-root-ca.crt), where pods' kube-api-access volumes
+    # read it. None: no publisher (no HTTPS front, so no CA to publish).
+    root_ca_cert: bytes | None = None
+    # The API server's optional admission plugins (ServiceAccount, Priority;
+    # kubelet_sim.apiserver.admission_plugins): `up` turns them on. ServiceAccount wants
+    # the root CA published, or pods' kube-api-access volumes cannot be made.
+    admission_plugins: tuple[str, ...] = ()
 
 
 class Cluster:
@@ -124,9 +133,10 @@ class Cluster:
         self.trace = trace or Trace()
         self._database = (ObjectDatabase(self.config.api_database)
                           if self.config.api_database is not None else None)
-        self.api = APIServer(database=self._database,
+        self.api = APIServer(database=self._database, bootstrap_namespaces=SYSTEM_NAMESPACES,
                              service_cluster_ip_range=self.config.service_cluster_ip_range,
-                             service_node_port_range=self.config.service_node_port_range)
+                             service_node_port_range=self.config.service_node_port_range,
+                             admission_plugins=self.config.admission_plugins)
         self.events = EventRecorder(self.api)  # written as Events; `kubectl describe` lists them
         # ServiceAccount tokens are signed with a key kept in memory until the HTTP front
         # (`up`) installs the state directory's
@@ -215,6 +225,7 @@ class Cluster:
                                            sidecars=cfg.sidecars,
                                            snapshot_controller=cfg.snapshot_controller,
                                            workload_controllers=cfg.workload_controllers,
+                                           root_ca_cert=cfg.root_ca_cert,
                                            node_monitor_grace_period=cfg.node_monitor_grace_period)
         for kubelet in self.kubelets.values():
             await kubelet.start()

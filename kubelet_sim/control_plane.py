@@ -1,9 +1,10 @@
 """The control plane of a cluster with one CSI driver: kube-controller-manager's loops
 (scheduler, PV binder, PVC/PV protection, garbage collector, pod GC, disruption, resource
-quota, service accounts (a ``default`` one per namespace), endpointslice and endpoints, the workload
-controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job), attach/detach,
-snapshot-controller, and in a live cluster node lifecycle and taint eviction) and the
-CSI sidecars that serve the driver (external-provisioner with its capacity controller,
+quota, namespace (a deleted namespace's contents, then its finalizer), service accounts (a
+``default`` one per namespace), root-ca-cert-publisher (given a CA), endpointslice and
+endpoints, the workload controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job),
+attach/detach, snapshot-controller, and in a live cluster node lifecycle and taint eviction)
+and the CSI sidecars that serve the driver (external-provisioner with its capacity controller,
 -attacher, -snapshotter, -resizer).
 
 :func:`cluster_controllers` builds the usual set; its :class:`ControllerManager` settles
@@ -23,10 +24,12 @@ from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.endpoints import EndpointsController
 from kubelet_sim.controllers.endpointslice import EndpointSliceController
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
+from kubelet_sim.controllers.namespace import NamespaceController
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.pod_gc import PodGarbageCollector
 from kubelet_sim.controllers.protection import StorageProtection
 from kubelet_sim.controllers.resource_quota import ResourceQuotaController
+from kubelet_sim.controllers.root_ca_publisher import RootCACertPublisher
 from kubelet_sim.controllers.scheduler import Scheduler
 from kubelet_sim.controllers.service_account import ServiceAccountController
 from kubelet_sim.controllers.snapshot_controller import SnapshotController
@@ -53,6 +56,7 @@ def cluster_controllers(
     snapshot_controller: bool = True,
     workload_controllers: bool = True,
     node_monitor_grace_period: float | None = None,
+    root_ca_cert: bytes | None = None,
 ) -> ControllerManager:
     """Every controller of a cluster with one CSI driver (``csi``: its controller socket).
     CSI calls are traced under each sidecar's component name. ``sidecars=False`` leaves
@@ -62,7 +66,8 @@ def cluster_controllers(
     ``workload_controllers=False`` leaves out the Deployment, ReplicaSet, StatefulSet,
     DaemonSet and Job controllers. With a
     ``node_monitor_grace_period`` (seconds) the node lifecycle and taint eviction
-    controllers run too: for clusters whose kubelets heartbeat in real time (``up``)."""
+    controllers run too: for clusters whose kubelets heartbeat in real time (``up``).
+    With the API server's ``root_ca_cert`` (PEM) the root-ca-cert-publisher runs too."""
     recorder = recorder or EventRecorder(api)
     common: dict[str, Any] = {"clock": clock, "recorder": recorder,
                               "resync_seconds": resync_seconds}
@@ -83,7 +88,9 @@ def cluster_controllers(
         PodGarbageCollector(api, **common),
         DisruptionController(api, **common),
         ResourceQuotaController(api, **common),
+        NamespaceController(api, **common),
         ServiceAccountController(api, **common),
+        *([RootCACertPublisher(api, root_ca_cert, **common)] if root_ca_cert else []),
         EndpointSliceController(api, **common),  # Services' endpoints (issue 24)
         EndpointsController(api, **common),
         *(workload_loops(api, common) if workload_controllers else []),

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.apiserver.http import start_api_server
+from kubelet_sim.apiserver.http.credentials import load_or_create
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.services.kubernetes_service import (
@@ -119,6 +121,8 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
                            dataplane=options.dataplane, api_database=database,
                            node_monitor_grace_period=options.node_monitor_grace_period,
                            plugins_die_with_simulator=own_dir,
+                           root_ca_cert=load_or_create(state_dir).ca_cert.read_bytes(),
+                           admission_plugins=tuple(sorted(DEFAULT_PLUGINS)),
                            **(options.cluster or {}))
     cluster = Cluster(config)
     if options.api_faults:

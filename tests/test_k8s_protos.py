@@ -33,6 +33,7 @@ UPSTREAM_V0_35_7_DESCRIPTOR_SHA256 = {
     # k8s.io/apiextensions-apiserver's pkg/apis/apiextensions/v1 at the same tag
     "apiextensions_v1_pb2": "acfb13a114ecd2509add50e09bc9a86696cdae69d48fd66664aff68702e57a77",
     "rbac_v1_pb2": "ef5055759fb1448b7181defa67d9682e2dbe3b4a3103a08c2d7b3996856aeb07",
+    "scheduling_v1_pb2": "d9ad171e34edb3b4a19c38f9e067fbac2082a5d1a430fdf78db95427e03de323",
 }
 
 

@@ -121,6 +121,9 @@ KINDS: dict[str, KindInfo] = {
         # quota and limits (kubelet_sim.apiserver.quota); a new quota's status starts empty
         KindInfo("ResourceQuota", "v1", True, True, {}),
         KindInfo("LimitRange", "v1", True, False),
+        KindInfo("PriorityClass", "scheduling.k8s.io/v1", False, False, has_spec=False,
+                 top_level=frozenset({"value", "globalDefault", "description",
+                                      "preemptionPolicy"})),
     )
 }
 

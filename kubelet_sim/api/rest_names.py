@@ -43,6 +43,7 @@ REST_NAMES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "ClusterRoleBinding": ("clusterrolebindings", (), ()),
     "ResourceQuota": ("resourcequotas", ("quota",), ()),
     "LimitRange": ("limitranges", ("limits",), ()),
+    "PriorityClass": ("priorityclasses", ("pc",), ()),
 }
 
 

@@ -1,10 +1,10 @@
 """Defaults kube-apiserver fills in that the simulator's components do not read but
 every ``kubectl get -o yaml`` of a real cluster shows: a container's image pull policy
 and termination message fields (core/v1 ``SetDefaults_Container``), a pod's empty
-security context, and a new Namespace's ``kubernetes`` finalizer in ``spec.finalizers``
+security context and its ServiceAccount under the deprecated ``serviceAccount`` name too
+(the v1 conversion's), and a new Namespace's ``kubernetes`` finalizer in ``spec.finalizers``
 (the namespace strategy's PrepareForCreate; an update keeps them, only the ``finalize``
-subresource, not served here, changes them; the namespace goes once its contents are
-gone, as it does here)."""
+subresource changes them: :mod:`kubelet_sim.apiserver.namespaces`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from kubelet_sim.api.model import JSON, Resource
 
-__all__ = ["default_container", "default_pod_spec", "keep_namespace_finalizers",
-           "prepare_namespace"]
+__all__ = ["default_container", "default_pod_spec", "keep_deprecated_service_account",
+           "keep_namespace_finalizers", "prepare_namespace"]
 
 NAMESPACE_FINALIZER = "kubernetes"
 
@@ -56,11 +56,23 @@ def default_probe(probe: JSON) -> None:
 
 def default_pod_spec(spec: JSON) -> None:
     spec.setdefault("securityContext", {})
+    keep_deprecated_service_account(spec)
     containers: list[Any] = [*(spec.get("initContainers") or []),
                              *(spec.get("containers") or [])]
     for container in containers:
         if isinstance(container, dict):
             default_container(container)
+
+
+def keep_deprecated_service_account(spec: JSON) -> None:
+    """core/v1's deprecated ``serviceAccount`` alias, as the v1 conversion keeps it: a pod
+    sending only it names its ServiceAccount by it, and every stored pod that names one
+    shows it under both names."""
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if name:
+        spec["serviceAccountName"] = spec["serviceAccount"] = name
+    else:
+        spec.pop("serviceAccount", None)
 
 
 def prepare_namespace(obj: Resource) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from kubelet_sim.api.model import JSON, NAMESPACE_NAME_LABEL, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
-from kubelet_sim.apiserver import job_rules, rbac, workloads
+from kubelet_sim.apiserver import job_rules, priority_classes, rbac, workloads
 from kubelet_sim.apiserver.create_defaults import default_pod_spec
 from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.secret_rules import prepare_secret
@@ -180,3 +180,4 @@ _DEFAULTERS: dict[str, Callable[[Resource], None]] = {
 # the apps/v1 and batch/v1 workload kinds keep their rules apart
 _DEFAULTERS.update(workloads.DEFAULTERS)
 _DEFAULTERS["Job"] = job_rules.default_job
+_DEFAULTERS[priority_classes.KIND] = priority_classes.default_priority_class

@@ -15,6 +15,7 @@ What moves it (:data:`RULES`, one entry per kind):
 * ``spec+annotations``: Deployment, whose annotations are copied to its ReplicaSets;
 * ``template``: PodTemplate, a change of its top-level ``template``;
 * ``all-but-metadata+labels``: EndpointSlice, any field outside metadata, or its labels;
+* ``one``: PriorityClass, whose strategy stores 1 on create and never moves it;
 * ``all-but-metadata``: custom resources (and the snapshot kinds, CRDs in a real
   cluster), any field outside metadata; status too where there is no status subresource.
 
@@ -35,6 +36,7 @@ SPEC_AND_ANNOTATIONS = "spec+annotations"
 TEMPLATE = "template"
 ALL_BUT_METADATA_AND_LABELS = "all-but-metadata+labels"
 ALL_BUT_METADATA = "all-but-metadata"
+ONE = "one"  # 1 on create, never moved: the strategy sets it and compares nothing
 NONE = ""
 
 # kind -> what moves its generation (NONE: the kind has no generation)
@@ -70,7 +72,7 @@ RULES: dict[str, str] = {
     "NetworkPolicy": SPEC,
     "Ingress": SPEC,
     "IngressClass": SPEC,
-    "PriorityClass": NONE,
+    "PriorityClass": ONE,
     "EndpointSlice": ALL_BUT_METADATA_AND_LABELS,
     "Lease": NONE,
     "PodDisruptionBudget": SPEC,

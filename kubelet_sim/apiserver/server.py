@@ -16,7 +16,9 @@ API server's:
 * delete is graceful: with finalizers the object gets ``deletionTimestamp`` and stays
   until its finalizers are gone; a scheduled Pod stays for its grace period until
   deleted again with ``grace_period_seconds=0`` (the kubelet's final delete);
-  deleting a Namespace deletes its contents and the Namespace goes once it is empty;
+  a Namespace's first delete marks it Terminating; it goes once its ``spec.finalizers``
+  (the ``finalize`` subresource) and finalizers are empty (:mod:`.namespaces`; the
+  namespace controller deletes its contents, then its ``kubernetes`` finalizer);
 * an Event goes (DELETED) ``event_ttl_seconds`` after its last write (``--event-ttl``);
 * with a ``database`` (:mod:`~kubelet_sim.apiserver.persistence`) every write is on disk
   when answered; reopened, it has every object and the counter, and older watches 410;
@@ -45,7 +47,7 @@ import json
 import random
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -81,6 +83,7 @@ from kubelet_sim.apiserver.admission import (
     generated_name,
     refuse_in_terminating_namespace,
 )
+from kubelet_sim.apiserver.admission_plugins import AdmissionPlugins
 from kubelet_sim.apiserver.crd.definition import KIND as CRD_KIND
 from kubelet_sim.apiserver.crd.definition import is_served
 from kubelet_sim.apiserver.crd.registry import CustomResources
@@ -89,6 +92,7 @@ from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import finalizers_after_delete, resolve_policy
 from kubelet_sim.apiserver.eviction import evict
 from kubelet_sim.apiserver.invalid_objects import names_the_object
+from kubelet_sim.apiserver.namespaces import finalized, goes_now
 from kubelet_sim.apiserver.patch.merge import apply_merge_patch
 from kubelet_sim.apiserver.persistence import ObjectDatabase
 from kubelet_sim.apiserver.quota import limit_ranger, quota_admission, usage
@@ -149,6 +153,7 @@ class APIServer:
         event_ttl_seconds: float = EVENT_TTL_SECONDS,
         service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR,
         service_node_port_range: str = DEFAULT_NODE_PORTS,
+        admission_plugins: Iterable[str] = (),
     ) -> None:
         self.clock: Clock = clock or RealClock()
         self.storage_protection = storage_object_in_use_protection
@@ -157,6 +162,9 @@ class APIServer:
         self._lock = threading.RLock()
         self._conflicts = InjectedConflicts()
         self._rng = random.Random()
+        # the optional admission plugins (ServiceAccount, Priority): ``up`` turns them on
+        self.admission = AdmissionPlugins(admission_plugins, self._store.lookup,
+                                          self._store.sorted, self._rng)
         self.write_delay = 0.0  # seconds every write waits (fault injection)
         # signs ServiceAccount tokens (TokenRequest); set by whoever keeps the key
         # (kubelet_sim.apiserver.http.token_signer); None: TokenRequest is unavailable
@@ -170,6 +178,9 @@ class APIServer:
         for name in bootstrap_namespaces:
             if self._store.lookup("Namespace", "", name) is None:
                 self.create(new("Namespace", name))
+        for obj in self.admission.bootstrap_objects():
+            if self._store.lookup(obj.kind, obj.namespace, obj.name) is None:
+                self.create(obj)
 
     # ------------------------------------------------------------------ reads
     @property
@@ -311,6 +322,7 @@ class APIServer:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
         limit_ranger.mutate(obj, self._in_namespace("LimitRange", meta.namespace))
+        self.admission.admit_create(obj, sent_name or meta.generate_name)
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)
@@ -323,6 +335,12 @@ class APIServer:
         with _reverted_on_error(allocation):
             self._store.commit(ADDED, obj, None)
         return obj.copy()
+
+    def await_admission(self, obj: Resource) -> None:
+        """Before a create from a client takes the lock: the ServiceAccount plugin's
+        second looks for a pod's missing ``default`` ServiceAccount (sleeps: call it
+        from a worker thread, never the event loop)."""
+        self.admission.await_create(obj)
 
     @locked
     def preview_allocation(self, obj: Resource) -> None:
@@ -388,6 +406,11 @@ class APIServer:
         grace = deletion_grace_period(current, grace_period_seconds)
         updated = current.copy()
         updated.metadata.finalizers = finalizers_after_delete(meta.finalizers, policy)
+        if kind == "Namespace" and current.is_terminating:
+            if current.spec.get("finalizers"):
+                return current.copy()  # the namespace controller is not done with it
+            if not updated.metadata.finalizers:
+                return self._remove(current)
         if current.is_terminating:
             if grace < (meta.deletion_grace_period_seconds or 0):
                 self._mark_deleting(updated, grace)
@@ -402,10 +425,31 @@ class APIServer:
                 and not updated.metadata.finalizers and kind != "Namespace"):
             return self._remove(current)
         self._store.commit(MODIFIED, updated, current)
-        if kind == "Namespace":
-            self._delete_namespace_contents(name)
-            self._finish_namespace(name)
         return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
+
+    @locked
+    def finalize(self, obj: Resource | JSON) -> Resource:
+        """``PUT namespaces/<name>/finalize``: store the sent ``spec.finalizers`` (a
+        ``metadata.resourceVersion`` sent is a precondition); a terminating namespace
+        left with no finalizers goes (:mod:`kubelet_sim.apiserver.namespaces`)."""
+        sent = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
+        current = self._current("Namespace", sent.name, "")
+        updated = finalized(current, sent)
+        if sent.metadata.resource_version not in ("", current.metadata.resource_version):
+            stale = ("the object has been modified; please apply your changes to the latest "
+                     "version and try again")
+            raise Conflict(f"Operation cannot be fulfilled on namespaces {sent.name!r}: "
+                           f"{stale}", kind="Namespace", name=sent.name, detail=stale)
+        updated.metadata.resource_version = current.metadata.resource_version
+        validate(updated)
+        return self._commit_update(current, updated, None)
+
+    @locked
+    def namespace_contents(self, namespace: str) -> builtins.list[Resource]:
+        """Every object in ``namespace``, of every served kind (the namespace controller's
+        discovery and lists in one)."""
+        return [self._current(kind, name, namespace).copy()
+                for kind, name in self._store.names_in_namespace(namespace)]
 
     # ------------------------------------------------------------------ pod requests
     @locked
@@ -585,6 +629,7 @@ class APIServer:
                 # a write that does not send them keeps them, as kube-apiserver does
                 updated.metadata.managed_fields = clone(cur.managed_fields)
             admit_update(updated)
+            self.admission.admit_update(current, updated)
             if updated.kind == "Namespace":
                 keep_namespace_finalizers(current, updated)
             if updated.kind == "Service":
@@ -612,11 +657,10 @@ class APIServer:
             if allocation is not None:
                 allocation.revert()
             return current.copy()  # a no-op update writes nothing
-        gone = (
+        gone = goes_now(updated) if updated.kind == "Namespace" else (
             updated.is_terminating
             and not updated.metadata.finalizers
             and (updated.metadata.deletion_grace_period_seconds or 0) == 0
-            and updated.kind != "Namespace"
         )
         if gone:
             # The API server deletes instead of writing the emptied finalizer list.
@@ -626,8 +670,6 @@ class APIServer:
         self._store.commit(MODIFIED, updated, current)
         if allocation is not None:
             allocation.commit()  # what the Service no longer holds goes back
-        if updated.kind == "Namespace" and updated.is_terminating:
-            self._finish_namespace(updated.name)
         return updated.copy()
 
     def _mark_deleting(self, obj: Resource, grace: int) -> None:
@@ -639,8 +681,6 @@ class APIServer:
         self._store.commit(DELETED, final, current)
         if current.kind == "Service":
             self.services.release(current)
-        if current.kind != "Namespace" and current.namespace:
-            self._finish_namespace(current.namespace)
         if current.kind == CRD_KIND:
             self._reconsider_names(str(current.spec.get("group") or ""))
         return final.copy()
@@ -662,18 +702,6 @@ class APIServer:
         for obj in list(self._store.sorted(served.store_kind)):
             self._remove(obj)
         self._store.close_watches(served.store_kind)  # their streams end once the DELETEDs are out
-
-    def _delete_namespace_contents(self, namespace: str) -> None:
-        for kind, name in self._store.names_in_namespace(namespace):
-            if self._store.lookup(kind, namespace, name) is not None:
-                self.delete(kind, name, namespace)
-
-    def _finish_namespace(self, namespace: str) -> None:
-        ns = self._store.lookup("Namespace", "", namespace)
-        if ns is None or not ns.is_terminating or ns.metadata.finalizers:
-            return
-        if not self._store.names_in_namespace(namespace):
-            self._store.commit(DELETED, ns.copy(), ns)
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from typing import Any
 from kubelet_sim.api.errors import Invalid, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import QuantityError, parse_storage
-from kubelet_sim.apiserver import configmaps, job_rules, rbac, workloads
+from kubelet_sim.apiserver import configmaps, job_rules, priority_classes, rbac, workloads
 from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.secret_rules import validate_secret_update
 from kubelet_sim.apiserver.services import endpoint_rules
@@ -206,3 +206,5 @@ _RULES: dict[str, Callable[[Resource, Resource, StorageClassLookup], None]] = {
 # the apps/v1 and batch/v1 workload kinds keep their rules apart
 _RULES.update(workloads.UPDATE_RULES)
 _RULES["Job"] = job_rules.validate_job_update
+_RULES[priority_classes.KIND] = lambda old, new, _sc: \
+    priority_classes.validate_priority_class_update(old, new)

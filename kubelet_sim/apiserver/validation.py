@@ -24,7 +24,15 @@ from kubelet_sim.api.label_rules import (
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError, parse_storage
 from kubelet_sim.api.selectors import LabelSelector
-from kubelet_sim.apiserver import configmaps, job_rules, rbac, secret_rules, workloads
+from kubelet_sim.apiserver import (
+    configmaps,
+    job_rules,
+    namespaces,
+    priority_classes,
+    rbac,
+    secret_rules,
+    workloads,
+)
 from kubelet_sim.apiserver.probe_rules import validate_probes
 from kubelet_sim.apiserver.quota import rules as quota_rules
 from kubelet_sim.apiserver.services import endpoint_rules
@@ -568,3 +576,5 @@ _VALIDATORS: dict[str, Callable[[Resource], None]] = {
 # the apps/v1 and batch/v1 workload kinds keep their rules apart
 _VALIDATORS.update(workloads.VALIDATORS)
 _VALIDATORS["Job"] = job_rules.validate_job
+_VALIDATORS[priority_classes.KIND] = priority_classes.validate_priority_class
+_VALIDATORS["Namespace"] = namespaces.validate_namespace

@@ -285,9 +285,9 @@ _OPS = {
 
 def _operation(r: ApiResource, op: _Op, scope: str, v3: bool) -> dict[str, Any]:
     """One operation; ``scope`` is ``Namespaced``, ``""`` or ``ForAllNamespaces``, and a
-    subresource's operation's scope ends with ``Status``, ``Scale`` or ``Token`` (a
-    ServiceAccount's TokenRequest)."""
-    sub = next((s for s in ("Status", "Scale", "Token") if scope.endswith(s)), "")
+    subresource's operation's scope ends with ``Status``, ``Scale``, ``Token`` (a
+    ServiceAccount's TokenRequest) or ``Finalize`` (a Namespace's)."""
+    sub = next((s for s in ("Status", "Scale", "Token", "Finalize") if scope.endswith(s)), "")
     base = scope.removesuffix(sub) if sub else scope
     all_namespaces = base == "ForAllNamespaces"
     operation_id = (f"{op.verb}{_group_id(r)}{'' if all_namespaces else base}{r.kind}"
@@ -368,6 +368,9 @@ def resource_paths(r: ApiResource, v3: bool) -> dict[str, Any]:
     if r.kind == "ServiceAccount" and type_key(r):
         paths[f"{base}/{{name}}/token"] = _path_item(r, {"post": "create"}, scope + "Token",
                                                      [*params, "name"], v3)
+    if r.kind == "Namespace":
+        paths[f"{base}/{{name}}/finalize"] = _path_item(r, {"put": "replace"}, "Finalize",
+                                                        ["name"], v3)
     if r.namespaced and "list" in r.verbs:
         paths[f"{prefix}/{r.plural}"] = _path_item(r, {"get": "list"}, "ForAllNamespaces",
                                                    [], v3)

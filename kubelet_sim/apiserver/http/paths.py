@@ -30,7 +30,8 @@ def parse(group: str, version: str, segments: list[str],
     ``resolve`` finds the resource of (group, version, plural)."""
     namespace = ""
     if (len(segments) >= 3 and segments[0] == "namespaces"
-            and not (group == "" and len(segments) == 3 and segments[2] == "status")):
+            and not (group == "" and len(segments) == 3
+                     and segments[2] in ("status", "finalize"))):
         namespace, segments = segments[1], segments[2:]
     if not segments or len(segments) > 3:
         return None
@@ -45,7 +46,8 @@ def parse(group: str, version: str, segments: list[str],
         return Target(resource, namespace, name, sub) if name else None
     if sub not in ("", "status") and not (
             resource.kind == "Pod" and resource.stored and sub in POD_CONNECT + POD_REQUESTS
-    ) and not (resource.kind == "ServiceAccount" and sub == "token"):
+    ) and not (resource.kind == "ServiceAccount" and sub == "token") \
+            and not (resource.kind == "Namespace" and sub == "finalize"):
         return None
     if name and resource.namespaced and not namespace:
         return None  # /api/v1/pods/<name> does not exist: a namespaced object needs its namespace

@@ -111,6 +111,10 @@ SERVICE_ACCOUNT_TOKEN = Subresource("token", "TokenRequest", CREATE_ONLY,
                                     "authentication.k8s.io", "v1")
 
 
+# A Namespace's spec.finalizers: PUT the namespace (the namespace controller's last step).
+NAMESPACE_FINALIZE = Subresource("finalize", "Namespace", ("update",))
+
+
 def subresources(r: ApiResource) -> list[Subresource]:
     """The subresources discovery lists for ``r``."""
     out = [Subresource("status", r.kind, ("get", "patch", "update"))] if r.has_status else []
@@ -120,6 +124,8 @@ def subresources(r: ApiResource) -> list[Subresource]:
         out.extend((POD_BINDING, POD_EVICTION, *POD_CONNECT))
     if r.kind == "ServiceAccount" and r.stored:
         out.append(SERVICE_ACCOUNT_TOKEN)
+    if r.kind == "Namespace":
+        out.insert(0, NAMESPACE_FINALIZE)
     return out
 
 

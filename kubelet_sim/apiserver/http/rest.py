@@ -156,6 +156,12 @@ class Rest:
                     self.workers))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
+            if target.subresource == "finalize":  # namespaces/<name>/finalize: PUT only
+                if method != "PUT":
+                    raise _not_allowed()
+                body = await _body(request)
+                return await self.workers.write(self.finalize, request, target, body,
+                                                _dry_run(request))
             if not target.resource.stored or target.subresource in (*POD_REQUESTS, "token"):
                 if method != "POST" or (target.name and not target.subresource):
                     raise _not_allowed()
@@ -329,11 +335,13 @@ class Rest:
         obj, warnings = self._object(target, body, mode)
         self._record(obj, None, manager, target)
         if dry_run:
+            self.api.admission.admit_create(obj, obj.name or obj.metadata.generate_name)
             apply_defaults(obj)
             obj = self.api.custom.prepare(obj, self.api.clock.now())
             validate(obj)
             self.api.preview_allocation(obj)
             return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
+        self.api.await_admission(obj)
         return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
                        warnings)
 
@@ -352,6 +360,19 @@ class Rest:
             return _answer(request, shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
         return _answer(request, shown(target.resource, write(obj).to_dict()), warnings=warnings)
+
+    def finalize(self, request: web.Request, target: Target, body: Any,
+                 dry_run: bool) -> web.Response:
+        """``PUT namespaces/<name>/finalize``: the sent ``spec.finalizers`` stored."""
+        obj, warnings = self._object(target, body, fields.directive(request))
+        if obj.name != target.name:
+            raise BadRequest(f"the name of the object ({obj.name}) does not match the name on "
+                             f"the URL ({target.name})")
+        if dry_run:
+            return _answer(request, shown(target.resource, self.api.get(
+                "Namespace", target.name).to_dict()), warnings=warnings)
+        return _answer(request, shown(target.resource, self.api.finalize(obj).to_dict()),
+                       warnings=warnings)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         kind = patching.patch_type(request, target)
@@ -451,6 +472,7 @@ class Rest:
             try:
                 if current is None:
                     obj.metadata.resource_version = ""
+                    self.api.await_admission(obj)
                     return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
                 obj.metadata.resource_version = wanted or current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update

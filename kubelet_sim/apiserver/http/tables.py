@@ -13,7 +13,13 @@ from typing import Any
 
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.http import events, quota_tables, service_tables, workload_tables
+from kubelet_sim.apiserver.http import (
+    events,
+    quota_tables,
+    scheduling_tables,
+    service_tables,
+    workload_tables,
+)
 from kubelet_sim.apiserver.http.pod_table import pod_ready, pod_restarts, pod_status
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
@@ -79,6 +85,7 @@ COLUMNS: dict[str, list[Column]] = {
             ("Node", "string", 1, _get("spec.nodeName")),
             ("Nominated Node", "string", 1, _get("status.nominatedNodeName")),
             ("Readiness Gates", "string", 1, lambda o: "<none>")],
+    "Namespace": [NAME, ("Status", "string", 0, _get("status.phase", "")), AGE],
     "Node": [NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles),
              AGE, ("Version", "string", 0, _get("status.nodeInfo.kubeletVersion", "")),
              ("Internal-IP", "string", 1, lambda o: _node_ip(o, "InternalIP")),
@@ -145,6 +152,7 @@ COLUMNS: dict[str, list[Column]] = {
     **service_tables.COLUMNS,  # configuration, services and RBAC (issue 24)
     **workload_tables.COLUMNS,
     **quota_tables.COLUMNS,
+    **scheduling_tables.COLUMNS,
 }
 
 

@@ -1,4 +1,5 @@
-"""API server: graceful deletion, finalizers, namespaces."""
+"""API server: graceful deletion and finalizers (namespaces: test_namespace_lifecycle and
+the namespace controller's tests)."""
 
 from __future__ import annotations
 
@@ -120,22 +121,6 @@ def test_pod_with_finalizer_survives_the_final_delete_until_released(api: APISer
     api.update(obj)
     with pytest.raises(NotFound):
         api.get("Pod", "web", "default")
-
-
-def test_deleting_a_namespace_deletes_its_contents_then_itself(api: APIServer) -> None:
-    api.create(new("Namespace", "team"))
-    api.create(pvc("data"))  # in default: untouched
-    api.create(new("PersistentVolumeClaim", "d", "team", spec={
-        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}))
-    api.create(pod("web", "team", node="node-1"))
-    ns = api.delete("Namespace", "team")
-    assert ns.status["phase"] == "Terminating"
-    assert [p.name for p in api.list("Pod", "team").items] == ["web"]  # grace period
-    assert api.list("PersistentVolumeClaim", "team").items == []
-    api.delete("Pod", "web", "team", grace_period_seconds=0)
-    with pytest.raises(NotFound):
-        api.get("Namespace", "team")
-    assert api.get("PersistentVolumeClaim", "data", "default").name == "data"
 
 
 def test_storage_protection_keeps_a_deleted_claim_until_released() -> None:

@@ -128,6 +128,8 @@ def config_service_and_rbac_kinds() -> list[Resource]:
         {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
          "roleRef": {"kind": "ClusterRole", "name": "reader"},
          "subjects": [{"kind": "User", "name": "jane"}]},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "high"}, "value": 1000},
     )]
 
 

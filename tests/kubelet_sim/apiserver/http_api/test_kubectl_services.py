@@ -93,7 +93,9 @@ def test_config_maps_from_literals_and_a_manifest(up: Up) -> None:
         "configmap/settings created"
     table = rows(up, "cm")
     assert table[0] == ["NAME", "DATA", "AGE"]
-    assert sorted(r[:2] for r in table[1:]) == [["lit", "2"], ["settings", "3"]]
+    # beside the root-ca-cert-publisher's kube-root-ca.crt, as in every namespace
+    assert sorted(r[:2] for r in table[1:]) == [["kube-root-ca.crt", "1"], ["lit", "2"],
+                                               ["settings", "3"]]
     stored = json.loads(up.kubectl("get", "configmap", "settings", "-o", "json"))
     assert stored["data"] == {"mode": "fast", "level": "3"}
     assert stored["binaryData"] == {"blob": "aGVsbG8="}

@@ -182,8 +182,8 @@ def _quota(api: APIServer) -> list[dict[str, Any]]:
 
 
 def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
-    """ConfigMaps, Services (allocated), endpoints and RBAC objects as the API server stores
-    them (issue 24)."""
+    """ConfigMaps, Services (allocated), endpoints, RBAC objects and a PriorityClass as the
+    API server stores them (issue 24)."""
     rbac = "rbac.authorization.k8s.io/v1"
     rule = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}
     made = [
@@ -219,6 +219,9 @@ def _config_services_and_rbac(api: APIServer) -> list[dict[str, Any]]:
         {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
          "roleRef": {"kind": "ClusterRole", "name": "reader"},
          "subjects": [{"kind": "User", "name": "jane"}, {"kind": "Group", "name": "devs"}]},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": "batch"}, "value": -5, "globalDefault": True,
+         "description": "for batch jobs", "preemptionPolicy": "Never"},
     ]
     return [api.create(raw).to_dict() for raw in made]
 
