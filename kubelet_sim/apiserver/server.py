@@ -24,7 +24,11 @@ API server's:
   when answered; reopened, it has every object and the counter, and older watches 410;
 * defaulting and validation run on every write (:mod:`kubelet_sim.apiserver.defaulting`,
   :mod:`kubelet_sim.apiserver.validation`), and updates keep Kubernetes' immutability and
-  resize-admission rules (:mod:`kubelet_sim.apiserver.update_rules`).
+  resize-admission rules (:mod:`kubelet_sim.apiserver.update_rules`);
+* a dry run (``dry_run=True``, ``dryRun=All``) of a create, update or delete runs all of
+  it (admission, defaulting, validation, the update rules, generation) and stops before
+  the commit: nothing stored, no watch event, no quota charged, no cluster IP or node
+  port taken.
 
 All verbs are synchronous (the store, :mod:`kubelet_sim.apiserver.storage`, is in
 memory) and serialised by a lock, so worker threads may call them too; ``watch`` hands
@@ -294,8 +298,11 @@ class APIServer:
     # ------------------------------------------------------------------ writes
     @locked
     @names_the_object
-    def create(self, obj: Resource | JSON) -> Resource:
-        """Store a new object: uid, resourceVersion, generation, creationTimestamp."""
+    def create(self, obj: Resource | JSON, *, dry_run: bool = False) -> Resource:
+        """Store a new object: uid, resourceVersion, generation, creationTimestamp.
+        ``dry_run`` (``dryRun=All``): every step but the commit, the quota's charge and
+        the Service's allocation (:meth:`ServiceAllocations.dry_run`); the object as it
+        would be stored, without a resourceVersion, is returned."""
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)
         meta = obj.metadata
@@ -330,8 +337,11 @@ class APIServer:
         validate(obj)
         if self._store.lookup(obj.kind, meta.namespace, meta.name) is not None:
             raise AlreadyExists(obj.kind, meta.name, meta.namespace)
-        self._admit_limits_and_quota(obj, None)
-        allocation = self.services.allocate_create(obj) if obj.kind == "Service" else None
+        self._admit_limits_and_quota(obj, None, dry_run=dry_run)
+        services = self.services.dry_run() if dry_run else self.services
+        allocation = services.allocate_create(obj) if obj.kind == "Service" else None
+        if dry_run:
+            return obj.copy()
         with _reverted_on_error(allocation):
             self._store.commit(ADDED, obj, None)
         return obj.copy()
@@ -343,31 +353,29 @@ class APIServer:
         self.admission.await_create(obj)
 
     @locked
-    def preview_allocation(self, obj: Resource) -> None:
-        """A dry-run create of a Service is shown with the cluster IP and node ports it
-        would be given (or refused as it would be); nothing is kept."""
-        if obj.kind == "Service":
-            self.services.allocate_create(obj).revert()
-
-    @locked
-    def update(self, obj: Resource | JSON, verb: str = "update") -> Resource:
+    def update(self, obj: Resource | JSON, verb: str = "update", *,
+               dry_run: bool = False) -> Resource:
         """Replace spec/metadata. ``status`` is ignored for kinds with a status subresource.
-        ``verb`` names the request for fault injection (``patch`` for a patch's write)."""
-        return self._update(obj, status_only=False, verb=verb)
+        ``verb`` names the request for fault injection (``patch`` for a patch's write).
+        ``dry_run``: every rule of the update, nothing stored; the object as it would be
+        stored is returned."""
+        return self._update(obj, status_only=False, verb=verb, dry_run=dry_run)
 
     @locked
-    def update_status(self, obj: Resource | JSON, verb: str = "update") -> Resource:
+    def update_status(self, obj: Resource | JSON, verb: str = "update", *,
+                      dry_run: bool = False) -> Resource:
         """Replace ``status`` (the status subresource), and the user metadata the kind's
         status strategy lets a status write change (:mod:`.status_strategy`)."""
         kind = obj.kind if isinstance(obj, Resource) else \
             stored_kind(str(obj.get("kind")), str(obj.get("apiVersion") or ""))
         if not kind_info(kind).status_subresource:
             raise NotFound(f"{kind}/status", "the server could not find the requested resource")
-        return self._update(obj, status_only=True, verb=f"{verb}_status")
+        return self._update(obj, status_only=True, verb=f"{verb}_status", dry_run=dry_run)
 
     @locked
     def patch(
-        self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = ""
+        self, kind: str, name: str, patch: JSON, namespace: str = "", subresource: str = "",
+        *, dry_run: bool = False,
     ) -> Resource:
         """Apply a JSON merge patch. A ``metadata.resourceVersion`` in the patch is a
         precondition; without it the patch applies to the current object."""
@@ -376,7 +384,8 @@ class APIServer:
         current = self._current(kind, name, namespace)
         merged = apply_merge_patch(current.to_dict(), patch)
         verb = "patch_status" if subresource else "patch"
-        return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb)
+        return self._update(Resource.from_dict(merged), status_only=bool(subresource), verb=verb,
+                            dry_run=dry_run)
 
     @locked
     def delete(
@@ -389,18 +398,21 @@ class APIServer:
         uid: str | None = None,
         resource_version: str | None = None,
         propagation_policy: str | None = None,
+        dry_run: bool = False,
     ) -> Resource:
         """Delete gracefully; returns the object as it stands after the call (its last state
         when it is gone). ``uid``/``resource_version`` are preconditions (Conflict).
         ``propagation_policy`` (Orphan, Background, Foreground) sets the garbage
-        collector's finalizers (:mod:`kubelet_sim.apiserver.deletion_policy`)."""
+        collector's finalizers (:mod:`kubelet_sim.apiserver.deletion_policy`).
+        ``dry_run``: the object as the delete would leave it (deletionTimestamp,
+        finalizers), nothing changed or removed."""
         admit_delete(kind, name)  # admission comes before the store is read
         current = self._current(kind, name, namespace)
         meta = current.metadata
         stale = resource_version and resource_version != meta.resource_version
         if (uid and uid != meta.uid) or stale:
             raise Conflict(f"Precondition failed for {kind} {name!r}: uid/resourceVersion")
-        if kind == CRD_KIND:
+        if kind == CRD_KIND and not dry_run:
             self._delete_custom_resources(name)
         policy = resolve_policy(propagation_policy, None)
         grace = deletion_grace_period(current, grace_period_seconds)
@@ -423,7 +435,9 @@ class APIServer:
                 updated.status["phase"] = "Terminating"
         if (not updated.metadata.deletion_grace_period_seconds
                 and not updated.metadata.finalizers and kind != "Namespace"):
-            return self._remove(current)
+            return current.copy() if dry_run else self._remove(current)
+        if dry_run:
+            return updated
         self._store.commit(MODIFIED, updated, current)
         return self.get(kind, name, namespace) if self._exists(kind, name, namespace) else updated
 
@@ -564,11 +578,11 @@ class APIServer:
         return [o for o in self._store.sorted(kind) if o.namespace == namespace]
 
     def _admit_limits_and_quota(self, obj: Resource, old: Resource | None,
-                                status: bool = False) -> None:
+                                status: bool = False, dry_run: bool = False) -> None:
         """The validating admission plugins of a create (``old`` None) or update (of the
         status subresource: only a claim's, for quota): LimitRanger's checks, then
         ResourceQuota, whose charge to the quotas' usage is written before the object is
-        (:mod:`kubelet_sim.apiserver.quota`)."""
+        (:mod:`kubelet_sim.apiserver.quota`); a dry run is checked, never charged."""
         if not obj.namespace or (status and obj.kind != "PersistentVolumeClaim"):
             return
         if not status:
@@ -577,8 +591,8 @@ class APIServer:
         custom = self.custom.by_store_kind(obj.kind)
         counter = usage.object_counter(obj.kind, [f"count/{custom.name}"]) \
             if custom is not None and not custom.adopts_builtin else None
-        for quota in quota_admission.charge(obj, old, quotas, self.clock.now(), status,
-                                            counter):
+        charged = quota_admission.charge(obj, old, quotas, self.clock.now(), status, counter)
+        for quota in [] if dry_run else charged:
             self._update(quota, status_only=True, verb="update")
 
     def _current(self, kind: str, name: str, namespace: str) -> Resource:
@@ -597,11 +611,13 @@ class APIServer:
         return True
 
     @names_the_object
-    def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str) -> Resource:
+    def _update(self, obj: Resource | JSON, *, status_only: bool, verb: str,
+                dry_run: bool = False) -> Resource:
         obj = Resource.from_dict(obj) if isinstance(obj, dict) else obj.copy()
         info = kind_info(obj.kind)
         current = self._current(obj.kind, obj.metadata.name, obj.metadata.namespace)
-        self._conflicts.take(obj.kind, verb)
+        if not dry_run:
+            self._conflicts.take(obj.kind, verb)  # a racing writer fails writes only
         sent = obj.metadata
         if sent.resource_version and not sent.resource_version.isdigit():
             raise BadRequest(f"resourceVersion: Invalid value: {json.dumps(sent.resource_version)}"
@@ -643,11 +659,14 @@ class APIServer:
         validate(updated)
         if not status_only:
             validate_update(current, updated, self._stored_storage_class)
-        self._admit_limits_and_quota(updated, current, status_only)
+        self._admit_limits_and_quota(updated, current, status_only, dry_run)
         updated.metadata.generation = generation.on_update(current, updated,
                                                            status_only=status_only)
-        allocation = (self.services.allocate_update(current, updated)
+        services = self.services.dry_run() if dry_run else self.services
+        allocation = (services.allocate_update(current, updated)
                       if updated.kind == "Service" and not status_only else None)
+        if dry_run:
+            return updated.copy()
         with _reverted_on_error(allocation):
             return self._commit_update(current, updated, allocation)
 

@@ -245,9 +245,9 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> None:
 
 
 async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name: str,
-                      namespace: str, workers: Workers) -> dict[str, Any]:
+                      namespace: str, workers: Workers, dry_run: bool) -> dict[str, Any]:
     """GET, PUT or PATCH (merge or JSON patch on the Scale) of ``<plural>/<name>/scale``;
-    the write runs in ``workers``' write pool."""
+    the write runs in ``workers``' write pool (``dry_run``: ``dryRun=All``, not stored)."""
     current = api.get(r.stored_kind, name, namespace)
     if request.method == "GET":
         return scale_of(r, current)
@@ -279,4 +279,5 @@ async def serve_scale(api: APIServer, request: web.Request, r: ApiResource, name
             f"Invalid value: {json.dumps(replicas)}: must be greater than or equal to 0")])
     doc = current.to_dict()
     _set(doc, _scale_paths(r)["specReplicasPath"], replicas)
-    return scale_of(r, await workers.write(api.update, Resource.from_dict(doc)))
+    return scale_of(r, await workers.write(api.update, Resource.from_dict(doc),
+                                           dry_run=dry_run))

@@ -10,9 +10,10 @@ patch, strategic merge patch and server-side apply, :mod:`.patch`; managedFields
 every write), deletecollection (DELETE on a
 collection, with its selectors), the status subresource, ``pods/binding`` and
 ``pods/eviction``, the create-only request kinds (``bindings``, the self-subject reviews)
-and ``dryRun=All`` (validated, answered, not stored). Media types are negotiated in
-:mod:`kubelet_sim.apiserver.http.encoding` (JSON, YAML, protobuf, Tables and
-metadata-only answers), which reads the bodies and writes the answers.
+and ``dryRun=All`` (the API server's whole write but the commit: answered, not stored).
+Media types are negotiated in :mod:`kubelet_sim.apiserver.http.encoding` (JSON, YAML,
+protobuf, Tables and metadata-only answers), which reads the bodies and writes the
+answers.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.patch import apply
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.apiserver.validation import validate
 
 BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client allows them
 PATCH_RETRIES = 5
@@ -153,7 +153,7 @@ class Rest:
             if target.subresource == "scale":
                 return _answer(request, await serve_scale(
                     self.api, request, target.resource, target.name, target.namespace,
-                    self.workers))
+                    self.workers, _dry_run(request)))
             if target.subresource in POD_CONNECT:
                 raise pod_connect.refuse(self.api, target)
             if target.subresource == "finalize":  # namespaces/<name>/finalize: PUT only
@@ -334,16 +334,9 @@ class Rest:
                mode: str, manager: str) -> web.Response:
         obj, warnings = self._object(target, body, mode)
         self._record(obj, None, manager, target)
-        if dry_run:
-            self.api.admission.admit_create(obj, obj.name or obj.metadata.generate_name)
-            apply_defaults(obj)
-            obj = self.api.custom.prepare(obj, self.api.clock.now())
-            validate(obj)
-            self.api.preview_allocation(obj)
-            return _answer(request, shown(target.resource, obj.to_dict()), 201, warnings)
         self.api.await_admission(obj)
-        return _answer(request, shown(target.resource, self.api.create(obj).to_dict()), 201,
-                       warnings)
+        created = self.api.create(obj, dry_run=dry_run)
+        return _answer(request, shown(target.resource, created.to_dict()), 201, warnings)
 
     def update(self, request: web.Request, target: Target, body: Any, dry_run: bool,
                mode: str, manager: str) -> web.Response:
@@ -353,13 +346,9 @@ class Rest:
                              f"the URL ({target.name})")
         current = self.api.get(target.resource.stored_kind, target.name, target.namespace)
         self._record(obj, shown(target.resource, current.to_dict()), manager, target)
-        if dry_run:
-            apply_defaults(obj)
-            obj = self.api.custom.prepare(obj, self.api.clock.now())
-            validate(obj)
-            return _answer(request, shown(target.resource, obj.to_dict()), warnings=warnings)
         write = self.api.update_status if target.subresource else self.api.update
-        return _answer(request, shown(target.resource, write(obj).to_dict()), warnings=warnings)
+        return _answer(request, shown(target.resource, write(obj, dry_run=dry_run).to_dict()),
+                       warnings=warnings)
 
     def finalize(self, request: web.Request, target: Target, body: Any,
                  dry_run: bool) -> web.Response:
@@ -419,14 +408,9 @@ class Rest:
             obj.metadata.resource_version = (obj.metadata.resource_version
                                              or current.metadata.resource_version)
             self._record(obj, live, manager, target)
-            if dry_run:
-                apply_defaults(obj)
-                obj = self.api.custom.prepare(obj, self.api.clock.now())
-                validate(obj)
-                return _answer(request, shown(r, obj.to_dict()), warnings=warnings)
             write = self.api.update_status if target.subresource else self.api.update
             try:
-                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                return _answer(request, shown(r, write(obj, "patch", dry_run=dry_run).to_dict()),
                                warnings=warnings)
             except InjectedConflict:
                 raise
@@ -464,19 +448,15 @@ class Rest:
                 meta.setdefault("namespace", target.namespace)
             doc["metadata"] = meta
             obj = Resource.from_dict(stored(r, doc))
-            if dry_run:
-                apply_defaults(obj)
-                validate(obj)
-                return _answer(request, shown(r, obj.to_dict()),
-                               201 if current is None else 200, warnings)
             try:
                 if current is None:
                     obj.metadata.resource_version = ""
                     self.api.await_admission(obj)
-                    return _answer(request, shown(r, self.api.create(obj).to_dict()), 201, warnings)
+                    created = self.api.create(obj, dry_run=dry_run)
+                    return _answer(request, shown(r, created.to_dict()), 201, warnings)
                 obj.metadata.resource_version = wanted or current.metadata.resource_version
                 write = self.api.update_status if target.subresource else self.api.update
-                return _answer(request, shown(r, write(obj, "patch").to_dict()),
+                return _answer(request, shown(r, write(obj, "patch", dry_run=dry_run).to_dict()),
                                warnings=warnings)
             except InjectedConflict:
                 raise
@@ -495,12 +475,10 @@ class Rest:
 
     def delete(self, request: web.Request, target: Target, options: Any) -> web.Response:
         opts = _DeleteOptions.read(request, options)
-        if opts.dry_run:
-            return _answer(request, shown(target.resource, self.api.get(
-                target.resource.stored_kind, target.name, target.namespace).to_dict()))
         obj = self.api.delete(target.resource.stored_kind, target.name, target.namespace,
                               grace_period_seconds=opts.grace, propagation_policy=opts.policy,
-                              uid=opts.uid, resource_version=opts.resource_version)
+                              uid=opts.uid, resource_version=opts.resource_version,
+                              dry_run=opts.dry_run)
         return _answer(request, shown(target.resource, obj.to_dict()))
 
     def delete_collection(self, request: web.Request, target: Target,
@@ -516,13 +494,12 @@ class Rest:
                               field_selector=request.query.get("fieldSelector") or None)
         deleted: builtins.list[dict[str, Any]] = []
         for obj in found.items:
-            if not opts.dry_run:
-                try:
-                    obj = self.api.delete(r.stored_kind, obj.name, obj.namespace,
-                                          grace_period_seconds=opts.grace,
-                                          propagation_policy=opts.policy)
-                except NotFound:
-                    continue  # gone meanwhile: not this request's deletion
+            try:
+                obj = self.api.delete(r.stored_kind, obj.name, obj.namespace,
+                                      grace_period_seconds=opts.grace,
+                                      propagation_policy=opts.policy, dry_run=opts.dry_run)
+            except NotFound:
+                continue  # gone meanwhile: not this request's deletion
             deleted.append(shown(r, obj.to_dict()))
         return _answer(request, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
                                  "metadata": {"resourceVersion": self.api.resource_version},

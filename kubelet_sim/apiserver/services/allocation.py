@@ -5,11 +5,13 @@ the stored Services when the API server starts again (its repair loop's role).
 
 A write that fails after the allocation gives its values back (:class:`Allocation`
 ``revert``), as kube's transaction does; values an update drops go only once it is
-stored (``commit``).
+stored (``commit``). A dry run allocates through :meth:`ServiceAllocations.dry_run`,
+which answers as kube's dry-run allocators do and takes nothing (:mod:`.dry_run`).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import ipaddress
 import random
@@ -19,6 +21,7 @@ from typing import Any
 
 from kubelet_sim.api.errors import ApiError, FieldError, InvalidObject
 from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.apiserver.services.dry_run import DryRunClusterIPs, DryRunNodePorts
 from kubelet_sim.apiserver.services.ranges import (
     DEFAULT_NODE_PORTS,
     DEFAULT_SERVICE_CIDR,
@@ -94,6 +97,13 @@ class ServiceAllocations:
             for port in _node_ports(svc.spec):
                 self.ports.release(port)
                 self.ports.allocate(port)
+
+    def dry_run(self) -> ServiceAllocations:
+        """These allocations as a dry run sees them (:mod:`.dry_run`): the same answers
+        and refusals, nothing taken or given back."""
+        view = copy.copy(self)
+        view.ips, view.ports = DryRunClusterIPs(self.ips), DryRunNodePorts(self.ports)
+        return view
 
     # -- create ----------------------------------------------------------------------
     def allocate_create(self, svc: Resource) -> Allocation:

@@ -157,6 +157,9 @@ class NodePortRange:
         self._offsets.taken.add(offset)
         return self.low + offset
 
+    def is_allocated(self, port: int) -> bool:
+        return self.low <= port <= self.high and port - self.low in self._offsets.taken
+
     def release(self, port: int) -> None:
         if self.low <= port <= self.high:
             self._offsets.taken.discard(port - self.low)
