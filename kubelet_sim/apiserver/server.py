@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
+from kubelet_sim.api.default_storage_class import set_default_class
 from kubelet_sim.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -311,6 +312,7 @@ class APIServer:
             obj.status = copy.deepcopy(info.create_status)
         admit_new(obj, self.storage_protection)
         limit_ranger.mutate(obj, self._in_namespace("LimitRange", meta.namespace))
+        set_default_class(obj, self._store.sorted("StorageClass"))
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)

@@ -1,7 +1,8 @@
 """The node status the kubelet posts: Ready from the runtime's network status (CNI
-STATUS), the pressure conditions a healthy kubelet reports, NetworkUnavailable, and the
-volumes in use. A condition's ``lastTransitionTime`` moves only when its status does;
-nothing is written when nothing changed."""
+STATUS), the pressure conditions a healthy kubelet reports, NetworkUnavailable, the
+volumes in use and the node's info (``node_info.py``). A condition's
+``lastTransitionTime`` moves only when its status does; nothing is written when nothing
+changed."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kubelet_sim.api.node_conditions import (
     network_unavailable,
 )
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.kubelet.node_info import node_info
 from kubelet_sim.runtime.containerd import NetworkCondition
 
 
@@ -37,6 +39,7 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
     """One attempt at writing the status (for ``retry_on_conflict``); False when the
     node already says all of it."""
     wanted = wanted_conditions(network)
+    info = node_info(node_name)
 
     def write() -> bool:
         node = api.get("Node", node_name)
@@ -44,7 +47,7 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
         old = {c.get("type"): c for c in status.get("conditions", [])}
         same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
                    for c in wanted)
-        if same and status.get("volumesInUse", []) == in_use:
+        if same and status.get("volumesInUse", []) == in_use and status.get("nodeInfo") == info:
             return False
         others = [c for c in status.get("conditions", [])
                   if c.get("type") not in (*CONDITION_TYPES, NETWORK_UNAVAILABLE)]
@@ -54,6 +57,7 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
                 if old.get(c["type"], {}).get("status") == c["status"] else now)
             for c in wanted)]
         status["volumesInUse"] = in_use
+        status["nodeInfo"] = info
         api.update_status(node)
         return True
 
