@@ -35,7 +35,7 @@ from kubelet_sim.kubelet.container_config import (
     Lookup,
     container_config_error,
 )
-from kubelet_sim.kubelet.container_events import ContainerEvent, start_events
+from kubelet_sim.kubelet.container_events import ContainerEvent, pull_policy, start_events
 from kubelet_sim.kubelet.container_exit import Exits, advance_container, stop_sidecars
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.exit_plans import init_container_plan
@@ -105,7 +105,7 @@ def advance_init(pod: Resource, *, sandbox_id: str, now: datetime, backoff: Cras
                     probes = probe_container(pod, status, now)
                     status["started"] = probes.started if probes is not None else True
                     status["ready"] = container_ready(pod, status, now)
-                out.events += start_events(name, image)
+                out.events += start_events(name, image, pull_policy(pod, name))
                 out.changed = True
             break
         advance_container(pod, status, plan=init_container_plan(pod, name),

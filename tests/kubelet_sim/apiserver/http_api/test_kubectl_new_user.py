@@ -160,3 +160,18 @@ def test_an_unknown_path_is_kube_apiservers_404_with_empty_details(up: Up) -> No
     assert answer.value.code == 404
     assert (status["reason"], status["details"]) == ("NotFound", {})
     assert status["message"] == "the server could not find the requested resource"
+
+
+def test_a_tagless_image_is_pulled_before_its_container_starts(up: Up) -> None:
+    up.kubectl("run", "tagless", "--image=nginx")
+
+    def reasons() -> list[str] | None:
+        events = sorted(up.events("involvedObject.name=tagless"),
+                        key=lambda e: e["metadata"]["creationTimestamp"])
+        seen = [e["reason"] for e in events if e["reason"] != "Scheduled"]
+        return seen if "Started" in seen else None
+
+    assert wait_for(reasons, "the container's start events") == [
+        "Pulling", "Pulled", "Created", "Started"]
+    pulled = up.events("involvedObject.name=tagless,reason=Pulled")[0]
+    assert pulled["message"].startswith('Successfully pulled image "nginx" in ')
