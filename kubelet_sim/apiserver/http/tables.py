@@ -15,7 +15,12 @@ from kubelet_sim.api.default_storage_class import is_default_class
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http import events, quota_tables, service_tables, workload_tables
-from kubelet_sim.apiserver.http.pod_table import pod_ready, pod_restarts, pod_status
+from kubelet_sim.apiserver.http.pod_table import (
+    pod_readiness_gates,
+    pod_ready,
+    pod_restarts,
+    pod_status,
+)
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -79,7 +84,7 @@ COLUMNS: dict[str, list[Column]] = {
             ("IP", "string", 1, _get("status.podIP")),
             ("Node", "string", 1, _get("spec.nodeName")),
             ("Nominated Node", "string", 1, _get("status.nominatedNodeName")),
-            ("Readiness Gates", "string", 1, lambda o: "<none>")],
+            ("Readiness Gates", "string", 1, pod_readiness_gates)],
     "Node": [NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles),
              AGE, ("Version", "string", 0, _get("status.nodeInfo.kubeletVersion", "")),
              ("Internal-IP", "string", 1, lambda o: _node_ip(o, "InternalIP")),

@@ -175,3 +175,12 @@ def test_a_tagless_image_is_pulled_before_its_container_starts(up: Up) -> None:
         "Pulling", "Pulled", "Created", "Started"]
     pulled = up.events("involvedObject.name=tagless,reason=Pulled")[0]
     assert pulled["message"].startswith('Successfully pulled image "nginx" in ')
+
+
+def test_get_pods_wide_counts_the_readiness_gates_that_hold(up: Up) -> None:
+    up.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated"},
+        "spec": {"readinessGates": [{"conditionType": "example.com/lb"}],
+                 "containers": [{"name": "app", "image": "nginx:1.27"}]}}))
+    row = up.kubectl("get", "pod", "gated", "-o", "wide", "--no-headers").split()
+    assert row[-1] == "0/1"
