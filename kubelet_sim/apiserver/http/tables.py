@@ -14,7 +14,13 @@ from typing import Any
 from kubelet_sim.api.default_storage_class import is_default_class
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.http import events, quota_tables, service_tables, workload_tables
+from kubelet_sim.apiserver.http import (
+    cluster_tables,
+    events,
+    quota_tables,
+    service_tables,
+    workload_tables,
+)
 from kubelet_sim.apiserver.http.pod_table import (
     pod_readiness_gates,
     pod_ready,
@@ -157,6 +163,7 @@ COLUMNS: dict[str, list[Column]] = {
     **service_tables.COLUMNS,  # configuration, services and RBAC (issue 24)
     **workload_tables.COLUMNS,
     **quota_tables.COLUMNS,
+    **cluster_tables.COLUMNS,
 }
 
 

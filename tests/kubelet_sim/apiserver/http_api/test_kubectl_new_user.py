@@ -184,3 +184,24 @@ def test_get_pods_wide_counts_the_readiness_gates_that_hold(up: Up) -> None:
                  "containers": [{"name": "app", "image": "nginx:1.27"}]}}))
     row = up.kubectl("get", "pod", "gated", "-o", "wide", "--no-headers").split()
     assert row[-1] == "0/1"
+
+
+def test_get_namespaces_lists_the_system_ones_with_their_status(up: Up) -> None:
+    header, *rows = up.kubectl("get", "namespaces").splitlines()
+    assert header.split() == ["NAME", "STATUS", "AGE"]
+    listed = {row.split()[0]: row.split()[1] for row in rows}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= set(listed)
+    assert set(listed.values()) == {"Active"}
+
+
+def test_get_csidriver_prints_the_drivers_settings(up: Up) -> None:
+    header, row = up.kubectl("get", "csidriver").splitlines()
+    assert header.split() == ["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY",
+                              "TOKENREQUESTS", "REQUIRESREPUBLISH", "MODES", "AGE"]
+    driver = json.loads(up.kubectl("get", "csidriver", "-o", "json"))["items"][0]["spec"]
+    cells = row.split()
+    assert cells[1:4] == [str(driver["attachRequired"]).lower(),
+                          str(driver["podInfoOnMount"]).lower(),
+                          str(driver["storageCapacity"]).lower()]
+    assert cells[4] == "<unset>"
+    assert cells[6] == ",".join(driver["volumeLifecycleModes"])
