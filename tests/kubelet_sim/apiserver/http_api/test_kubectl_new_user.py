@@ -205,3 +205,18 @@ def test_get_csidriver_prints_the_drivers_settings(up: Up) -> None:
                           str(driver["storageCapacity"]).lower()]
     assert cells[4] == "<unset>"
     assert cells[6] == ",".join(driver["volumeLifecycleModes"])
+
+
+def test_get_all_prints_the_kinds_in_discovery_order_daemonsets_before_deployments(
+        up: Up) -> None:
+    up.kubectl("apply", "-f", "-", stdin=LINUX_DAEMON_SET)
+    up.kubectl("create", "deployment", "web", "--image=nginx:1.27")
+    up.kubectl("create", "job", "once", "--image=busybox:1.36")
+    kinds = [line.split()[1].split("/")[0] for line in up.kubectl(
+        "get", "all", "-A", "--no-headers").splitlines() if line.strip()]
+    order = list(dict.fromkeys(kinds))
+    assert order.index("pod") < order.index("service") < order.index("daemonset.apps") < \
+        order.index("deployment.apps") < order.index("replicaset.apps") < \
+        order.index("job.batch")
+    apps = json.loads(up.kubectl("get", "--raw", "/apis/apps/v1"))["resources"]
+    assert [r["name"] for r in apps] == sorted(r["name"] for r in apps)
