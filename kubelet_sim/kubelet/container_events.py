@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from kubelet_sim.api.model import Resource
+from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.create_defaults import image_tag
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.kubelet.init_status import POD_INITIALIZING
@@ -64,6 +64,16 @@ def start_events(name: str, image: str, policy: str | None = None) -> list[Conta
     return [*pull_events(name, image, policy),
             ContainerEvent(name, "Created", f"Created container: {name}"),
             ContainerEvent(name, "Started", f"Started container {name}")]
+
+
+def config_error_events(pod: Resource, container: str, message: str) -> list[ContainerEvent]:
+    """A container whose ConfigMap or Secret is missing: the kubelet pulls its image
+    first, then fails to make its config (``Failed``, ``Error: <why>``)."""
+    spec: JSON = next((c for c in [*(pod.spec.get("initContainers") or []),
+                                   *(pod.spec.get("containers") or [])]
+                       if c.get("name") == container), {})
+    return [*pull_events(container, str(spec.get("image", "")), pull_policy(pod, container)),
+            ContainerEvent(container, "Failed", f"Error: {message}", warning=True)]
 
 
 def field_path(pod: Resource, container: str) -> str:

@@ -53,6 +53,7 @@ from kubelet_sim.kubelet.active_deadline import (
 from kubelet_sim.kubelet.container_config import config_errors, referenced
 from kubelet_sim.kubelet.container_events import (
     ContainerEvent,
+    config_error_events,
     containers_killed,
     containers_started,
     record_events,
@@ -528,7 +529,7 @@ class Kubelet:
             return False
         self.waiting[uid] = message
         record_events(self.recorder, pod, self.node_name, [
-            ContainerEvent(c, "Failed", f"Error: {m}", warning=True) for c, m in errors.items()])
+            e for c, m in errors.items() for e in config_error_events(pod, c, m)])
         now = self._now()
         host_ip = self._node_ip()
 

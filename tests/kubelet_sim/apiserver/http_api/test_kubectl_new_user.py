@@ -220,3 +220,18 @@ def test_get_all_prints_the_kinds_in_discovery_order_daemonsets_before_deploymen
         order.index("job.batch")
     apps = json.loads(up.kubectl("get", "--raw", "/apis/apps/v1"))["resources"]
     assert [r["name"] for r in apps] == sorted(r["name"] for r in apps)
+
+
+def test_a_container_missing_its_config_map_has_its_image_pulled_then_fails(up: Up) -> None:
+    up.kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "no-config"},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+                                 "envFrom": [{"configMapRef": {"name": "absent"}}]}]}}))
+
+    def reasons() -> list[str] | None:
+        events = sorted(up.events("involvedObject.name=no-config"),
+                        key=lambda e: e["metadata"]["creationTimestamp"])
+        seen = [e["reason"] for e in events if e["reason"] != "Scheduled"]
+        return seen if "Failed" in seen else None
+
+    assert wait_for(reasons, "the config error") == ["Pulled", "Failed"]
