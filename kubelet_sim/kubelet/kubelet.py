@@ -68,7 +68,7 @@ from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
-from kubelet_sim.kubelet.node_status import node_status_writer
+from kubelet_sim.kubelet.node_status import node_event_message, node_status_writer
 from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.partial_start import write_started
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
@@ -217,7 +217,9 @@ class Kubelet:
             with contextlib.suppress(Exception):  # GC below retries the network part
                 await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)
         await asyncio.to_thread(self._runtime_gc)
+        self._node_events(["Starting"])
         await self.sync_node_status()
+        self._node_events(["NodeAllocatableEnforced"])
 
     def _runtime_gc(self) -> None:
         with contextlib.suppress(Exception):  # a broken network config must not stop start-up
@@ -320,6 +322,14 @@ class Kubelet:
 
     # -- node status -----------------------------------------------------------------------
 
+    def _node_events(self, reasons: list[str]) -> None:
+        """The kubelet's events about its Node (``kubectl describe node``)."""
+        for reason in reasons:
+            self.recorder.record("Node", "", self.node_name, NORMAL, reason,
+                                 node_event_message(self.node_name, reason), "kubelet",
+                                 host=self.node_name)
+
+
     async def _runtime_network_status(self) -> NetworkCondition:
         """The runtime's network status as last asked; asked now when it is due and no
         task of the run loop asks in the background (settle)."""
@@ -353,7 +363,7 @@ class Kubelet:
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
         })
         write = node_status_writer(self.api, self.node_name, network, in_use,
-                                   format_time(self.clock.now()))
+                                   format_time(self.clock.now()), self._node_events)
         try:
             return retry_on_conflict(write)
         except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass

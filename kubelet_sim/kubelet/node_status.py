@@ -34,10 +34,40 @@ def wanted_conditions(network: NetworkCondition) -> list[JSON]:
             network_unavailable(network)]
 
 
+# the kubelet's node status events (recordNodeStatusEvent) per condition and status,
+# recorded when a condition is first posted or changes status
+STATUS_EVENTS = {
+    ("MemoryPressure", "False"): "NodeHasSufficientMemory",
+    ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
+    ("DiskPressure", "False"): "NodeHasNoDiskPressure",
+    ("DiskPressure", "True"): "NodeHasDiskPressure",
+    ("PIDPressure", "False"): "NodeHasSufficientPID",
+    ("PIDPressure", "True"): "NodeHasInsufficientPID",
+    ("Ready", "True"): "NodeReady",
+    ("Ready", "False"): "NodeNotReady",
+}
+
+
+def node_event_message(node_name: str, reason: str) -> str:
+    if reason == "Starting":
+        return "Starting kubelet."
+    if reason == "NodeAllocatableEnforced":
+        return "Updated Node Allocatable limit across pods"
+    return f"Node {node_name} status is now: {reason}"
+
+
+def status_events(old: dict[str, JSON], wanted: list[JSON]) -> list[str]:
+    return [STATUS_EVENTS[(c["type"], c["status"])] for c in wanted
+            if (c["type"], c["status"]) in STATUS_EVENTS
+            and old.get(c["type"], {}).get("status") != c["status"]]
+
+
 def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition,
-                       in_use: list[str], now: str) -> Callable[[], bool]:
+                       in_use: list[str], now: str,
+                       on_events: Callable[[list[str]], None] | None = None
+                       ) -> Callable[[], bool]:
     """One attempt at writing the status (for ``retry_on_conflict``); False when the
-    node already says all of it."""
+    node already says all of it. ``on_events`` is told the status events of a write."""
     wanted = wanted_conditions(network)
     info = node_info(node_name)
 
@@ -59,6 +89,8 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
         status["volumesInUse"] = in_use
         status["nodeInfo"] = info
         api.update_status(node)
+        if on_events is not None:
+            on_events(status_events(old, wanted))
         return True
 
     return write

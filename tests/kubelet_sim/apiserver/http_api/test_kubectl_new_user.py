@@ -235,3 +235,19 @@ def test_a_container_missing_its_config_map_has_its_image_pulled_then_fails(up: 
         return seen if "Failed" in seen else None
 
     assert wait_for(reasons, "the config error") == ["Pulled", "Failed"]
+
+
+def test_describe_node_lists_the_kubelets_and_node_controllers_events(up: Up) -> None:
+    def reasons() -> list[str] | None:
+        described = up.kubectl("describe", "node", "node-1").split("Events:", 1)[1]
+        seen = [line.split()[1] for line in described.splitlines()[3:] if line.strip()]
+        return seen if "RegisteredNode" in seen and "NodeReady" in seen else None
+
+    seen = wait_for(reasons, "the node's events")
+    for reason in ("Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure",
+                   "NodeHasSufficientPID", "NodeAllocatableEnforced"):
+        assert reason in seen
+    assert seen.index("Starting") < seen.index("NodeReady")
+    ready = up.events("involvedObject.kind=Node,involvedObject.name=node-1,reason=NodeReady")
+    assert ready[0]["message"] == "Node node-1 status is now: NodeReady"
+    assert ready[0]["source"] == {"component": "kubelet", "host": "node-1"}
