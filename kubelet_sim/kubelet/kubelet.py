@@ -146,6 +146,7 @@ class Kubelet:
         # (sync_triggers: their own event, a periodic pass, ...)
         self.pod_starts: Counter[str] = Counter()
         self.recorder = recorder or EventRecorder(api)
+        self._announced = False  # the Starting event recorded (once per process)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
         self.runtime = runtime
@@ -217,9 +218,13 @@ class Kubelet:
             with contextlib.suppress(Exception):  # GC below retries the network part
                 await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)
         await asyncio.to_thread(self._runtime_gc)
-        self._node_events(["Starting"])
+        announce = not self._announced  # `up` starts a started kubelet's loops again
+        self._announced = True
+        if announce:
+            self._node_events(["Starting"])
         await self.sync_node_status()
-        self._node_events(["NodeAllocatableEnforced"])
+        if announce:
+            self._node_events(["NodeAllocatableEnforced"])
 
     def _runtime_gc(self) -> None:
         with contextlib.suppress(Exception):  # a broken network config must not stop start-up

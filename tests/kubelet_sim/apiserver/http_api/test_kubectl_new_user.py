@@ -251,3 +251,5 @@ def test_describe_node_lists_the_kubelets_and_node_controllers_events(up: Up) ->
     ready = up.events("involvedObject.kind=Node,involvedObject.name=node-1,reason=NodeReady")
     assert ready[0]["message"] == "Node node-1 status is now: NodeReady"
     assert ready[0]["source"] == {"component": "kubelet", "host": "node-1"}
+    starting = up.events("involvedObject.kind=Node,involvedObject.name=node-1,reason=Starting")
+    assert [e.get("count", 1) for e in starting] == [1]  # the kubelet starts once
