@@ -37,6 +37,7 @@ from kubelet_sim.control_plane import cluster_controllers
 from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.kubelet.kubelet import Kubelet
+from kubelet_sim.kubelet.node_info import default_labels
 from kubelet_sim.kubelet.node_lease import ensure_lease_namespace
 from kubelet_sim.network.linux_nodes import LinuxNodes
 from kubelet_sim.plugin_processes import DriverProcess
@@ -232,7 +233,7 @@ class Cluster:
         await self.settle()
 
     def _add_node(self, spec: NodeSpec, common: list[str]) -> None:
-        labels = {"kubernetes.io/hostname": spec.name}
+        labels = default_labels(spec.name)
         if spec.zone:
             labels["topology.kubernetes.io/zone"] = spec.zone
         self._create_unless_kept(

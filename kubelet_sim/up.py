@@ -32,6 +32,7 @@ from kubelet_sim.apiserver.services.kubernetes_service import (
     ensure_kubernetes_service,
     keep_kubernetes_service,
 )
+from kubelet_sim.apiserver.system_namespaces import ensure_system_namespaces
 from kubelet_sim.cluster import Cluster, ClusterConfig, default_nodes
 from kubelet_sim.controllers.workloads import WORKLOAD_KINDS
 from kubelet_sim.state_dir_lock import StateDirInUse, StateDirLock
@@ -159,6 +160,7 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
                                   on_request=metrics.request if metrics else None,
                                   listener=listener)
         ensure_kubernetes_service(cluster.api, "127.0.0.1", handle.port)
+        ensure_system_namespaces(cluster.api)
         keeper = asyncio.create_task(keep_kubernetes_service(
             cluster.api, "127.0.0.1", handle.port, stop_loops))
         if not own_dir:

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
+from kubelet_sim.api.default_storage_class import set_default_class
 from kubelet_sim.api.errors import (
     AlreadyExists,
     BadRequest,
@@ -330,6 +331,7 @@ class APIServer:
         admit_new(obj, self.storage_protection)
         limit_ranger.mutate(obj, self._in_namespace("LimitRange", meta.namespace))
         self.admission.admit_create(obj, sent_name or meta.generate_name)
+        set_default_class(obj, self._store.sorted("StorageClass"))
         if obj.kind == "Namespace":
             prepare_namespace(obj)
         apply_defaults(obj)

@@ -98,6 +98,9 @@ _BOUND_CLAIM_MUTABLE = (*_CLAIM_MUTABLE, "volumeAttributesClassName")
 def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> None:
     mutable = _BOUND_CLAIM_MUTABLE if new.status.get("phase") == "Bound" else _CLAIM_MUTABLE
 
+    if _class_set_from_none(old):
+        mutable = (*mutable, "storageClassName")
+
     def comparable(spec: JSON) -> JSON:
         return {k: v for k, v in spec.items() if k not in mutable}
 
@@ -128,6 +131,13 @@ def _pvc(old: Resource, new: Resource, storage_class: StorageClassLookup) -> Non
             raise ObjectForbidden("only dynamically provisioned pvc can be resized and the "
                                   "storageclass that provisions the pvc must support resize",
                                   new.kind, new.name)
+
+
+def _class_set_from_none(old: Resource) -> bool:
+    """A claim that named no class (nor by the beta annotation) may be given one, as
+    the PV controller does with the default class (RetroactiveDefaultStorageClass)."""
+    beta = old.metadata.annotations.get("volume.beta.kubernetes.io/storage-class")
+    return old.spec.get("storageClassName") is None and not beta
 
 
 def _claim_attributes_class(old: Resource, new: Resource) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kubelet_sim.api.default_storage_class import default_class, set_default_class
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.client.events import NORMAL, WARNING
@@ -141,6 +142,8 @@ class VolumeBinder(Controller):
         changed = False
         if not pvc.status.get("phase"):
             changed = self._claim_status(pvc, _phase("Pending"))
+        if ANN_BIND_COMPLETED not in pvc.metadata.annotations and self._assign_default_class(pvc):
+            return True  # the claim's next sync goes on with its class
         volume_name = pvc.spec.get("volumeName")
         if volume_name:
             pv = self.cache.get("PersistentVolume", volume_name)
@@ -160,6 +163,21 @@ class VolumeBinder(Controller):
             return self._complete_claim(pvc, self.cache.get("PersistentVolume", pv.name)
                                         or pv) or True
         return self._hand_to_provisioner(pvc) or changed
+
+    def _assign_default_class(self, pvc: Resource) -> bool:
+        """The PV controller's retroactive default: an unbound claim that names no class
+        gets the default one's once there is one."""
+        if pvc.spec.get("storageClassName") is not None:
+            return False
+        chosen = default_class(self.cache.list("StorageClass"))
+        if chosen is None:
+            return False
+
+        def mutate(obj: Resource) -> bool:
+            return set_default_class(obj, [chosen])
+
+        return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                            mutate) is not None
 
     def _claim_status(self, pvc: Resource, edit: Callable[[JSON], None]) -> bool:
         def mutate(obj: Resource) -> bool:

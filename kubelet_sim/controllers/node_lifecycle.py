@@ -48,12 +48,29 @@ class NodeLifecycleController(Controller):
         super().__init__(*args, **kwargs)
         self.grace_period = grace_period
         self.startup_grace_period = startup_grace_period
+        self.known: dict[str, str] = {}  # uid -> name: the controller's known node set
 
     async def reconcile(self) -> bool:
         changed = False
-        for node in self.api.list("Node").items:
+        nodes = self.api.list("Node").items
+        for node in nodes:
+            self._note_registered(node)
             changed = await self.step(f"node/{node.name}", self._sync_node, node) or changed
+        listed = {node.metadata.uid for node in nodes}
+        for uid, name in list(self.known.items()):
+            if uid not in listed:
+                del self.known[uid]
+                self.event("Node", "", name, "Normal", "RemovingNode",
+                           f"Node {name} event: Removing Node {name} from Controller")
         return changed
+
+    def _note_registered(self, node: Resource) -> None:
+        """A node the controller has not seen yet (also each node when it starts)."""
+        if node.metadata.uid in self.known:
+            return
+        self.known[node.metadata.uid] = node.name
+        self.event("Node", "", node.name, "Normal", "RegisteredNode",
+                   f"Node {node.name} event: Registered Node {node.name} in Controller")
 
     async def _sync_node(self, node: Resource) -> bool:
         now = self.clock.now()

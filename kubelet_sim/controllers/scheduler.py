@@ -27,7 +27,8 @@ WaitForFirstConsumer claims the pod is assumed: its claims are annotated
 for the provisioner and the binder). Binding writes ``spec.nodeName`` and the
 ``PodScheduled`` condition; no feasible node gives ``PodScheduled=False`` with reason
 ``Unschedulable`` and the scheduler's summary ("0/5 nodes are available: 5 node(s) exceed
-max volume count."), also recorded as a ``FailedScheduling`` warning event.
+max volume count. preemption: ...", see `fit_error`), also recorded as a
+``FailedScheduling`` warning event.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from kubelet_sim.controllers.common import (
     write_object,
     write_status,
 )
+from kubelet_sim.controllers.fit_error import fit_error
 from kubelet_sim.controllers.scheduler_cache import Snapshot
 from kubelet_sim.controllers.storage_capacity_check import NOT_ENOUGH_SPACE, has_enough_capacity
 from kubelet_sim.controllers.volume_limits import EXCEEDED, exceeds_volume_limits
@@ -103,7 +105,7 @@ class Scheduler(Controller):
             claims = self._claims(pod, snapshot)
         except Unschedulable as why:
             self.assumed.pop(uid, None)
-            return self._unschedulable(pod, str(why))
+            return self._unschedulable(pod, fit_error(pod, len(nodes), Counter(), str(why)))
         assumed = self.assumed.get(uid)
         if assumed is not None:
             if any(c.metadata.annotations.get(ANN_SELECTED_NODE) != assumed
@@ -121,9 +123,7 @@ class Scheduler(Controller):
             else:
                 feasible.append(node)
         if not feasible:
-            summary = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-            return self._unschedulable(pod, f"0/{len(nodes)} nodes are available"
-                                       + (f": {summary}." if summary else "."))
+            return self._unschedulable(pod, fit_error(pod, len(nodes), reasons))
         node = min(feasible, key=lambda n: (len(snapshot.pods_on(n.name)), n.name))
         snapshot.place(pod, node.name)
         unbound = [c for c in claims if not c.spec.get("volumeName")]

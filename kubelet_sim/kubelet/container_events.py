@@ -1,6 +1,7 @@
 """The events the kubelet records about a pod's containers, with its reasons and wording
-(``pkg/kubelet/events``): when the pod starts, each container is ``Pulled`` (no image is
-fetched here, so it is always already present), ``Created`` and ``Started`` — an init
+(``pkg/kubelet/events``): when the pod starts, each container is ``Pulled`` (already
+present, or under ``imagePullPolicy: Always`` ``Pulling`` then pulled: nothing is
+fetched here), ``Created`` and ``Started`` — an init
 container when its turn comes (init_containers.py), the app containers once the pod is
 initialized; when it is deleted, ``Killing`` each app container (not those still
 waiting for the init containers), then each running sidecar, the last one first (the
@@ -10,9 +11,11 @@ or ``spec.initContainers{c}``), as the kubelet's container references do."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
-from kubelet_sim.api.model import Resource
+from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.apiserver.create_defaults import image_tag
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.kubelet.init_status import POD_INITIALIZING
 
@@ -29,12 +32,48 @@ class ContainerEvent:
     warning: bool = False
 
 
-def start_events(name: str, image: str) -> list[ContainerEvent]:
-    """A (re)start of the container ``name``: Pulled, Created, Started."""
-    return [ContainerEvent(name, "Pulled", f'Container image "{image}" already present on '
-                                           "machine"),
+def default_pull_policy(image: str) -> str:
+    """kube-apiserver's default: Always for ``:latest`` or no tag, else IfNotPresent."""
+    return "Always" if image_tag(image) == "latest" else "IfNotPresent"
+
+
+def pull_policy(pod: Resource, container: str) -> str:
+    """The ``imagePullPolicy`` of the pod's container or init container ``container``."""
+    for c in [*(pod.spec.get("initContainers") or []), *(pod.spec.get("containers") or [])]:
+        if c.get("name") == container:
+            return str(c.get("imagePullPolicy") or default_pull_policy(str(c.get("image", ""))))
+    return "IfNotPresent"
+
+
+def pull_events(name: str, image: str, policy: str | None = None) -> list[ContainerEvent]:
+    """The image manager's events: under ``Always`` the image is pulled (here at once,
+    nothing is fetched: a duration of 0s and the size the image id stands for), else it
+    is already present."""
+    if (policy or default_pull_policy(image)) != "Always":
+        return [ContainerEvent(name, "Pulled",
+                               f'Container image "{image}" already present on machine')]
+    size = int(hashlib.sha256(image.encode()).hexdigest()[:6], 16) * 16  # a few MB
+    return [ContainerEvent(name, "Pulling", f'Pulling image "{image}"'),
+            ContainerEvent(name, "Pulled", f'Successfully pulled image "{image}" in 0s (0s '
+                                           f"including waiting). Image size: {size} bytes.")]
+
+
+def start_events(name: str, image: str, policy: str | None = None) -> list[ContainerEvent]:
+    """A (re)start of the container ``name``: its pull events (``policy``: its
+    imagePullPolicy, by default the API's default for the image), Created, Started."""
+    return [*pull_events(name, image, policy),
             ContainerEvent(name, "Created", f"Created container: {name}"),
             ContainerEvent(name, "Started", f"Started container {name}")]
+
+
+def config_error_events(pod: Resource, container: str, message: str) -> list[ContainerEvent]:
+    """A container whose ConfigMap or Secret is missing: the kubelet pulls its image
+    first, then fails to make its config (``Failed``, ``Error: <why>``)."""
+    spec: JSON = next((c for c in [*(pod.spec.get("initContainers") or []),
+                                   *(pod.spec.get("containers") or [])]
+                       if c.get("name") == container), {})
+    return [*pull_events(container, str(spec.get("image", "")), pull_policy(pod, container)),
+            ContainerEvent(container, "Failed", f"Error: {message}", warning=True)]
 
 
 def field_path(pod: Resource, container: str) -> str:
@@ -62,7 +101,8 @@ def containers_started(recorder: EventRecorder, pod: Resource, node: str,
         if name in skip:
             continue
         started.add(name)
-        record_events(recorder, pod, node, start_events(name, str(c.get("image", ""))))
+        record_events(recorder, pod, node, start_events(
+            name, str(c.get("image", "")), pull_policy(pod, name)))
     return started
 
 

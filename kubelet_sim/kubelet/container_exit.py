@@ -27,7 +27,12 @@ from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
-from kubelet_sim.kubelet.container_events import ContainerEvent, record_events, start_events
+from kubelet_sim.kubelet.container_events import (
+    ContainerEvent,
+    pull_policy,
+    record_events,
+    start_events,
+)
 from kubelet_sim.kubelet.crash_loop_backoff import (
     CRASH_LOOP_BACK_OFF,
     CrashLoopBackOff,
@@ -69,9 +74,10 @@ class Exits:
             backoff.restarted(key, exited_at)
 
 
-def restart_container(status: JSON, image: str, now: datetime) -> list[ContainerEvent]:
+def restart_container(status: JSON, image: str, now: datetime,
+                      policy: str | None = None) -> list[ContainerEvent]:
     """Start the container of ``status`` again (a new container id, ``restartCount`` up
-    by one); the events of its start."""
+    by one); the events of its start (``policy``: its imagePullPolicy)."""
     count = int(status.get("restartCount") or 0) + 1
     old_id = str(status.get("containerID", ""))
     status.update(restartCount=count, started=True,
@@ -79,7 +85,7 @@ def restart_container(status: JSON, image: str, now: datetime) -> list[Container
     if old_id:
         digest = hashlib.sha256(f"{old_id}/{count}".encode()).hexdigest()
         status["containerID"] = "containerd://" + digest
-    return start_events(str(status.get("name", "")), image)
+    return start_events(str(status.get("name", "")), image, policy)
 
 
 def _restarts(policy: str, code: int) -> bool:
@@ -120,7 +126,7 @@ def advance_container(pod: Resource, status: JSON, *, plan: Plan | None, policy:
     delay = backoff.waiting(key, exited_at, now)
     if delay is None:
         out.restarts.append((key, exited_at))
-        out.events += restart_container(status, image, now)
+        out.events += restart_container(status, image, now, pull_policy(pod, name))
         out.changed = True
         return
     waiting = {"reason": CRASH_LOOP_BACK_OFF, "message": back_off_message(delay, name, pod)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kubelet_sim.api.model import Resource, format_time
-from kubelet_sim.kubelet.container_events import ContainerEvent
+from kubelet_sim.kubelet.container_events import ContainerEvent, pull_policy
 from kubelet_sim.kubelet.container_exit import restart_container
 from kubelet_sim.kubelet.init_status import is_sidecar, sidecar_statuses
 from kubelet_sim.kubelet.pod_status import image_id
@@ -42,7 +42,7 @@ def restart_changed(pod: Resource, now: datetime) -> list[ContainerEvent]:
                 "exitCode": 0, "reason": "Completed", "startedAt": running.get("startedAt"),
                 "finishedAt": stamp, "containerID": status.get("containerID", "")}}
         status.update(image=image, imageID=image_id(image))
-        events += restart_container(status, image, now)
+        events += restart_container(status, image, now, pull_policy(pod, name))
     if events:
         refresh_readiness(pod, now)
     return events

@@ -35,7 +35,11 @@ from kubelet_sim.kubelet.container_config import (
     Lookup,
     container_config_error,
 )
-from kubelet_sim.kubelet.container_events import ContainerEvent, start_events
+from kubelet_sim.kubelet.container_events import (
+    config_error_events,
+    pull_policy,
+    start_events,
+)
 from kubelet_sim.kubelet.container_exit import Exits, advance_container, stop_sidecars
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.exit_plans import init_container_plan
@@ -98,14 +102,14 @@ def advance_init(pod: Resource, *, sandbox_id: str, now: datetime, backoff: Cras
         if not status.get("containerID"):  # never started: its turn
             message = config_error(container) if config_error is not None else None
             if message is not None:
-                _wait_for_config(status, message, out)
+                _wait_for_config(pod, status, message, out)
             elif not out.changed:
                 _start(status, sandbox_id, image, now)
                 if sidecar:  # started once its startup probe (if any) succeeds
                     probes = probe_container(pod, status, now)
                     status["started"] = probes.started if probes is not None else True
                     status["ready"] = container_ready(pod, status, now)
-                out.events += start_events(name, image)
+                out.events += start_events(name, image, pull_policy(pod, name))
                 out.changed = True
             break
         advance_container(pod, status, plan=init_container_plan(pod, name),
@@ -137,13 +141,12 @@ def advance_init(pod: Resource, *, sandbox_id: str, now: datetime, backoff: Cras
     return out
 
 
-def _wait_for_config(status: JSON, message: str, out: InitStep) -> None:
+def _wait_for_config(pod: Resource, status: JSON, message: str, out: InitStep) -> None:
     out.config_wait = True
     waiting = {"reason": CREATE_CONTAINER_CONFIG_ERROR, "message": message}
     if status.get("state") != {"waiting": waiting}:
         status["state"] = {"waiting": waiting}
-        out.events.append(ContainerEvent(str(status.get("name", "")), "Failed",
-                                         f"Error: {message}", warning=True))
+        out.events += config_error_events(pod, str(status.get("name", "")), message)
         out.changed = True
 
 

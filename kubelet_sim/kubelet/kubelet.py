@@ -53,6 +53,7 @@ from kubelet_sim.kubelet.active_deadline import (
 from kubelet_sim.kubelet.container_config import config_errors, referenced
 from kubelet_sim.kubelet.container_events import (
     ContainerEvent,
+    config_error_events,
     containers_killed,
     containers_started,
     record_events,
@@ -67,7 +68,7 @@ from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
-from kubelet_sim.kubelet.node_status import node_status_writer
+from kubelet_sim.kubelet.node_status import node_event_message, node_status_writer
 from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.partial_start import write_started
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
@@ -145,6 +146,7 @@ class Kubelet:
         # (sync_triggers: their own event, a periodic pass, ...)
         self.pod_starts: Counter[str] = Counter()
         self.recorder = recorder or EventRecorder(api)
+        self._announced = False  # the Starting event recorded (once per process)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
         self.runtime = runtime
@@ -216,7 +218,13 @@ class Kubelet:
             with contextlib.suppress(Exception):  # GC below retries the network part
                 await asyncio.to_thread(self.runtime.remove_pod_sandbox, sandbox_id)
         await asyncio.to_thread(self._runtime_gc)
+        announce = not self._announced  # `up` starts a started kubelet's loops again
+        self._announced = True
+        if announce:
+            self._node_events(["Starting"])
         await self.sync_node_status()
+        if announce:
+            self._node_events(["NodeAllocatableEnforced"])
 
     def _runtime_gc(self) -> None:
         with contextlib.suppress(Exception):  # a broken network config must not stop start-up
@@ -319,6 +327,14 @@ class Kubelet:
 
     # -- node status -----------------------------------------------------------------------
 
+    def _node_events(self, reasons: list[str]) -> None:
+        """The kubelet's events about its Node (``kubectl describe node``)."""
+        for reason in reasons:
+            self.recorder.record("Node", "", self.node_name, NORMAL, reason,
+                                 node_event_message(self.node_name, reason), "kubelet",
+                                 host=self.node_name)
+
+
     async def _runtime_network_status(self) -> NetworkCondition:
         """The runtime's network status as last asked; asked now when it is due and no
         task of the run loop asks in the background (settle)."""
@@ -352,7 +368,7 @@ class Kubelet:
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
         })
         write = node_status_writer(self.api, self.node_name, network, in_use,
-                                   format_time(self.clock.now()))
+                                   format_time(self.clock.now()), self._node_events)
         try:
             return retry_on_conflict(write)
         except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
@@ -528,7 +544,7 @@ class Kubelet:
             return False
         self.waiting[uid] = message
         record_events(self.recorder, pod, self.node_name, [
-            ContainerEvent(c, "Failed", f"Error: {m}", warning=True) for c, m in errors.items()])
+            e for c, m in errors.items() for e in config_error_events(pod, c, m)])
         now = self._now()
         host_ip = self._node_ip()
 

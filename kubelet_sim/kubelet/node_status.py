@@ -1,7 +1,8 @@
 """The node status the kubelet posts: Ready from the runtime's network status (CNI
-STATUS), the pressure conditions a healthy kubelet reports, NetworkUnavailable, and the
-volumes in use. A condition's ``lastTransitionTime`` moves only when its status does;
-nothing is written when nothing changed."""
+STATUS), the pressure conditions a healthy kubelet reports, NetworkUnavailable, the
+volumes in use and the node's info (``node_info.py``). A condition's
+``lastTransitionTime`` moves only when its status does; nothing is written when nothing
+changed."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kubelet_sim.api.node_conditions import (
     network_unavailable,
 )
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.kubelet.node_info import node_info
 from kubelet_sim.runtime.containerd import NetworkCondition
 
 
@@ -32,11 +34,42 @@ def wanted_conditions(network: NetworkCondition) -> list[JSON]:
             network_unavailable(network)]
 
 
+# the kubelet's node status events (recordNodeStatusEvent) per condition and status,
+# recorded when a condition is first posted or changes status
+STATUS_EVENTS = {
+    ("MemoryPressure", "False"): "NodeHasSufficientMemory",
+    ("MemoryPressure", "True"): "NodeHasInsufficientMemory",
+    ("DiskPressure", "False"): "NodeHasNoDiskPressure",
+    ("DiskPressure", "True"): "NodeHasDiskPressure",
+    ("PIDPressure", "False"): "NodeHasSufficientPID",
+    ("PIDPressure", "True"): "NodeHasInsufficientPID",
+    ("Ready", "True"): "NodeReady",
+    ("Ready", "False"): "NodeNotReady",
+}
+
+
+def node_event_message(node_name: str, reason: str) -> str:
+    if reason == "Starting":
+        return "Starting kubelet."
+    if reason == "NodeAllocatableEnforced":
+        return "Updated Node Allocatable limit across pods"
+    return f"Node {node_name} status is now: {reason}"
+
+
+def status_events(old: dict[str, JSON], wanted: list[JSON]) -> list[str]:
+    return [STATUS_EVENTS[(c["type"], c["status"])] for c in wanted
+            if (c["type"], c["status"]) in STATUS_EVENTS
+            and old.get(c["type"], {}).get("status") != c["status"]]
+
+
 def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition,
-                       in_use: list[str], now: str) -> Callable[[], bool]:
+                       in_use: list[str], now: str,
+                       on_events: Callable[[list[str]], None] | None = None
+                       ) -> Callable[[], bool]:
     """One attempt at writing the status (for ``retry_on_conflict``); False when the
-    node already says all of it."""
+    node already says all of it. ``on_events`` is told the status events of a write."""
     wanted = wanted_conditions(network)
+    info = node_info(node_name)
 
     def write() -> bool:
         node = api.get("Node", node_name)
@@ -44,7 +77,7 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
         old = {c.get("type"): c for c in status.get("conditions", [])}
         same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
                    for c in wanted)
-        if same and status.get("volumesInUse", []) == in_use:
+        if same and status.get("volumesInUse", []) == in_use and status.get("nodeInfo") == info:
             return False
         others = [c for c in status.get("conditions", [])
                   if c.get("type") not in (*CONDITION_TYPES, NETWORK_UNAVAILABLE)]
@@ -54,7 +87,10 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
                 if old.get(c["type"], {}).get("status") == c["status"] else now)
             for c in wanted)]
         status["volumesInUse"] = in_use
+        status["nodeInfo"] = info
         api.update_status(node)
+        if on_events is not None:
+            on_events(status_events(old, wanted))
         return True
 
     return write

@@ -58,13 +58,24 @@ def container_id(sandbox_id: str, name: str) -> str:
 
 
 def image_id(image: str) -> str:
-    """``<repository>@sha256:<digest>`` as containerd reports a pulled image (the digest is
-    derived from the reference: no image is pulled)."""
+    """``<repository>@sha256:<digest>`` as containerd reports a pulled image: the
+    repository fully qualified as the image reference is normalized (``nginx`` is
+    ``docker.io/library/nginx``); the digest is derived from the reference (no image is
+    pulled)."""
     repository = image.split("@", 1)[0]
     last = repository.rsplit("/", 1)[-1]
     if ":" in last:
         repository = repository[: len(repository) - len(last)] + last.split(":", 1)[0]
-    return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+    return f"{_qualified(repository)}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def _qualified(repository: str) -> str:
+    """Docker's reference normalization: a first component that is not a registry
+    (no ``.`` or ``:``, not ``localhost``) means Docker Hub, a bare name its library."""
+    first, _, rest = repository.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return repository
+    return f"docker.io/{repository if rest else 'library/' + repository}"
 
 
 def write_waiting(pod: Resource, *, reason: str, message: str, now: str) -> None:

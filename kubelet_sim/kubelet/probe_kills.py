@@ -22,7 +22,7 @@ from kubelet_sim.api.model import Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.client.retry import retry_on_conflict
-from kubelet_sim.kubelet.container_events import ContainerEvent, record_events
+from kubelet_sim.kubelet.container_events import ContainerEvent, pull_policy, record_events
 from kubelet_sim.kubelet.container_exit import Exits, end_pod, restart_container
 from kubelet_sim.kubelet.crash_loop_backoff import (
     CRASH_LOOP_BACK_OFF,
@@ -69,7 +69,7 @@ def kill_failed(pod: Resource, now: datetime, backoff: CrashLoopBackOff) -> Exit
         delay = backoff.waiting(key, killed_at, now)
         if delay is None:
             out.restarts.append((key, killed_at))
-            out.events += restart_container(status, key[2], now)
+            out.events += restart_container(status, key[2], now, pull_policy(pod, name))
             continue
         waiting = {"reason": CRASH_LOOP_BACK_OFF, "message": back_off_message(delay, name, pod)}
         status.update(state={"waiting": waiting}, ready=False, started=False)

@@ -16,6 +16,8 @@ printer rules (``pkg/printers/internalversion/printers.go``, printPod).
   the app containers and sidecars.
 * RESTARTS sums the init containers' restarts while initializing, else the sidecars'
   and app containers'; with the age of the last restart (``3 (5s ago)``).
+* READINESS GATES (``-o wide``): ``<true>/<gates>``, a gate counting when the pod's
+  condition of its type is True; ``<none>`` without gates.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from kubelet_sim.api.model import JSON, Resource, parse_time
 
 NODE_UNREACHABLE = "NodeLost"
 
-__all__ = ["pod_ready", "pod_restarts", "pod_status"]
+__all__ = ["pod_readiness_gates", "pod_ready", "pod_restarts", "pod_status"]
 
 
 def _sidecars(pod: Resource) -> set[str]:
@@ -138,6 +140,13 @@ def pod_ready(pod: Resource) -> str:
         # a Running pod written without container statuses (a stand-in kubelet's): all
         return f"{summary.total}/{summary.total}"
     return f"{summary.ready}/{summary.total}"
+
+
+def pod_readiness_gates(pod: Resource) -> str:
+    gates = [g.get("conditionType") for g in pod.spec.get("readinessGates") or []]
+    if not gates:
+        return "<none>"
+    return f"{sum(_condition_true(pod, str(gate)) for gate in gates)}/{len(gates)}"
 
 
 def pod_restarts(pod: Resource, now: datetime.datetime | None = None) -> Any:

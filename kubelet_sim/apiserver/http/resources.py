@@ -126,7 +126,11 @@ def subresources(r: ApiResource) -> list[Subresource]:
         out.append(SERVICE_ACCOUNT_TOKEN)
     if r.kind == "Namespace":
         out.insert(0, NAMESPACE_FINALIZE)
-    return out
+    return sorted(out, key=lambda sub: sub.name) if _built_in(r) else out
+
+
+def _built_in(r: ApiResource) -> bool:
+    return r.group == "" or r.group in _BUILT_IN_GROUPS
 
 
 def lookup(group: str, version: str, plural: str) -> ApiResource | None:
@@ -142,9 +146,13 @@ def group_versions(extra: Iterable[ApiResource] = ()) -> dict[str, list[ApiResou
     by_path = {(r.group, r.version, r.plural): r for r in RESOURCES}
     by_path.update({(r.group, r.version, r.plural): r for r in extra})
     out: dict[str, list[ApiResource]] = {}
+    # within a built-in group/version, by name: kube-apiserver's installer lists its paths
+    # sorted (so `kubectl get all` prints daemonsets before deployments); a group only
+    # definitions serve keeps their order
     for r in sorted(by_path.values(),
                     key=lambda r: (r.group != "", r.group not in _BUILT_IN_GROUPS, r.group,
-                                   _version_order(r.version))):
+                                   _version_order(r.version),
+                                   r.plural if _built_in(r) else "")):
         out.setdefault(r.group_version, []).append(r)
     return out
 

@@ -124,8 +124,11 @@ def make_app(api: APIServer, token: str, address: str,
             discovery.api_group_list(served()))
 
     def not_found() -> web.Response:
-        return status_response(status_body(
-            404, "NotFound", "the server could not find the requested resource"))
+        # kube-apiserver's NewNotFound of no resource: an empty details object, which
+        # kubectl reads (`kubectl debug` tells a cluster without the subresource so)
+        return status_response({**status_body(
+            404, "NotFound", "the server could not find the requested resource"),
+            "details": {}})
 
     async def resources(request: web.Request, group_version: str) -> web.Response:
         body = discovery.api_resource_list(group_version, served())

@@ -11,16 +11,23 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from kubelet_sim.api.default_storage_class import is_default_class
 from kubelet_sim.api.human_duration import human_duration
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http import (
+    cluster_tables,
     events,
     quota_tables,
     scheduling_tables,
     service_tables,
     workload_tables,
 )
-from kubelet_sim.apiserver.http.pod_table import pod_ready, pod_restarts, pod_status
+from kubelet_sim.apiserver.http.pod_table import (
+    pod_readiness_gates,
+    pod_ready,
+    pod_restarts,
+    pod_status,
+)
 
 Column = tuple[str, str, int, Callable[[Resource], Any]]  # name, type, priority, cell
 
@@ -84,12 +91,15 @@ COLUMNS: dict[str, list[Column]] = {
             ("IP", "string", 1, _get("status.podIP")),
             ("Node", "string", 1, _get("spec.nodeName")),
             ("Nominated Node", "string", 1, _get("status.nominatedNodeName")),
-            ("Readiness Gates", "string", 1, lambda o: "<none>")],
-    "Namespace": [NAME, ("Status", "string", 0, _get("status.phase", "")), AGE],
+            ("Readiness Gates", "string", 1, pod_readiness_gates)],
     "Node": [NAME, ("Status", "string", 0, _node_status), ("Roles", "string", 0, _node_roles),
              AGE, ("Version", "string", 0, _get("status.nodeInfo.kubeletVersion", "")),
              ("Internal-IP", "string", 1, lambda o: _node_ip(o, "InternalIP")),
-             ("External-IP", "string", 1, lambda o: _node_ip(o, "ExternalIP"))],
+             ("External-IP", "string", 1, lambda o: _node_ip(o, "ExternalIP")),
+             ("OS-Image", "string", 1, _get("status.nodeInfo.osImage", "<unknown>")),
+             ("Kernel-Version", "string", 1, _get("status.nodeInfo.kernelVersion", "<unknown>")),
+             ("Container-Runtime", "string", 1,
+              _get("status.nodeInfo.containerRuntimeVersion", "<unknown>"))],
     "PersistentVolumeClaim": [
         NAME, ("Status", "string", 0, _get("status.phase", "")),
         ("Volume", "string", 0, _get("spec.volumeName", "")),
@@ -109,7 +119,9 @@ COLUMNS: dict[str, list[Column]] = {
         ("Reason", "string", 0, _get("status.reason", "")), AGE,
         ("VolumeMode", "string", 1, _get("spec.volumeMode", "Filesystem"))],
     "StorageClass": [
-        NAME, ("Provisioner", "string", 0, _get("provisioner", "")),
+        ("Name", "string", 0,
+         lambda o: o.name + (" (default)" if is_default_class(o) else "")),
+        ("Provisioner", "string", 0, _get("provisioner", "")),
         ("ReclaimPolicy", "string", 0, _get("reclaimPolicy", "Delete")),
         ("VolumeBindingMode", "string", 0, _get("volumeBindingMode", "Immediate")),
         ("AllowVolumeExpansion", "string", 0, lambda o: str(bool(
@@ -153,6 +165,7 @@ COLUMNS: dict[str, list[Column]] = {
     **workload_tables.COLUMNS,
     **quota_tables.COLUMNS,
     **scheduling_tables.COLUMNS,
+    **cluster_tables.COLUMNS,
 }
 
 

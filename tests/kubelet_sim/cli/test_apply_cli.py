@@ -208,7 +208,8 @@ def test_unschedulable_pod_shows_the_schedulers_failed_scheduling_message(
     assert statuses(stuck.stdout, "PODS")["default/nowhere"] == "Pending"
     assert reasons(stuck.stdout, "PODS", "default/nowhere") == [
         "FailedScheduling (default-scheduler): 0/1 nodes are available: "
-        "1 node(s) didn't match Pod's node affinity/selector."]
+        "1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are "
+        "available: 1 Preemption is not helpful for scheduling."]
 
 
 def test_pod_of_a_claim_naming_a_missing_storage_class_shows_the_claims_failure(

@@ -83,7 +83,8 @@ async def test_the_volume_limit_binds_where_spreading_alone_would_overfill_a_nod
     assert running_per_node(cluster) == {"node-1": 2, "node-2": 4}
     [pending] = [p for p in cluster.api.list("Pod").items if p.status["phase"] == "Pending"]
     assert "nodeName" not in pending.spec
-    message = "0/2 nodes are available: 2 node(s) exceed max volume count."
+    message = ("0/2 nodes are available: 2 node(s) exceed max volume count. preemption: "
+               "0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert (condition(pending, "PodScheduled") or {}).get("message") == message
     assert cluster.manager is not None
     events = cluster.manager.get("default-scheduler").recorder.for_object(

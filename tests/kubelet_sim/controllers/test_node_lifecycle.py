@@ -92,12 +92,13 @@ async def test_a_node_that_stops_heartbeating_is_unknown_tainted_and_its_pods_no
     no_execute = node.spec["taints"][1]
     assert no_execute["timeAdded"] == format_time(clock.now())
     assert condition(api.get("Pod", "web", "default"), "Ready")["status"] == "False"  # type: ignore[index]
-    assert [e.reason for e in recorder.for_object("Node", "n1")] == ["NodeNotReady"]
+    assert [e.reason for e in recorder.for_object("Node", "n1")] == [
+        "RegisteredNode", "NodeNotReady"]
     assert [e.reason for e in recorder.for_object("Pod", "web", "default")] == ["NodeNotReady"]
 
     await nlc.sync_once()  # nothing more to do: no repeated marking
-    assert len(recorder.for_object("Node", "n1")) == 1 and recorder.for_object(
-        "Node", "n1")[0].count == 1
+    assert [(e.reason, e.count) for e in recorder.for_object("Node", "n1")] == [
+        ("RegisteredNode", 1), ("NodeNotReady", 1)]
 
     renew_node_lease(api, "n1", clock.now())  # the kubelet is back
     post_ready(api, "n1", clock.now())

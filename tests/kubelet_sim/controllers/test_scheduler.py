@@ -7,6 +7,12 @@ from kubelet_sim.api.model import Resource, condition
 from kubelet_sim.controllers.common import ANN_SELECTED_NODE, unique_volume_name
 from tests.kubelet_sim.controller_cluster import DRIVER, TOPOLOGY_KEY, Cluster
 
+# the DefaultPreemption plugin's part of the message (see controllers/fit_error.py)
+NOT_HELPFUL = " preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+NO_VICTIMS = " preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+ONE_EACH = (" preemption: 0/2 nodes are available: 1 No preemption victims found for incoming "
+            "pod, 1 Preemption is not helpful for scheduling.")
+
 
 def scheduled(pod: Resource) -> dict[str, object]:
     cond = condition(pod, "PodScheduled") or {}
@@ -70,7 +76,8 @@ async def test_not_ready_and_unschedulable_nodes_leave_the_pod_unschedulable(
     assert scheduled(pod) == {
         "status": "False", "reason": "Unschedulable",
         "message": "0/2 nodes are available: 1 node(s) had untolerated taint "
-                   "{node.kubernetes.io/not-ready: }, 1 node(s) were unschedulable."}
+                   "{node.kubernetes.io/not-ready: }, 1 node(s) were unschedulable. preemption: "
+                   "0/2 nodes are available: 2 Preemption is not helpful for scheduling."}
 
     set_node(cluster, "node-1", ready=True)
     await cluster.settle()
@@ -83,8 +90,8 @@ async def test_pod_with_a_missing_claim_is_unschedulable(cluster: Cluster) -> No
 
     await cluster.settle()
 
-    assert scheduled(cluster.get("Pod", "app"))["message"] == \
-        'persistentvolumeclaim "nope" not found'
+    assert scheduled(cluster.get("Pod", "app"))["message"] == (
+        '0/2 nodes are available: persistentvolumeclaim "nope" not found.' + NOT_HELPFUL)
 
 
 async def test_pod_with_an_unbound_immediate_claim_waits_for_binding(cluster: Cluster) -> None:
@@ -96,7 +103,9 @@ async def test_pod_with_an_unbound_immediate_claim_waits_for_binding(cluster: Cl
 
     pod = cluster.get("Pod", "app")
     assert "nodeName" not in pod.spec
-    assert scheduled(pod)["message"] == "pod has unbound immediate PersistentVolumeClaims"
+    assert scheduled(pod)["message"] == (
+        "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+        + NOT_HELPFUL)
 
 
 async def test_bound_volume_node_affinity_picks_the_node_in_its_topology(
@@ -128,7 +137,7 @@ async def test_volume_node_affinity_conflict_on_every_node_is_reported(
     await cluster.settle()
 
     assert scheduled(cluster.get("Pod", "app"))["message"] == (
-        "0/2 nodes are available: 2 node(s) had volume node affinity conflict.")
+        "0/2 nodes are available: 2 node(s) had volume node affinity conflict." + NOT_HELPFUL)
 
 
 async def test_wait_for_first_consumer_claim_is_provisioned_in_the_selected_node_topology(
@@ -217,7 +226,7 @@ async def test_node_at_its_csi_volume_limit_is_skipped(cluster: Cluster) -> None
 
     assert scheduled(cluster.get("Pod", "second"))["message"] == (
         "0/2 nodes are available: 1 node(s) exceed max volume count, "
-        "1 node(s) were unschedulable.")
+        "1 node(s) were unschedulable." + ONE_EACH)
 
 
 # -- spreading and volume limits with pods assumed for WaitForFirstConsumer ----------------------
@@ -266,7 +275,7 @@ async def test_pods_are_scheduled_first_come_first_served_not_by_name(
     assert nodes_of(cluster, pods) == ["node-1"] * 10 + [None]
     assert scheduled(cluster.get("Pod", "app-10"))["message"] == (
         "0/2 nodes are available: 1 node(s) exceed max volume count, "
-        "1 node(s) were unschedulable.")
+        "1 node(s) were unschedulable." + ONE_EACH)
 
 
 async def test_pods_assumed_while_their_claims_are_provisioned_count_for_spreading(
@@ -287,7 +296,7 @@ async def test_pods_assumed_on_a_node_count_toward_its_volume_limit(cluster: Clu
     await cluster.settle()
 
     assert nodes_of(cluster, pods) == ["node-1", "node-2", None]
-    message = "0/2 nodes are available: 2 node(s) exceed max volume count."
+    message = "0/2 nodes are available: 2 node(s) exceed max volume count." + NO_VICTIMS
     assert scheduled(cluster.get("Pod", "app-2")) == {
         "status": "False", "reason": "Unschedulable", "message": message}
     assert cluster.events("Pod", "app-2") == [f"FailedScheduling: {message}"]
@@ -334,7 +343,7 @@ async def test_a_volume_still_attached_to_the_node_counts_toward_its_limit(
 
     assert scheduled(cluster.get("Pod", "second"))["message"] == (
         "0/2 nodes are available: 1 node(s) exceed max volume count, "
-        "1 node(s) were unschedulable.")
+        "1 node(s) were unschedulable." + ONE_EACH)
 
 
 async def test_claims_of_another_driver_do_not_count_toward_this_drivers_limit(

@@ -47,7 +47,8 @@ async def test_a_claim_bigger_than_every_segment_leaves_the_pod_pending_with_the
     await late.settle()
 
     pod = late.get("Pod", "app")
-    message = f"0/2 nodes are available: 2 {NOT_ENOUGH}."
+    message = (f"0/2 nodes are available: 2 {NOT_ENOUGH}. preemption: 0/2 nodes are "
+               "available: 2 Preemption is not helpful for scheduling.")
     assert "nodeName" not in pod.spec
     assert scheduled(pod) == {"status": "False", "reason": "Unschedulable", "message": message}
     assert f"FailedScheduling: {message}" in late.events("Pod", "app")
@@ -75,8 +76,9 @@ async def test_maximum_volume_size_is_preferred_to_capacity(late: Cluster) -> No
 
     await late.settle()
 
-    assert scheduled(late.get("Pod", "app"))["message"] == \
-        f"0/2 nodes are available: 2 {NOT_ENOUGH}."
+    assert scheduled(late.get("Pod", "app"))["message"] == (
+        f"0/2 nodes are available: 2 {NOT_ENOUGH}. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling.")
 
 
 async def test_objects_of_another_class_or_no_object_mean_no_room(late: Cluster) -> None:

@@ -42,7 +42,7 @@ def test_an_image_change_restarts_the_container_with_the_kubelets_events() -> No
         ("Created", "Created container: main"), ("Started", "Started container main")]
     status = pod.status["containerStatuses"][0]
     assert (status["image"], status["restartCount"]) == ("nginx:2", 1)
-    assert status["imageID"].startswith("nginx@sha256:")
+    assert status["imageID"].startswith("docker.io/library/nginx@sha256:")
     assert status["lastState"]["terminated"]["reason"] == "Completed"
     assert restart_changed(pod, clock.now() + timedelta(seconds=4)) == []
 

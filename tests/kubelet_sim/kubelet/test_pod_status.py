@@ -33,7 +33,9 @@ def test_waiting_then_running_moves_only_the_conditions_that_change() -> None:
 
 
 def test_image_id_is_the_repository_at_a_digest() -> None:
-    assert image_id("busybox:1.36").startswith("busybox@sha256:")
+    assert image_id("busybox:1.36").startswith("docker.io/library/busybox@sha256:")
+    assert image_id("bitnami/redis:7").startswith("docker.io/bitnami/redis@sha256:")
+    assert image_id("localhost/x:1").startswith("localhost/x@sha256:")
     assert image_id("localhost:5000/x/y:tag").startswith("localhost:5000/x/y@sha256:")
     assert image_id("registry.k8s.io/pause").startswith("registry.k8s.io/pause@sha256:")
     assert image_id("a:1") != image_id("a:2")

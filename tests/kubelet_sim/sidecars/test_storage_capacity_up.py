@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(not KUBECTL.exists(),
                                 reason="kubectl not installed: run `make kubectl`")
 
 DRIVER = "csi-mini.example.com"
-NOT_ENOUGH = "0/2 nodes are available: 2 node(s) did not have enough free storage."
+NOT_ENOUGH = ("0/2 nodes are available: 2 node(s) did not have enough free storage. "
+              "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 
 LATE_CLASS = f"""apiVersion: storage.k8s.io/v1
 kind: StorageClass

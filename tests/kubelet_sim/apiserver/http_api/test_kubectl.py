@@ -16,8 +16,11 @@ def test_version_and_nodes_table(served: Served) -> None:
     assert "Server Version: v1.35.0-cni-csi-mini" in served.kubectl("version").stdout
     out = served.kubectl("get", "nodes", "-o", "wide").stdout.splitlines()
     assert out[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP",
-                              "EXTERNAL-IP"]
+                              "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION",
+                              "CONTAINER-RUNTIME"]
     assert out[1].split()[:3] == ["node-1", "Ready", "<none>"]
+    # a Node no kubelet described yet: kubectl's <unknown> for each of the three
+    assert out[1].split()[-3:] == ["<unknown>"] * 3
     assert "192.168.0.1" in out[1]
 
 

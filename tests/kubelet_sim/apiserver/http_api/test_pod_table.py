@@ -7,7 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.http.pod_table import pod_ready, pod_restarts, pod_status
+from kubelet_sim.apiserver.http.pod_table import (
+    pod_readiness_gates,
+    pod_ready,
+    pod_restarts,
+    pod_status,
+)
 
 SIDECAR = {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}
 
@@ -81,3 +86,14 @@ def test_a_deleted_pod_is_terminating_unless_it_already_ended() -> None:
     pod.status["phase"] = "Succeeded"
     pod.status["containerStatuses"][0]["state"] = COMPLETED
     assert pod_status(pod) == "Completed"
+
+
+def test_readiness_gates_count_the_gates_whose_condition_is_true() -> None:
+    pod = builders.pod("p")
+    assert pod_readiness_gates(pod) == "<none>"
+    pod.spec["readinessGates"] = [{"conditionType": "example.com/lb"},
+                                  {"conditionType": "example.com/dns"}]
+    assert pod_readiness_gates(pod) == "0/2"
+    pod.status["conditions"] = [{"type": "example.com/lb", "status": "True"},
+                                {"type": "example.com/dns", "status": "False"}]
+    assert pod_readiness_gates(pod) == "1/2"
