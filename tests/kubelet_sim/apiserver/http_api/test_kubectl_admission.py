@@ -248,7 +248,7 @@ def test_the_finalize_subresource_replaces_spec_finalizers(up: Up, core: Any,
 def test_discovery_lists_the_new_resources(up: Up, core: Any) -> None:
     names = {r.name for r in core.get_api_resources().resources}
     assert {"namespaces/finalize", "namespaces/status"} <= names
-    scheduling = client.SchedulingV1Api(core.api_client)
+    scheduling: Any = client.SchedulingV1Api(core.api_client)
     assert {pc.metadata.name for pc in scheduling.list_priority_class().items} >= {
         "system-node-critical", "system-cluster-critical"}
     with pytest.raises(ApiException) as missing:

@@ -17,7 +17,7 @@ def clients(served: Served) -> Any:
 
 def test_a_claim_status_put_keeps_new_labels_and_annotations_but_not_a_spec_change(
         served: Served) -> None:
-    core = client.CoreV1Api(clients(served))
+    core: Any = client.CoreV1Api(clients(served))
     core.create_namespaced_persistent_volume_claim("default", {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
         "spec": {"accessModes": ["ReadWriteOnce"],
@@ -39,7 +39,7 @@ def test_a_claim_status_put_keeps_new_labels_and_annotations_but_not_a_spec_chan
 
 def test_a_deployment_status_put_keeps_annotations_but_drops_a_label_change(
         served: Served) -> None:
-    apps = client.AppsV1Api(clients(served))
+    apps: Any = client.AppsV1Api(clients(served))
     apps.create_namespaced_deployment("default", {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "labels": {"app": "web"}},
@@ -61,7 +61,7 @@ def test_a_deployment_status_put_keeps_annotations_but_drops_a_label_change(
 
 
 def test_a_volume_attachment_status_put_changes_no_metadata(served: Served) -> None:
-    storage = client.StorageV1Api(clients(served))
+    storage: Any = client.StorageV1Api(clients(served))
     storage.create_volume_attachment({
         "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
         "metadata": {"name": "csi-123"},
