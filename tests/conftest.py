@@ -11,10 +11,13 @@ of this build must never read it."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 from tests.mount_namespace import enter_private
 
 enter_private()
 os.environ["KUBECACHEDIR"] = tempfile.mkdtemp(prefix="kubectl-cache-")
+atexit.register(shutil.rmtree, os.environ["KUBECACHEDIR"], ignore_errors=True)
