@@ -38,7 +38,8 @@ def test_an_image_change_restarts_the_container_with_the_kubelets_events() -> No
     events = restart_changed(pod, clock.now() + timedelta(seconds=3))
     assert [(e.reason, e.message) for e in events] == [
         ("Killing", "Container main definition changed, will be restarted"),
-        ("Pulled", 'Container image "nginx:2" already present on machine'),
+        ("Pulled", 'Container image "nginx:2" already present on machine '
+         "and can be accessed by the pod"),
         ("Created", "Created container: main"), ("Started", "Started container main")]
     status = pod.status["containerStatuses"][0]
     assert (status["image"], status["restartCount"]) == ("nginx:2", 1)

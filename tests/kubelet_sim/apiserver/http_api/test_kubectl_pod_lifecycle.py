@@ -99,7 +99,8 @@ def test_set_image_restarts_the_running_container_with_the_kubelets_events(up: U
     assert status["image"] == "nginx:2" and "running" in status["state"]
     described = up.kubectl("describe", "pod", "web")
     assert "Container web definition changed, will be restarted" in described
-    assert 'Container image "nginx:2" already present on machine' in described
+    assert ('Container image "nginx:2" already present on machine and can be accessed '
+            "by the pod") in described
     started = [e.get("count", 1) for e in up.events("involvedObject.name=web")
                if e["reason"] == "Started"]
     assert sum(started) == 2  # the same event again: its count goes up
