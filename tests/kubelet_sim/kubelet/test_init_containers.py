@@ -239,7 +239,7 @@ def test_a_sidecars_changed_image_restarts_it() -> None:
         ("proxy", "Killing"), ("proxy", "Pulled")]
     proxy = init(pod, "proxy")
     assert (proxy["image"], proxy["restartCount"], state(pod, "proxy")) == (
-        "envoy:2", 1, "running")
+        "docker.io/library/envoy:2", 1, "running")
 
 
 def test_at_deletion_sidecars_are_stopped_after_the_app_containers_last_first() -> None:
