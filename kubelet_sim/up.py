@@ -25,6 +25,7 @@ from typing import Any
 
 from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.apiserver.http import start_api_server
+from kubelet_sim.apiserver.http.component_statuses import Components
 from kubelet_sim.apiserver.http.credentials import load_or_create
 from kubelet_sim.apiserver.http.debug_faults import apply_faults
 from kubelet_sim.apiserver.server import APIServer
@@ -158,7 +159,9 @@ async def _serve(options: UpOptions, state_dir: Path, own_dir: bool, listener: s
                                 f"{e.strerror}") from None
         handle = start_api_server(cluster.api, state_dir, kubeconfig=options.kubeconfig,
                                   on_request=metrics.request if metrics else None,
-                                  listener=listener)
+                                  listener=listener,
+                                  components=Components(scheduler=True,
+                                                        controller_manager=True))
         ensure_kubernetes_service(cluster.api, "127.0.0.1", handle.port)
         ensure_system_namespaces(cluster.api)
         keeper = asyncio.create_task(keep_kubernetes_service(

@@ -106,7 +106,7 @@ from kubelet_sim.apiserver.services.ranges import DEFAULT_NODE_PORTS, DEFAULT_SE
 from kubelet_sim.apiserver.storage import ObjectStore, key_prefix
 from kubelet_sim.apiserver.token_request import Signer
 from kubelet_sim.apiserver.token_request import issue as issue_token
-from kubelet_sim.apiserver.update_rules import validate_update
+from kubelet_sim.apiserver.update_validation import validate_written_update
 from kubelet_sim.apiserver.validation import validate
 from kubelet_sim.apiserver.verbs import locked
 from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED, Watch, WatchEvent
@@ -658,9 +658,8 @@ class APIServer:
                           "if the object is being deleted")
         apply_defaults(updated)
         updated = self.custom.prepare(updated, self.clock.now())
-        validate(updated)
-        if not status_only:
-            validate_update(current, updated, self._stored_storage_class)
+        validate_written_update(current, updated, self._stored_storage_class,
+                                status_only=status_only)
         self._admit_limits_and_quota(updated, current, status_only, dry_run)
         updated.metadata.generation = generation.on_update(current, updated,
                                                            status_only=status_only)

@@ -13,7 +13,8 @@ kube-apiserver's registry strategies and k8s.io/api's defaulters keep them.
 * validation: a selector is required, not empty, and must match the template's labels;
   the template is validated as a Pod; ``restartPolicy`` Always for the apps kinds,
   OnFailure or Never for a Job; counts not negative.
-* updates: the selector is immutable; a StatefulSet may change only ``replicas``,
+* updates: the selector is immutable (update_validation.py reports it with the spec's
+  errors, as the strategies do); a StatefulSet may change only ``replicas``,
   ``ordinals``, ``template``, ``updateStrategy``, ``revisionHistoryLimit``,
   ``persistentVolumeClaimRetentionPolicy`` and ``minReadySeconds``; a Job's template,
   selector and ``completions`` (NonIndexed) are immutable.
@@ -321,8 +322,9 @@ _STATEFUL_SET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy",
 
 
 def _apps_update(old: Resource, new: Resource, _sc: Any) -> None:
-    _immutable_selector(old, new)
-    if new.kind == "StatefulSet":
+    if new.kind != "StatefulSet":  # its selector is one of the fields the Forbidden names
+        _immutable_selector(old, new)
+    else:
         def fixed(spec: JSON) -> JSON:
             return {k: v for k, v in spec.items() if k not in _STATEFUL_SET_MUTABLE}
         if fixed(old.spec) != fixed(new.spec):

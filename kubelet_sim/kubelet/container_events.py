@@ -48,10 +48,12 @@ def pull_policy(pod: Resource, container: str) -> str:
 def pull_events(name: str, image: str, policy: str | None = None) -> list[ContainerEvent]:
     """The image manager's events: under ``Always`` the image is pulled (here at once,
     nothing is fetched: a duration of 0s and the size the image id stands for), else it
-    is already present."""
+    is already present — and, with KubeletEnsureSecretPulledImages on (beta and on by
+    default since v1.35), the message says the pod may use it."""
     if (policy or default_pull_policy(image)) != "Always":
         return [ContainerEvent(name, "Pulled",
-                               f'Container image "{image}" already present on machine')]
+                               f'Container image "{image}" already present on machine '
+                               "and can be accessed by the pod")]
     size = int(hashlib.sha256(image.encode()).hexdigest()[:6], 16) * 16  # a few MB
     return [ContainerEvent(name, "Pulling", f'Pulling image "{image}"'),
             ContainerEvent(name, "Pulled", f'Successfully pulled image "{image}" in 0s (0s '

@@ -14,7 +14,7 @@ from kubelet_sim.api.model import Resource, format_time
 from kubelet_sim.kubelet.container_events import ContainerEvent, pull_policy
 from kubelet_sim.kubelet.container_exit import restart_container
 from kubelet_sim.kubelet.init_status import is_sidecar, sidecar_statuses
-from kubelet_sim.kubelet.pod_status import image_id
+from kubelet_sim.kubelet.pod_status import image_id, same_image, status_image
 from kubelet_sim.kubelet.readiness import refresh_readiness
 
 
@@ -32,7 +32,8 @@ def restart_changed(pod: Resource, now: datetime) -> list[ContainerEvent]:
         name = str(status.get("name", ""))
         image = wanted.get(name)
         state = status.get("state") or {}
-        if image is None or status.get("image") == image or "terminated" in state:
+        if image is None or same_image(str(status.get("image", "")), image) or \
+                "terminated" in state:
             continue
         events.append(ContainerEvent(name, "Killing",
                                      f"Container {name} definition changed, will be restarted"))
@@ -41,7 +42,7 @@ def restart_changed(pod: Resource, now: datetime) -> list[ContainerEvent]:
             status["lastState"] = {"terminated": {
                 "exitCode": 0, "reason": "Completed", "startedAt": running.get("startedAt"),
                 "finishedAt": stamp, "containerID": status.get("containerID", "")}}
-        status.update(image=image, imageID=image_id(image))
+        status.update(image=status_image(image), imageID=image_id(image))
         events += restart_container(status, image, now, pull_policy(pod, name))
     if events:
         refresh_readiness(pod, now)

@@ -51,7 +51,7 @@ from kubelet_sim.kubelet.init_status import (
     waiting_status,
 )
 from kubelet_sim.kubelet.observed_generation import observe
-from kubelet_sim.kubelet.pod_status import conditions, container_id, image_id
+from kubelet_sim.kubelet.pod_status import conditions, container_id, image_id, status_image
 from kubelet_sim.kubelet.prober import probe_container
 from kubelet_sim.kubelet.readiness import container_ready
 
@@ -71,7 +71,7 @@ class InitStep(Exits):
 
 def _start(status: JSON, sandbox_id: str, image: str, now: datetime) -> None:
     name = str(status.get("name", ""))
-    status.update(image=image, imageID=image_id(image),
+    status.update(image=status_image(image), imageID=image_id(image),
                   containerID=container_id(sandbox_id, name), started=True, ready=False,
                   state={"running": {"startedAt": format_time(now)}})
 

@@ -41,7 +41,7 @@ def waiting_status(container: JSON, reason: str) -> JSON:
     """The status of a container the kubelet has not created yet."""
     return {"name": container.get("name", ""), "image": container.get("image", ""),
             "imageID": "", "ready": False, "started": False, "restartCount": 0,
-            "state": {"waiting": {"reason": reason}}}
+            "state": {"waiting": {"reason": reason}}, "lastState": {}}
 
 
 def status_of(pod: Resource, name: str, field: str = "initContainerStatuses") -> JSON | None:

@@ -55,16 +55,18 @@ def write_started(pod: Resource, *, errors: dict[str, str], sandbox_id: str, hos
                   ips: list[str], now: str) -> None:
     """The status once the sandbox runs and every container that can be is started: the
     containers in ``errors`` wait with CreateContainerConfigError and the kubelet's
-    message, a container already running keeps its state, and with any waiting the
-    phase follows getPhase and the pod is not ready."""
+    message (never created: the spec's image), a container already running keeps its
+    state, and with any waiting the phase follows getPhase and the pod is not ready."""
     before = {s.get("name"): s for s in pod.status.get("containerStatuses") or []}
+    spec_images = {c.get("name"): c.get("image", "") for c in pod.spec.get("containers") or []}
     conditions_before = pod.status.get("conditions") or []
     write_running(pod, sandbox_id=sandbox_id, host_ip=host_ip, ips=ips, now=now)
     for status in pod.status["containerStatuses"]:
         name = status.get("name", "")
         if name in errors:
             status.pop("containerID", None)
-            status.update(imageID="", ready=False, started=False, state={"waiting": {
+            status.update(image=spec_images.get(name, ""), imageID="", ready=False,
+                          started=False, state={"waiting": {
                 "reason": CREATE_CONTAINER_CONFIG_ERROR, "message": errors[name]}})
             continue
         old = before.get(name) or {}

@@ -8,7 +8,10 @@ init_status.py), ContainersReady, Ready, PodScheduled. A condition keeps its
 started, then ``running`` since the pod started; the init containers' statuses are
 written by init_containers.py and kept here. Nothing is pulled or run, so the
 ``containerID`` and ``imageID`` are derived from the sandbox and the image reference (the
-same pod and image always give the same ids); they have the real fields' shapes.
+same pod and image always give the same ids); they have the real fields' shapes. A
+created container's ``image`` is the reference as containerd reports it, normalized
+(``docker.io/library/nginx:latest`` for ``nginx``); a container not created yet shows the
+spec's. Every status carries ``lastState``, ``{}`` until the container has terminated once.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from kubelet_sim.kubelet.init_status import (
     waiting_status,
 )
 
-__all__ = ["CONTAINER_CREATING", "conditions", "container_id", "image_id",
-           "write_running", "write_waiting"]
+__all__ = ["CONTAINER_CREATING", "conditions", "container_id", "image_id", "same_image",
+           "status_image", "write_running", "write_waiting"]
 
 
 def _transition(old: list[JSON], cond: JSON, now: str) -> JSON:
@@ -69,6 +72,25 @@ def image_id(image: str) -> str:
     return f"{_qualified(repository)}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
 
+def status_image(image: str) -> str:
+    """The image reference containerd reports for a container made from ``image``, the
+    status' ``image``: the repository fully qualified and, without a tag or a digest,
+    the ``latest`` tag (``nginx`` is ``docker.io/library/nginx:latest``)."""
+    name, at, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    repository, tag = (name[:colon], name[colon:]) if colon > slash else (name, "")
+    if not tag and not at:
+        tag = ":latest"
+    return f"{_qualified(repository)}{tag}{at}{digest}"
+
+
+def same_image(a: str, b: str) -> bool:
+    """Whether two references name the same image (``nginx`` and
+    ``docker.io/library/nginx:latest`` do)."""
+    return status_image(a) == status_image(b)
+
+
 def _qualified(repository: str) -> str:
     """Docker's reference normalization: a first component that is not a registry
     (no ``.`` or ``:``, not ``localhost``) means Docker Hub, a bare name its library."""
@@ -106,8 +128,8 @@ def write_running(pod: Resource, *, sandbox_id: str, host_ip: str, ips: list[str
         st["podIPs"] = [{"ip": ip} for ip in ips]
     st.setdefault("startTime", now)
     st["containerStatuses"] = [
-        {"name": c.get("name", ""), "image": c.get("image", ""),
-         "imageID": image_id(c.get("image", "")),
+        {"name": c.get("name", ""), "image": status_image(c.get("image", "")),
+         "imageID": image_id(c.get("image", "")), "lastState": {},
          "containerID": container_id(sandbox_id, c.get("name", "")),
          "ready": True, "started": True, "restartCount": 0,
          "state": {"running": {"startedAt": now}}}

@@ -13,6 +13,7 @@ from kubelet_sim.api.rest_names import REST_NAMES as _NAMES
 DEPRECATED: dict[tuple[str, str], str] = {
     ("v1", "Endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
                          "EndpointSlice",
+    ("v1", "ComponentStatus"): "v1 ComponentStatus is deprecated in v1.19+",
 }
 
 # the kinds with the scale subresource (autoscaling/v1 Scale; http.workload_scale)
@@ -77,8 +78,11 @@ SELF_SUBJECT_RULES_REVIEWS = ApiResource(
     False, (), (), CREATE_ONLY, stored=False)
 REQUESTS = (BINDINGS, SELF_SUBJECT_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS,
             SELF_SUBJECT_RULES_REVIEWS)
+# Computed per request, read only, never stored (http.component_statuses).
+COMPONENT_STATUSES = ApiResource("ComponentStatus", "", "v1", "componentstatuses", False,
+                                 False, ("cs",), (), ("get", "list"), stored=False)
 RESOURCES: tuple[ApiResource, ...] = (*(_resource(kind) for kind in KINDS), EVENTS_V1,
-                                      *REQUESTS)
+                                      *REQUESTS, COMPONENT_STATUSES)
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BUILT_IN_GROUPS = frozenset(r.group for r in RESOURCES)
 

@@ -39,8 +39,8 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver import token_request
 from kubelet_sim.apiserver.defaulting import apply_defaults
 from kubelet_sim.apiserver.deletion_policy import resolve_policy
+from kubelet_sim.apiserver.http import component_statuses, list_options, pod_connect, reviews
 from kubelet_sim.apiserver.http import field_validation as fields
-from kubelet_sim.apiserver.http import list_options, pod_connect, reviews
 from kubelet_sim.apiserver.http import patch as patching
 from kubelet_sim.apiserver.http.custom import (
     custom_parts,
@@ -63,7 +63,7 @@ from kubelet_sim.apiserver.http.encoding import (
     respond,
 )
 from kubelet_sim.apiserver.http.paths import POD_CONNECT, POD_REQUESTS, Target
-from kubelet_sim.apiserver.http.resources import BINDINGS, ApiResource
+from kubelet_sim.apiserver.http.resources import BINDINGS, COMPONENT_STATUSES, ApiResource
 from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.http.workers import Workers
@@ -140,9 +140,11 @@ class Rest:
     never on the event loop: lists, a watch's start, and every write (the write-delay
     fault sleeps in it, and the API server's lock may be held by another thread)."""
 
-    def __init__(self, api: APIServer, workers: Workers) -> None:
+    def __init__(self, api: APIServer, workers: Workers,
+                 components: component_statuses.Components | None = None) -> None:
         self.api = api
         self.workers = workers
+        self.components = components or component_statuses.Components()
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         method = request.method
@@ -162,6 +164,11 @@ class Rest:
                 body = await _body(request)
                 return await self.workers.write(self.finalize, request, target, body,
                                                 _dry_run(request))
+            if target.resource == COMPONENT_STATUSES:  # computed, read only
+                if method != "GET" or target.subresource or \
+                        request.query.get("watch") in ("1", "true"):
+                    raise _not_allowed()
+                return component_statuses.serve(request, target, self.components)
             if not target.resource.stored or target.subresource in (*POD_REQUESTS, "token"):
                 if method != "POST" or (target.name and not target.subresource):
                     raise _not_allowed()

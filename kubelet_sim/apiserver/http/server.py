@@ -24,6 +24,7 @@ from kubelet_sim.apiserver.http import (
     openapi,
     openapi_v2_protobuf,
 )
+from kubelet_sim.apiserver.http.component_statuses import Components
 from kubelet_sim.apiserver.http.connections import (
     MAX_HEADER_BYTES,
     MAX_REQUEST_BODY_BYTES,
@@ -70,9 +71,10 @@ async def too_large(request: web.Request, handler: Handler) -> web.StreamRespons
 
 
 def make_app(api: APIServer, token: str, address: str,
-             on_request: RequestObserver | None = None) -> web.Application:
+             on_request: RequestObserver | None = None,
+             components: Components | None = None) -> web.Application:
     workers = Workers()
-    rest = Rest(api, workers)
+    rest = Rest(api, workers, components)
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
@@ -271,7 +273,8 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
                      kubeconfig: Path | None = None,
                      on_request: RequestObserver | None = None,
                      listener: socket.socket | None = None,
-                     connection_guard: ConnectionGuard | None = None) -> ApiServerHandle:
+                     connection_guard: ConnectionGuard | None = None,
+                     components: Components | None = None) -> ApiServerHandle:
     """Serve ``api`` over HTTPS on ``host:port`` (0: any free port), or on ``listener``
     (a socket the caller bound already), from a thread of its own; writes the kubeconfig
     (default ``state_dir/kubeconfig``, mode 0600)."""
@@ -289,7 +292,7 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
 
     async def begin() -> None:
         placeholder = f"https://{host}:{port}"
-        app = make_app(api, creds.token, placeholder, on_request)
+        app = make_app(api, creds.token, placeholder, on_request, components)
         app.middlewares.insert(0, guard.middleware)  # outermost: sees every request
         loop.set_exception_handler(QuietResourceErrors())
         runner = web.AppRunner(app, access_log=None, handle_signals=False,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubelet_sim.api.errors import Invalid
+from kubelet_sim.api.errors import Invalid, InvalidObject
 from kubelet_sim.apiserver.server import APIServer
 
 
@@ -135,3 +135,40 @@ def test_selectors_are_immutable_and_a_stateful_set_keeps_most_of_its_spec() -> 
     sts = api.get("StatefulSet", "w", "default")
     sts.spec["replicas"] = 5
     assert api.update(sts).metadata.generation == 2
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "ReplicaSet", "DaemonSet"])
+def test_a_changed_selector_no_longer_matching_the_template_gives_both_causes(
+        kind: str) -> None:
+    api = APIServer()
+    obj = api.create(workload(kind))
+    obj.spec["selector"] = {"matchLabels": {"app": "other"}}
+    with pytest.raises(InvalidObject) as err:
+        api.update(obj)
+    assert [(e.reason, e.field) for e in err.value.errors] == [
+        ("FieldValueInvalid", "spec.template.metadata.labels"),
+        ("FieldValueInvalid", "spec.selector")]
+    assert err.value.message == (
+        f'{kind}.apps "w" is invalid: [spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"w"}: `selector` does not match template `labels`, '
+        'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string'
+        '{"app":"other"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: '
+        "field is immutable]")
+
+
+def test_a_stateful_sets_changed_selector_is_the_forbidden_spec_change_after_the_specs_errors(
+        ) -> None:
+    api = APIServer()
+    sts = api.create(workload("StatefulSet"))
+    sts.spec["selector"] = {"matchLabels": {"app": "other"}}
+    with pytest.raises(InvalidObject) as err:
+        api.update(sts)
+    assert [(e.reason, e.field) for e in err.value.errors] == [
+        ("FieldValueInvalid", "spec.template.metadata.labels"),
+        ("FieldValueForbidden", "spec")]
+    sts = api.get("StatefulSet", "w", "default")
+    sts.spec["selector"] = {"matchLabels": {"app": "w", "tier": "x"}}
+    sts.spec["template"]["metadata"]["labels"]["tier"] = "x"
+    with pytest.raises(InvalidObject) as err:
+        api.update(sts)
+    assert [e.field for e in err.value.errors] == ["spec"]

@@ -20,9 +20,10 @@ def test_an_image_pulled_always_is_pulling_then_successfully_pulled() -> None:
     assert [r for r, _ in events[2:]] == ["Created", "Started"]
 
 
-def test_an_if_not_present_image_is_already_present_on_the_machine() -> None:
+def test_an_if_not_present_image_is_already_present_and_the_pod_may_use_it() -> None:
     assert reasons_and_messages("IfNotPresent", "nginx")[0] == (
-        "Pulled", 'Container image "nginx" already present on machine')
+        "Pulled", 'Container image "nginx" already present on machine '
+        "and can be accessed by the pod")
     assert reasons_and_messages("Never", "nginx:1.27")[0][0] == "Pulled"
 
 

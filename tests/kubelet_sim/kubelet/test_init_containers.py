@@ -239,7 +239,7 @@ def test_a_sidecars_changed_image_restarts_it() -> None:
         ("proxy", "Killing"), ("proxy", "Pulled")]
     proxy = init(pod, "proxy")
     assert (proxy["image"], proxy["restartCount"], state(pod, "proxy")) == (
-        "envoy:2", 1, "running")
+        "docker.io/library/envoy:2", 1, "running")
 
 
 def test_at_deletion_sidecars_are_stopped_after_the_app_containers_last_first() -> None:
@@ -270,7 +270,8 @@ def test_an_init_container_naming_a_missing_config_map_waits_until_it_exists() -
     assert waiting.config_wait and init(pod, "a")["state"] == {"waiting": {
         "reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}}
     assert [(e.reason, e.message, e.warning) for e in waiting.events] == [
-        ("Pulled", 'Container image "busybox:1" already present on machine', False),
+        ("Pulled", 'Container image "busybox:1" already present on machine '
+         "and can be accessed by the pod", False),
         ("Failed", 'Error: configmap "settings" not found', True)]
     again = advance_init(pod, sandbox_id="sb", now=clock.now(), backoff=backoff,
                          config_error=config_error)

@@ -76,3 +76,13 @@ def test_the_started_containers_run_while_the_failing_one_waits_not_ready() -> N
     assert pod.status["phase"] == "Running"
     assert by_name["side"]["state"] == {"running": {"startedAt": NOW}}
     assert by_name["app"]["state"] == {"running": {"startedAt": LATER}}
+
+
+def test_a_container_never_created_shows_the_specs_image_a_started_one_the_runtimes() -> None:
+    pod = two_containers()
+    write_started(pod, errors={"app": 'configmap "c" not found'}, sandbox_id="sb",
+                  host_ip="192.168.0.1", ips=["10.244.1.5"], now=NOW)
+    by_name = {s["name"]: s for s in pod.status["containerStatuses"]}
+    assert (by_name["app"]["image"], by_name["app"]["imageID"]) == ("nginx", "")
+    assert by_name["side"]["image"] == "docker.io/library/busybox:latest"
+    assert by_name["app"]["lastState"] == by_name["side"]["lastState"] == {}

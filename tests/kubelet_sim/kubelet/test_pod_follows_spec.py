@@ -38,13 +38,24 @@ def test_an_image_change_restarts_the_container_with_the_kubelets_events() -> No
     events = restart_changed(pod, clock.now() + timedelta(seconds=3))
     assert [(e.reason, e.message) for e in events] == [
         ("Killing", "Container main definition changed, will be restarted"),
-        ("Pulled", 'Container image "nginx:2" already present on machine'),
+        ("Pulled", 'Container image "nginx:2" already present on machine '
+         "and can be accessed by the pod"),
         ("Created", "Created container: main"), ("Started", "Started container main")]
     status = pod.status["containerStatuses"][0]
-    assert (status["image"], status["restartCount"]) == ("nginx:2", 1)
+    assert (status["image"], status["restartCount"]) == ("docker.io/library/nginx:2", 1)
     assert status["imageID"].startswith("docker.io/library/nginx@sha256:")
     assert status["lastState"]["terminated"]["reason"] == "Completed"
     assert restart_changed(pod, clock.now() + timedelta(seconds=4)) == []
+
+
+def test_the_spec_image_respelled_as_the_runtime_reports_it_restarts_nothing() -> None:
+    clock = FakeClock()
+    pod = running(clock)
+    pod.status["containerStatuses"][0]["image"] = "docker.io/library/nginx:1"
+    pod.spec["containers"][0]["image"] = "nginx:1"
+    assert restart_changed(pod, clock.now()) == []
+    pod.spec["containers"][0]["image"] = "docker.io/library/nginx:1"
+    assert restart_changed(pod, clock.now()) == []
 
 
 def test_past_its_active_deadline_the_pod_fails_with_deadline_exceeded() -> None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from kubelet_sim.api import builders
 from kubelet_sim.apiserver.defaulting import qos_class
-from kubelet_sim.kubelet.pod_status import image_id, write_running, write_waiting
+from kubelet_sim.kubelet.pod_status import (
+    image_id,
+    same_image,
+    status_image,
+    write_running,
+    write_waiting,
+)
 
 
 def test_waiting_then_running_moves_only_the_conditions_that_change() -> None:
@@ -53,3 +59,35 @@ def test_qos_class() -> None:
     assert qos_class(spec({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})) == "Burstable"
     assert qos_class(spec({"limits": {"cpu": "1", "memory": "1Gi"}}, {})) == "Burstable"
     assert qos_class(spec({"requests": {"ephemeral-storage": "1Gi"}})) == "BestEffort"
+
+
+def test_a_started_containers_image_is_the_reference_the_runtime_reports() -> None:
+    assert status_image("nginx") == "docker.io/library/nginx:latest"
+    assert status_image("nginx:1.27") == "docker.io/library/nginx:1.27"
+    assert status_image("bitnami/redis:7") == "docker.io/bitnami/redis:7"
+    assert status_image("registry.k8s.io/pause:3.10") == "registry.k8s.io/pause:3.10"
+    assert status_image("localhost:5000/x/y") == "localhost:5000/x/y:latest"
+    assert status_image("nginx@sha256:ab") == "docker.io/library/nginx@sha256:ab"
+    pod = builders.pod("web")
+    pod.spec["containers"][0]["image"] = "nginx"
+    write_waiting(pod, reason="FailedMount", message="not attached", now="T1")
+    assert pod.status["containerStatuses"][0]["image"] == "nginx"  # not created yet
+    write_running(pod, sandbox_id="s1", host_ip="", ips=[], now="T2")
+    assert pod.status["containerStatuses"][0]["image"] == "docker.io/library/nginx:latest"
+
+
+def test_two_spellings_of_one_reference_are_the_same_image() -> None:
+    assert same_image("nginx", "docker.io/library/nginx:latest")
+    assert same_image("library/nginx:1", "nginx:1")
+    assert not same_image("nginx", "nginx:1")
+    assert not same_image("quay.io/nginx", "nginx")
+
+
+def test_every_container_status_carries_an_empty_last_state_before_a_termination() -> None:
+    pod = builders.pod("web")
+    pod.spec["initContainers"] = [{"name": "init", "image": "busybox"}]
+    write_waiting(pod, reason="FailedMount", message="not attached", now="T1")
+    assert pod.status["initContainerStatuses"][0]["lastState"] == {}
+    assert pod.status["containerStatuses"][0]["lastState"] == {}
+    write_running(pod, sandbox_id="s1", host_ip="", ips=[], now="T2")
+    assert pod.status["containerStatuses"][0]["lastState"] == {}

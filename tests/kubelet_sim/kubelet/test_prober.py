@@ -123,7 +123,8 @@ def test_a_liveness_failure_kills_and_restarts_the_container_with_the_kubelets_e
     out.commit(backoff)
     assert [(e.reason, e.message) for e in out.events] == [
         ("Killing", "Container main failed liveness probe, will be restarted"),
-        ("Pulled", 'Container image "registry.k8s.io/pause:3.9" already present on machine'),
+        ("Pulled", 'Container image "registry.k8s.io/pause:3.9" already present on machine '
+         "and can be accessed by the pod"),
         ("Created", "Created container: main"), ("Started", "Started container main")]
     status = pod.status["containerStatuses"][0]
     assert status["restartCount"] == 1 and status["containerID"] != "containerd://a"

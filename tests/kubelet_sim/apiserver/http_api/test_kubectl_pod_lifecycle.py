@@ -93,13 +93,17 @@ def test_a_crashing_container_shows_crash_loop_back_off_and_its_restarts(up: Up)
 def test_set_image_restarts_the_running_container_with_the_kubelets_events(up: Up) -> None:
     up.kubectl("run", "web", "--image=nginx:1")
     wait_for(lambda: container(up, "web").get("ready"), "web running")
+    manifest = up.kubectl("get", "pod", "web", "-o", "yaml")
+    assert "    image: docker.io/library/nginx:1\n" in manifest  # the runtime's reference
+    assert "    lastState: {}\n" in manifest  # never terminated yet
     up.kubectl("set", "image", "pod/web", "web=nginx:2")
     wait_for(lambda: container(up, "web").get("restartCount") == 1, "web restarted")
     status = container(up, "web")
-    assert status["image"] == "nginx:2" and "running" in status["state"]
+    assert status["image"] == "docker.io/library/nginx:2" and "running" in status["state"]
     described = up.kubectl("describe", "pod", "web")
     assert "Container web definition changed, will be restarted" in described
-    assert 'Container image "nginx:2" already present on machine' in described
+    assert ('Container image "nginx:2" already present on machine and can be accessed '
+            "by the pod") in described
     started = [e.get("count", 1) for e in up.events("involvedObject.name=web")
                if e["reason"] == "Started"]
     assert sum(started) == 2  # the same event again: its count goes up

@@ -305,3 +305,17 @@ def test_validation_of_workloads_as_kube_apiserver(up: Up) -> None:
     assert "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string" \
         '{"app":"other"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is ' \
         "immutable" in said
+
+
+def test_a_selector_changed_away_from_the_template_is_refused_with_both_causes(
+        up: Up) -> None:
+    up.kubectl("create", "deployment", "moved", "--image=nginx", "--replicas=0")
+    said = kubectl_fails(up, "patch", "deployment", "moved", "-p",
+                         '{"spec":{"selector":{"matchLabels":{"app":"other"}}}}')
+    assert said.splitlines() == [
+        'The Deployment "moved" is invalid: ',
+        '* spec.template.metadata.labels: Invalid value: map[string]string{"app":"moved"}: '
+        "`selector` does not match template `labels`",
+        '* spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string'
+        '{"app":"other"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is '
+        "immutable"]

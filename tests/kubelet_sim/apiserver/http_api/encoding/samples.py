@@ -9,6 +9,7 @@ from typing import Any
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.http import reviews
+from kubelet_sim.apiserver.http.component_statuses import Components, component_statuses
 from kubelet_sim.apiserver.http.events import shown
 from kubelet_sim.apiserver.http.resources import (
     EVENTS_V1,
@@ -277,7 +278,7 @@ def _workloads() -> list[dict[str, Any]]:
 
 def _requests() -> list[dict[str, Any]]:
     """The request kinds (never stored): a Binding, and each self-subject review as the
-    server answers it."""
+    server answers it; and the computed ComponentStatuses."""
     binding = {"apiVersion": "v1", "kind": "Binding",
                "metadata": {"name": "app", "namespace": "default"},
                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
@@ -293,4 +294,7 @@ def _requests() -> list[dict[str, Any]]:
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
             "metadata": {}, "spec": {"namespace": "default"}}),
     ]
-    return [binding, *answered]
+    # the component statuses an API server alone answers (an error) and `up`'s (a message)
+    statuses = [*component_statuses(Components())[:1],
+                *component_statuses(Components(scheduler=True, controller_manager=True))]
+    return [binding, *answered, *statuses]
