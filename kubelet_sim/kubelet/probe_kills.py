@@ -30,6 +30,7 @@ from kubelet_sim.kubelet.crash_loop_backoff import (
     back_off_event,
     back_off_message,
 )
+from kubelet_sim.kubelet.observed_generation import observe
 from kubelet_sim.kubelet.prober import has_probes, probe_container
 from kubelet_sim.kubelet.readiness import refresh_readiness
 
@@ -108,6 +109,7 @@ def kill_failed_containers(api: APIServer, pod: Resource, now: datetime,
         out = kill_failed(current, now, backoff)
         if not out:
             return False
+        observe(current)
         api.update_status(current)
         done.append(out)
         return True
