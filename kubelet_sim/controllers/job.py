@@ -258,8 +258,9 @@ class JobController(WorkloadController):
             completions = run.completions or 0
             run.done_indexes = parse_indexes(str(status.get("completedIndexes") or ""),
                                              completions) | {
-                i for p in pods if p.status.get("phase") == "Succeeded"
-                and run.valid_index(p) and (i := index_of(p)) is not None}
+                i for p in new_succeeded if (i := index_of(p)) is not None}
+            # (a pod counted before is in completedIndexes already when it succeeded; one
+            # the controller deleted itself, or counted failed while terminating, never is)
             succeeded = len(run.done_indexes)
             if run.per_index is not None:
                 run.failed_indexes = parse_indexes(str(status.get("failedIndexes") or ""),

@@ -75,6 +75,7 @@ from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
 from kubelet_sim.kubelet.plugin_watcher import CsiNodeRegistration, PluginWatcher
 from kubelet_sim.kubelet.pod_recovery import recover
 from kubelet_sim.kubelet.pod_status import write_waiting
+from kubelet_sim.kubelet.pod_termination import terminate_deleted_pod
 from kubelet_sim.kubelet.pod_volumes import pod_info, resolve, unique_volume_name
 from kubelet_sim.kubelet.pod_workers import DEFAULT_PARALLEL_PODS, PodWorkers
 from kubelet_sim.kubelet.probe_events import ProbeEvents
@@ -721,7 +722,9 @@ class Kubelet:
     async def _kill_pod(self, pod: Resource) -> bool:
         uid = pod.metadata.uid
         record = self.pods.get(uid, PodRecord())
-        if await self._tear_down(pod, record, killed=True):
+        retry = await self._tear_down(pod, record, killed=True)
+        self._write_terminal_status(pod)  # its containers are killed: Completed or Error
+        if retry:
             return True
         self.pods.pop(uid, None)
         self.waiting.pop(uid, None)
@@ -740,6 +743,21 @@ class Kubelet:
         with contextlib.suppress(NotFound):
             self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
         return True
+
+    def _write_terminal_status(self, pod: Resource) -> None:
+        """The status a pod being deleted ends with (pod_termination.py), written before
+        the final delete; nothing when it is gone already or was not running."""
+        now = self.clock.now()
+
+        def write() -> None:
+            current = self.api.get("Pod", pod.name, pod.namespace)
+            if current.metadata.uid == pod.metadata.uid and terminate_deleted_pod(current, now):
+                observe(current)
+                self.api.update_status(current)
+        try:
+            retry_on_conflict(write)
+        except (NotFound, Conflict) as err:  # gone, or the final delete follows anyway
+            log.debug("terminal status of pod %s not written: %s", pod.name, err)
 
     def _now(self) -> str:
         return format_time(self.clock.now())

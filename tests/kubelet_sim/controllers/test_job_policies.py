@@ -407,3 +407,40 @@ async def test_an_ignored_failure_is_carried_apart_and_does_not_fail_its_index()
             annotations["batch.kubernetes.io/job-index-ignored-failure-count"]) == ("0", "1")
     status = the_job(api).status
     assert (status["failedIndexes"], status.get("failed", 0), conditions(api)) == ("", 0, [])
+
+
+async def test_pods_a_suspension_deleted_that_end_succeeded_complete_no_index() -> None:
+    api, clock = cluster()
+    api.create(job(completions=2, parallelism=2, completionMode="Indexed"))
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    suspended = the_job(api)
+    suspended.spec["suspend"] = True
+    api.update(suspended)
+    await settle(ctl)
+    for pod in pods(api):  # the kubelet writes the terminal status before its delete
+        exit_with(api, clock, pod, 0)
+    await settle(ctl)
+    status = the_job(api).status
+    assert (status.get("succeeded", 0), status.get("completedIndexes", "")) == (0, "")
+    run(api, clock)  # the final deletes
+    await settle(ctl)
+    assert the_job(api).status.get("succeeded", 0) == 0
+
+
+async def test_a_pod_deleted_by_a_user_counts_failed_once_though_it_ends_succeeded() -> None:
+    api, clock = cluster()
+    api.create(job(completions=1, parallelism=1, completionMode="Indexed"))
+    ctl = JobController(api, clock=clock)
+    await settle(ctl)
+    run(api, clock)
+    doomed = pods(api)[0]
+    api.delete("Pod", doomed.name, "default", grace_period_seconds=30)
+    await settle(ctl)  # terminating, not Succeeded: isPodFailed
+    assert the_job(api).status.get("failed", 0) == 1
+    exit_with(api, clock, doomed, 0)
+    await settle(ctl)
+    status = the_job(api).status
+    assert (status.get("failed", 0), status.get("succeeded", 0)) == (1, 0)
+    assert status.get("completedIndexes", "") == ""

@@ -3,12 +3,14 @@ crashing container shows CrashLoopBackOff and its restarts in `kubectl get pods`
 `kubectl set image` on a running pod restarts its container with the kubelet's events in
 `kubectl describe`; activeDeadlineSeconds fails the pod with DeadlineExceeded; an envFrom
 of a missing ConfigMap waits with CreateContainerConfigError until `kubectl create
-configmap`; a restartPolicy on a regular container is refused."""
+configmap`; a restartPolicy on a regular container is refused; a deleted running pod is
+watched `0/1 Completed` (its terminal status) before it goes."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,3 +146,56 @@ def test_a_restart_policy_on_a_regular_container_is_refused(up: Up) -> None:
     assert done.returncode != 0
     assert ('The Pod "wrong" is invalid: spec.containers[0].restartPolicy: Forbidden: '
             "may not be set for non-init containers") in done.stderr
+
+
+def _watch(up: Up, name: str, *output: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(KUBECTL), "--kubeconfig", up.kubeconfig, "get", "pod", name,
+                             "-w", "--output-watch-events", *output],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def _lines_until_deleted(watch: subprocess.Popen[str]) -> list[str]:
+    """What the watch printed, a line an event, up to the deletion (the kubectl process
+    is killed by the test when it does not come)."""
+    lines: list[str] = []
+    assert watch.stdout is not None
+    for line in watch.stdout:
+        lines.append(line)
+        if "DELETED" in line:
+            break
+    return lines
+
+
+def test_a_deleted_running_pod_is_watched_completed_before_it_goes(up: Up) -> None:
+    up.kubectl("run", "doomed", "--image=busybox")
+    wait_for(lambda: pod(up, "doomed")["status"].get("phase") == "Running", "doomed Running")
+    as_json, as_table = _watch(up, "doomed", "-o", "json"), _watch(up, "doomed")
+    def stop() -> None:
+        as_json.kill()
+        as_table.kill()
+    timer = threading.Timer(60, stop)
+    timer.start()
+    try:
+        assert as_json.stdout is not None and as_table.stdout is not None
+        # each lists the pod first (ADDED), then watches
+        assert json.loads(as_json.stdout.readline())["type"] == "ADDED"
+        assert as_table.stdout.readline().split()[0] == "EVENT"
+        assert as_table.stdout.readline().split()[0] == "ADDED"
+        up.kubectl("delete", "pod", "doomed", "--wait=false")
+        events = [json.loads(line) for line in _lines_until_deleted(as_json)]
+        rows = _lines_until_deleted(as_table)
+    finally:
+        timer.cancel()
+        stop()
+    assert events[-1]["type"] == "DELETED"
+    terminal = next(e["object"] for e in events if e["type"] == "MODIFIED"
+                    and e["object"]["status"]["phase"] == "Succeeded")
+    assert terminal["metadata"]["deletionTimestamp"]
+    state = terminal["status"]["containerStatuses"][0]
+    assert state["state"]["terminated"]["reason"] == "Completed"
+    assert state["state"]["terminated"]["exitCode"] == 0
+    assert (state["ready"], state["started"]) == (False, False)
+    assert {(c["type"], c["status"], c.get("reason")) for c in terminal["status"]["conditions"]
+            } >= {("Ready", "False", "PodCompleted"), ("ContainersReady", "False", "PodCompleted")}
+    assert rows[-1].split()[0] == "DELETED"
+    assert rows[-1].split()[2:4] == ["0/1", "Completed"]
