@@ -79,7 +79,7 @@ def test_describe_lists_a_pods_events_in_order_and_watch_sees_them_arrive() -> N
             assert 'AttachVolume.Attach succeeded for volume "pvc-' in rows[1][4]
             assert rows[2][3].startswith("kubelet")
             assert rows[2][4].endswith('Container image "registry.k8s.io/pause:3.9" already '
-                                       "present on machine")
+                                       "present on machine and can be accessed by the pod")
             assert rows[3][4].endswith("Created container: mysql")
             assert rows[4][4].endswith("Started container mysql")
         finally:
