@@ -42,5 +42,8 @@ def node_info(node_name: str) -> JSON:
             "bootID": str(uuid.uuid5(machine_id, "boot")),
             "kernelVersion": os.uname().release, "osImage": OS_IMAGE,
             "containerRuntimeVersion": CONTAINER_RUNTIME_VERSION,
-            "kubeletVersion": KUBELET_VERSION, "operatingSystem": "linux",
-            "architecture": architecture()}
+            "kubeletVersion": KUBELET_VERSION,
+            # no longer set by the kubelet (DisableNodeKubeProxyVersion), but the field has
+            # no omitempty: a real Node shows it empty, and clients require it
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux", "architecture": architecture()}

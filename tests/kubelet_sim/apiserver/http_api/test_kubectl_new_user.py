@@ -86,6 +86,11 @@ def test_nodes_carry_the_kubelets_os_and_arch_labels_and_node_info(up: Up) -> No
     assert info["architecture"] == labels["kubernetes.io/arch"]
     assert info["kubeletVersion"].startswith("v1.35.")
     assert info["containerRuntimeVersion"].startswith("containerd://")
+    # every field NodeSystemInfo has without omitempty is there, kubeProxyVersion empty
+    assert set(info) == {"machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+                         "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
+                         "operatingSystem", "architecture"}
+    assert info["kubeProxyVersion"] == ""
 
 
 def test_get_nodes_wide_prints_os_image_kernel_and_runtime(up: Up) -> None:
