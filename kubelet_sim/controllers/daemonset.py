@@ -21,7 +21,6 @@ import copy
 from typing import Any
 
 from kubelet_sim.api import node_affinity
-from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
 from kubelet_sim.controllers.common import replace_status
@@ -237,23 +236,10 @@ class DaemonSetController(WorkloadController):
         pod["metadata"]["labels"].update({REVISION_HASH_LABEL: current_hash,
                                           TEMPLATE_GENERATION: str(ds.metadata.generation)})
         pod["spec"] = daemon_pod_spec(template.get("spec") or {}, node)
-        try:
-            created = self.api.create(pod)
-        except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
-            self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedCreate",
-                       f"Error creating: {err.worded('pods')}")
-            raise
-        self.event("DaemonSet", ds.namespace, ds.name, "Normal", "SuccessfulCreate",
-                   f"Created pod: {created.name}")
+        self.create_pod(ds, pod)
 
     def _delete(self, ds: Resource, pod: Resource) -> bool:
-        try:
-            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
-        except NotFound:
-            return False
-        self.event("DaemonSet", ds.namespace, ds.name, "Normal", "SuccessfulDelete",
-                   f"Deleted pod: {pod.name}")
-        return True
+        return self.delete_pod(ds, pod)
 
     def _write_status(self, ds: Resource, pods: list[Resource], nodes: dict[str, Resource],
                       wanted: set[str], current_hash: str) -> bool:

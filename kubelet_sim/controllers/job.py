@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubelet_sim.api.errors import NotFound, ObjectForbidden
+from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
 from kubelet_sim.controllers.common import write_status
 from kubelet_sim.controllers.job_policies import (
@@ -561,24 +561,7 @@ class JobController(WorkloadController):
                         "name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
                             "apiVersion": "v1",
                             "fieldPath": f"metadata.labels['{COMPLETION_INDEX}']"}}}]
-        try:
-            created = self.api.create(pod)
-        except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
-            self.event("Job", job.namespace, job.name, "Warning", "FailedCreate",
-                       f"Error creating: {err.worded('pods')}")
-            raise
-        self.event("Job", job.namespace, job.name, "Normal", "SuccessfulCreate",
-                   f"Created pod: {created.name}")
-        return created
+        return self.create_pod(job, pod)
 
     def _delete(self, job: Resource, pods: list[Resource]) -> list[Resource]:
-        deleted: list[Resource] = []
-        for pod in pods:
-            try:
-                self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
-            except NotFound:
-                continue
-            deleted.append(pod)
-            self.event("Job", job.namespace, job.name, "Normal", "SuccessfulDelete",
-                       f"Deleted pod: {pod.name}")
-        return deleted
+        return [pod for pod in pods if self.delete_pod(job, pod)]

@@ -11,7 +11,7 @@ ReplicaSet is retried with backoff.
 
 from __future__ import annotations
 
-from kubelet_sim.api.errors import NotFound, ObjectForbidden
+from kubelet_sim.api.errors import ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.controllers.common import replace_status
 from kubelet_sim.controllers.workload_pods import (
@@ -82,10 +82,8 @@ class ReplicaSetController(WorkloadController):
         if not rs.metadata.deletion_timestamp:
             try:
                 changed = self._manage(rs, pods)
-            except ObjectForbidden as err:  # an admission plugin's refusal of a new pod
+            except ObjectForbidden as err:  # refused by admission (create_pod said so)
                 refused = err.worded("pods")
-                self.event("ReplicaSet", rs.namespace, rs.name, "Warning", "FailedCreate",
-                           f"Error creating: {refused}")
                 changed = True
             if changed:
                 pods = [p for p in self.cache.list("Pod", rs.namespace)
@@ -100,18 +98,11 @@ class ReplicaSetController(WorkloadController):
         diff = len(pods) - wanted
         if diff < 0:
             for _ in range(min(-diff, BURST_REPLICAS)):
-                pod = self.api.create(pod_from_template(rs, rs.spec.get("template") or {}))
-                self.event("ReplicaSet", rs.namespace, rs.name, "Normal", "SuccessfulCreate",
-                           f"Created pod: {pod.name}")
+                self.create_pod(rs, pod_from_template(rs, rs.spec.get("template") or {}))
             return True
         if diff > 0:
             for pod in sorted(pods, key=deletion_rank)[:min(diff, BURST_REPLICAS)]:
-                try:
-                    self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
-                except NotFound:
-                    continue
-                self.event("ReplicaSet", rs.namespace, rs.name, "Normal", "SuccessfulDelete",
-                           f"Deleted pod: {pod.name}")
+                self.delete_pod(rs, pod)
             return True
         return False
 

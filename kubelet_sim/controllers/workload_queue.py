@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from kubelet_sim.api.model import Resource
+from kubelet_sim.api.errors import NotFound, ObjectForbidden
+from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.workload_pods import controller_of
 
@@ -21,6 +22,34 @@ class WorkloadController(Controller):
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.prefix}/{namespace}/{name}"
+
+    # -- pod control: the events kube-controller-manager's PodControl records for the
+    # ReplicaSet, DaemonSet and Job controllers (the StatefulSet controller words its own)
+
+    def create_pod(self, owner: Resource, pod: JSON) -> Resource:
+        """Create ``pod`` for ``owner``: SuccessfulCreate ``Created pod: <name>``; an
+        admission plugin's refusal (a quota) is a FailedCreate ``Error creating: ...``
+        Warning, and raised."""
+        try:
+            created = self.api.create(pod)
+        except ObjectForbidden as err:
+            self.event(owner.kind, owner.namespace, owner.name, "Warning", "FailedCreate",
+                       f"Error creating: {err.worded('pods')}")
+            raise
+        self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulCreate",
+                   f"Created pod: {created.name}")
+        return created
+
+    def delete_pod(self, owner: Resource, pod: Resource) -> bool:
+        """Delete ``pod`` (this one, by UID) for ``owner``: SuccessfulDelete ``Deleted pod:
+        <name>``; False when it was gone already."""
+        try:
+            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+        except NotFound:
+            return False
+        self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulDelete",
+                   f"Deleted pod: {pod.name}")
+        return True
 
     @abstractmethod
     async def sync(self, obj: Resource) -> bool:
