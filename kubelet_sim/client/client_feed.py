@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import Callable
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED
+from kubelet_sim.client.in_process import InProcessClient
 from kubelet_sim.client.informer import Handlers, Informer
 from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.shared_cache import Feed
 from kubelet_sim.utils.clock import Clock
 
 OnChange = Callable[[str, Resource], None]
@@ -69,3 +72,18 @@ class ClientFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+
+
+_FEEDS: weakref.WeakKeyDictionary[KubeClient, ClientFeed] = weakref.WeakKeyDictionary()
+
+
+def feed_source(client: KubeClient) -> Feed:
+    """Where the shared cache of the components using ``client`` is fed from: the
+    in-process API server itself (every commit, inside the commit), or one
+    :class:`ClientFeed` per client over its watches."""
+    if isinstance(client, InProcessClient):
+        return client.api
+    feed = _FEEDS.get(client)
+    if feed is None:
+        feed = _FEEDS[client] = ClientFeed(client)
+    return feed

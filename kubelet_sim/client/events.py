@@ -9,20 +9,27 @@ for cluster-scoped objects), or — for a repeat, by the correlator's rules
 events never fail the component that records them. The recorder also keeps what it wrote
 (client-go's correlator cache), which the in-process readers below use; without an API
 server (unit tests of one controller) it only keeps them.
+
+Over a :class:`~kubelet_sim.client.kube_client.KubeClient` (an API server in another
+process) the writes go out in the background, in order, as client-go's broadcaster sends
+them: :meth:`EventRecorder.record` never waits for the network, and
+:meth:`EventRecorder.flush` waits until what was recorded so far is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from kubelet_sim.api.errors import ApiError, NotFound
-from kubelet_sim.api.model import KINDS, format_time
+from kubelet_sim.api.model import KINDS, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.event_correlator import Event, EventCorrelator
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.utils.clock import Clock, RealClock
 
 __all__ = ["NORMAL", "WARNING", "Event", "EventRecorder", "event_body"]
@@ -61,12 +68,16 @@ def _rfc3339(seconds: float) -> str:
 class EventRecorder:
     """Writes events to ``api`` (when given) and remembers them in first-recorded order."""
 
-    api: APIServer | None = None
+    api: APIServer | KubeClient | None = None
     clock: Clock | None = None
     events: list[Event] = field(default_factory=list)
     _correlator: EventCorrelator = field(default_factory=EventCorrelator)
     _position: dict[str, int] = field(default_factory=dict)  # Event name -> index in events
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # over a KubeClient: the events waiting to be written, and the task writing them
+    _queue: list[Event] = field(default_factory=list)
+    _writer: asyncio.Task[None] | None = None
+    _written: asyncio.Event | None = None
 
     def record(self, kind: str, namespace: str, name: str, event_type: str, reason: str,
                message: str, component: str, *, host: str = "", field_path: str = "") -> None:
@@ -76,7 +87,7 @@ class EventRecorder:
         uid, version = self._involved(kind, name, namespace)
         occurrence = Event(kind, namespace, name, event_type, reason, message, component,
                            host=host, uid=uid, field_path=field_path)
-        clock = self.clock or (self.api.clock if self.api is not None else RealClock())
+        clock = self.clock or getattr(self.api, "clock", None) or RealClock()
         with self._lock:
             event = self._correlator.observe(occurrence, clock.now().timestamp())
             if event is None:
@@ -92,8 +103,8 @@ class EventRecorder:
 
     def _involved(self, kind: str, name: str, namespace: str) -> tuple[str, str]:
         """The object's uid and resourceVersion (client-go takes them from the object)."""
-        if self.api is None or kind not in KINDS:
-            return "", ""
+        if not isinstance(self.api, APIServer) or kind not in KINDS:
+            return "", ""  # (over a client, the writer looks them up)
         try:
             obj = self.api.get(kind, name, namespace)
         except ApiError:
@@ -102,6 +113,9 @@ class EventRecorder:
 
     def _write(self, event: Event, involved_version: str) -> None:
         if self.api is None:
+            return
+        if not isinstance(self.api, APIServer):
+            self._send_later(event)
             return
         namespace = event.namespace or "default"
         try:
@@ -117,6 +131,57 @@ class EventRecorder:
         except ApiError as err:  # e.g. the namespace is being deleted: drop the event
             log.info("event %s/%s (%s) not written: %s", namespace, event.object_name,
                      event.reason, err)
+
+    # -- over a KubeClient: written in the background ------------------------------------
+
+    def _send_later(self, event: Event) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            log.info("event %s on %s/%s not written: no event loop", event.reason,
+                     event.namespace, event.name)
+            return
+        self._queue.append(event)
+        if self._written is None:
+            self._written = asyncio.Event()
+        self._written.clear()
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._send_queued(), name="event-writer")
+
+    async def _send_queued(self) -> None:
+        assert isinstance(self.api, KubeClient) and not isinstance(self.api, APIServer)
+        client = self.api
+        while self._queue:
+            event = self._queue.pop(0)
+            namespace = event.namespace or "default"
+            try:
+                version = ""
+                if event.count == 1 and event.kind in KINDS and not event.uid:
+                    try:
+                        obj = await client.get(event.kind, event.name, event.namespace)
+                        event = replace(event, uid=obj.metadata.uid)
+                        version = obj.metadata.resource_version
+                    except ApiError:
+                        pass
+                if event.count > 1:
+                    try:
+                        await client.patch("Event", event.object_name, {
+                            "count": event.count, "message": event.message,
+                            "lastTimestamp": _rfc3339(event.last_time)}, namespace)
+                        continue
+                    except NotFound:
+                        pass
+                await client.create(Resource.from_dict(event_body(event, version)))
+            except ApiError as err:
+                log.info("event %s/%s (%s) not written: %s", namespace, event.object_name,
+                         event.reason, err)
+        if self._written is not None:
+            self._written.set()
+
+    async def flush(self) -> None:
+        """Wait until every event recorded so far is written (at once in-process)."""
+        if self._writer is not None and not self._writer.done() and self._written is not None:
+            await self._written.wait()
 
     # -- readers (what `kubectl describe` lists for an object) -------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from kubelet_sim.api.errors import (
     AlreadyExists,
@@ -47,9 +47,11 @@ from kubelet_sim.client.kube_client import (
     JSON_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,
+    KubeClient,
     KubeWatch,
     bookmark,
 )
+from kubelet_sim.utils.clock import Clock
 
 PATCH_RETRIES = 5  # as the HTTP front retries a patch a concurrent write raced
 
@@ -61,6 +63,11 @@ class InProcessClient:
     def __init__(self, api: APIServer, bookmark_every: float | None = None) -> None:
         self.api = api
         self.bookmark_every = bookmark_every
+
+    @property
+    def clock(self) -> Clock:
+        """The API server's clock (a test's fake clock moves both)."""
+        return self.api.clock
 
     async def get(self, kind: str, name: str, namespace: str = "") -> Resource:
         return self.api.get(kind, name, namespace)
@@ -255,3 +262,38 @@ class _TimedWatch:
     def stop(self) -> None:
         self._initial.clear()
         self._watch.stop()
+
+
+def as_client(api: APIServer | KubeClient) -> KubeClient:
+    """``api`` as a KubeClient: the in-process server wrapped, any client as it is."""
+    return InProcessClient(api) if isinstance(api, APIServer) else api
+
+
+class _NoServerHere:
+    """Stands for the in-process server in a component that runs over a client: any use
+    names the component still reading the server object directly."""
+
+    def __init__(self, component: str) -> None:
+        self._component = component
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"{self._component} used the in-process API server "
+                           f"({name}) but runs over a client to another process")
+
+
+def in_process_server(api: APIServer | KubeClient, component: str) -> APIServer:
+    """The in-process server behind ``api``; over a client to another process, a
+    stand-in that fails loudly where a component still reads the server object."""
+    if isinstance(api, APIServer):
+        return api
+    if isinstance(api, InProcessClient):
+        return api.api
+    return cast(APIServer, _NoServerHere(component))
+
+
+def server_or_client(api: APIServer | KubeClient) -> APIServer | KubeClient:
+    """The in-process server when there is one (its writers write inside the call), else
+    the client."""
+    if isinstance(api, InProcessClient):
+        return api.api
+    return api

@@ -24,8 +24,11 @@ from typing import Any
 from kubelet_sim.api.errors import Gone
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.in_process import as_client, in_process_server, server_or_client
 from kubelet_sim.client.indexes import add_indexes
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 from kubelet_sim.utils.clock import Clock, ExponentialBackoff, RealClock
 from kubelet_sim.utils.wakeup import wait_any
@@ -47,17 +50,20 @@ class Controller(ABC):
 
     def __init__(
         self,
-        api: APIServer,
+        api: APIServer | KubeClient,
         *,
         clock: Clock | None = None,
         recorder: EventRecorder | None = None,
         resync_seconds: float = DEFAULT_RESYNC_SECONDS,
     ) -> None:
-        self.api = api
+        # every call to the API server goes through this client: the in-process server
+        # wrapped, or a client over HTTPS to an API server in another process
+        self.client: KubeClient = as_client(api)
+        self.api = in_process_server(api, type(self).__name__)
         # what a pass reads (never modifies): the shared informer cache, with the indexes
-        self.cache: SharedCache = add_indexes(shared_cache(api))
-        self.clock: Clock = clock or api.clock or RealClock()
-        self.recorder = recorder or EventRecorder(api)
+        self.cache: SharedCache = add_indexes(shared_cache(feed_source(self.client)))
+        self.clock: Clock = clock or getattr(self.client, "clock", None) or RealClock()
+        self.recorder = recorder or EventRecorder(server_or_client(api))
         self.resync_seconds = resync_seconds
         self.backoff = ExponentialBackoff(self.clock)
         self.errors: dict[str, str] = {}  # object key -> last error, while it backs off

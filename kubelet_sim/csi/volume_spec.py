@@ -27,7 +27,7 @@ SecretRef = Mapping[str, str]  # a SecretReference: {"name", "namespace"}
 class SecretLookup(Protocol):
     """Where the kubelet reads Secrets (the API server's role)."""
 
-    def get(self, ref: SecretRef | None) -> dict[str, str]:
+    async def get(self, ref: SecretRef | None) -> dict[str, str]:
         """The data of ``ref`` ({} for None); LookupError when it does not exist."""
         ...
 

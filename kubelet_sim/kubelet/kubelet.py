@@ -37,8 +37,11 @@ from typing import Any
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
+from kubelet_sim.client.in_process import as_client, in_process_server, server_or_client
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.client.shared_cache import shared_cache
@@ -122,7 +125,7 @@ class Kubelet:
     def __init__(
         self,
         *,
-        api: APIServer,
+        api: APIServer | KubeClient,
         node_name: str,
         root_dir: Path,
         runtime: ContainerRuntime,
@@ -136,9 +139,12 @@ class Kubelet:
         parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
         sync_frequency: float = SYNC_FREQUENCY_SECONDS,  # --sync-frequency: running pods
     ) -> None:
-        self.api = api
+        # every call to the API server goes through this client: the in-process server
+        # wrapped, or a client over HTTPS to an API server in another process
+        self.client: KubeClient = as_client(api)
+        self.api = in_process_server(api, "kubelet")
         # the pods bound here, read (never modified) from the shared informer cache
-        self.cache = add_indexes(shared_cache(api))
+        self.cache = add_indexes(shared_cache(feed_source(self.client)))
         self.parallel_pods = parallel_pods
         self.lease_duration_seconds = lease_duration_seconds
         # told (creation, now) when a pod's containers run: the pod start SLI
@@ -146,7 +152,7 @@ class Kubelet:
         # the pods this kubelet set Running, by what triggered the sync that did it
         # (sync_triggers: their own event, a periodic pass, ...)
         self.pod_starts: Counter[str] = Counter()
-        self.recorder = recorder or EventRecorder(api)
+        self.recorder = recorder or EventRecorder(server_or_client(api))
         self._announced = False  # the Starting event recorded (once per process)
         self.node_name = node_name
         self.paths = KubeletPaths(root_dir)
@@ -162,22 +168,22 @@ class Kubelet:
             client_factory=client_factory,
             clock=self.clock,
         )
-        self.csi_node_updater = CsiNodeUpdater(api=api, node_name=node_name, clock=self.clock,
+        self.csi_node_updater = CsiNodeUpdater(api=self.api, node_name=node_name, clock=self.clock,
                                                drivers=lambda: self.watcher.drivers)
         # the pods' ServiceAccount tokens for drivers that ask for them (tokenRequests),
         # and when running pods are synced again (volumes of requiresRepublish drivers)
-        self.tokens = TokenManager(api, self.clock)
+        self.tokens = TokenManager(self.api, self.clock)
         self.republish = RepublishSchedule(self.clock, sync_frequency)
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
-            clock=self.clock, secrets=secrets or ApiSecrets(api),
+            clock=self.clock, secrets=secrets or ApiSecrets(self.client),
             publish_attributes=lambda pod, volume: token_attributes(
-                api, self.tokens, volume.driver, pod),
+                self.api, self.tokens, volume.driver, pod),
         )
         # emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes
-        self.local_volumes = LocalVolumes(api, self.paths, node_name, root_dir.parent / "rootfs",
-                                          self.clock, self.tokens)
-        self.empty_dir_eviction = EmptyDirEviction(api, self.recorder, node_name,
+        self.local_volumes = LocalVolumes(self.api, self.paths, node_name,
+                                          root_dir.parent / "rootfs", self.clock, self.tokens)
+        self.empty_dir_eviction = EmptyDirEviction(self.api, self.recorder, node_name,
                                                    self.local_volumes, self.clock)
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet

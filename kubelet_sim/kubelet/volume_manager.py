@@ -173,7 +173,7 @@ class VolumeManager:
                                     "volumeHandle": volume.volume_handle})
         if not caps.stage_unstage:
             return None
-        secrets = self._secret(volume.node_stage_secret_ref, "NodeStageSecretRef")
+        secrets = await self._secret(volume.node_stage_secret_ref, "NodeStageSecretRef")
         request = csi_pb2.NodeStageVolumeRequest(
             volume_id=volume.volume_handle,
             publish_context=dict(volume.publish_context),
@@ -247,7 +247,7 @@ class VolumeManager:
         client = self._client_for(volume.driver)
         handle = volume.handle_for(pod.uid)
         caps = await self._capabilities(client)
-        secrets = self._secret(volume.node_publish_secret_ref, "NodePublishSecretRef")
+        secrets = await self._secret(volume.node_publish_secret_ref, "NodePublishSecretRef")
         staging = ""
         if not volume.ephemeral and caps.stage_unstage:
             staging = str(self.staging_path(volume))
@@ -389,7 +389,7 @@ class VolumeManager:
                 staging_target_path=str(self.staging_path(volume)) if staged else "",
                 volume_capability=volume_capability(
                     volume, single_node_multi_writer=caps.single_node_multi_writer),
-                secrets=self._secret(volume.node_expand_secret_ref, "NodeExpandSecretRef"),
+                secrets=await self._secret(volume.node_expand_secret_ref, "NodeExpandSecretRef"),
             ), csi_pb2.NodeExpandVolumeResponse)
             return response.capacity_bytes
 
@@ -417,7 +417,7 @@ class VolumeManager:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _secret(self, ref: SecretRef | None, field_name: str) -> dict[str, str]:
+    async def _secret(self, ref: SecretRef | None, field_name: str) -> dict[str, str]:
         """The data of a secret reference ({} without one), read now, as the kubelet reads
         it for each call; LookupError with the kubelet's sentence when it does not exist."""
         if not ref:
@@ -425,7 +425,7 @@ class VolumeManager:
         try:
             if self._secrets is None:
                 raise LookupError("no secrets are configured on this node")
-            return dict(self._secrets.get(ref))
+            return dict(await self._secrets.get(ref))
         except LookupError as err:
             raise LookupError(f"fetching {field_name} {ref.get('namespace', '')}/"
                               f"{ref.get('name', '')} failed: {err}") from None

@@ -144,7 +144,7 @@ class ExternalAttacher(CsiSidecar):
             volume_capability=pv_volume_capability(
                 pv, single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs),
             readonly=bool(csi.get("readOnly")) and CtrlRpc.PUBLISH_READONLY in rpcs,
-            secrets=self.secrets.get(csi.get("controllerPublishSecretRef")),
+            secrets=await self.secrets.get(csi.get("controllerPublishSecretRef")),
             volume_context=dict(csi.get("volumeAttributes") or {}))
         response = await self.csi.call(request, csi_pb2.ControllerPublishVolumeResponse)
         return dict(response.publish_context)
@@ -163,7 +163,7 @@ class ExternalAttacher(CsiSidecar):
                 await self.csi.call(
                     csi_pb2.ControllerUnpublishVolumeRequest(
                         volume_id=str(csi.get("volumeHandle")), node_id=node_id,
-                        secrets=self.secrets.get(csi.get("controllerPublishSecretRef"))),
+                        secrets=await self.secrets.get(csi.get("controllerPublishSecretRef"))),
                         csi_pb2.ControllerUnpublishVolumeResponse)
         except (CsiError, LookupError) as err:
             self._save_error(va.name, "detachError", str(err), grpc_code(err))

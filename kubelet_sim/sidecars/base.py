@@ -25,7 +25,7 @@ class CsiSidecar(Controller):
         super().__init__(api, **kwargs)
         self.csi = csi.with_component(self.name, timeout=self.timeout)
         self.driver = driver
-        self.secrets = ApiSecrets(api)  # read from the API server for every call
+        self.secrets = ApiSecrets(self.client)  # read from the API server for every call
         self.capabilities = CachedControllerCapabilities(self.csi)
 
     async def controller_rpcs(self) -> frozenset[int]:

@@ -239,7 +239,7 @@ class ExternalProvisioner(CsiSidecar):
             volume_capabilities=volume_capabilities(
                 pvc, fs_type, list(sc.body.get("mountOptions") or []),
                 single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs),
-            secrets=self.secrets.get(provisioner_ref))
+            secrets=await self.secrets.get(provisioner_ref))
         request.capacity_range.required_bytes = pvc_request_bytes(pvc)
         vac_name = str(pvc.spec.get("volumeAttributesClassName") or "")
         if vac_name:
@@ -326,7 +326,7 @@ class ExternalProvisioner(CsiSidecar):
         try:
             request = csi_pb2.DeleteVolumeRequest(
                 volume_id=str((pv.spec.get("csi") or {}).get("volumeHandle")),
-                secrets=self.secrets.get(ref))
+                secrets=await self.secrets.get(ref))
             await self.csi.call(request, csi_pb2.DeleteVolumeResponse)
         except CsiError as err:
             self.event("PersistentVolume", "", pv.name, "Warning", "VolumeFailedDelete",

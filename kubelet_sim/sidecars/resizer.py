@@ -175,7 +175,7 @@ class ExternalResizer(ModifyingSidecar):
         csi = pv.spec.get("csi") or {}
         request = csi_pb2.ControllerExpandVolumeRequest(
             volume_id=str(csi.get("volumeHandle")),
-            secrets=self.secrets.get(csi.get("controllerExpandSecretRef")),
+            secrets=await self.secrets.get(csi.get("controllerExpandSecretRef")),
             volume_capability=pv_volume_capability(
                 pv, single_node_multi_writer=CtrlRpc.SINGLE_NODE_MULTI_WRITER in rpcs))
         request.capacity_range.required_bytes = size

@@ -87,7 +87,7 @@ class CsiSnapshotter(CsiSidecar):
         response = await self.csi.call(csi_pb2.CreateSnapshotRequest(
             name=f"{SNAPSHOT_NAME_PREFIX}-{ref.get('uid')}", source_volume_id=volume_handle,
             parameters=strip_prefixed_parameters(raw, SNAPSHOTTER_KEYS),
-            secrets=self.secrets.get(secret_ref)), csi_pb2.CreateSnapshotResponse)
+            secrets=await self.secrets.get(secret_ref)), csi_pb2.CreateSnapshotResponse)
         return response.snapshot
 
     async def _list_one(self, handle: str) -> csi_pb2.Snapshot:
@@ -110,7 +110,7 @@ class CsiSnapshotter(CsiSidecar):
                    if ann.get(ANN_DELETION_SECRET_NAME) else None)
             try:
                 await self.csi.call(csi_pb2.DeleteSnapshotRequest(
-                    snapshot_id=str(handle), secrets=self.secrets.get(ref)),
+                    snapshot_id=str(handle), secrets=await self.secrets.get(ref)),
                     csi_pb2.DeleteSnapshotResponse)
             except (CsiError, LookupError) as err:
                 self._save_error(content, str(err))

@@ -222,6 +222,6 @@ class ModifyingSidecar(CsiSidecar):
             ref = {"name": ann[ANN_MODIFY_SECRET_NAME],
                    "namespace": ann[ANN_MODIFY_SECRET_NAMESPACE]}
         request = csi_pb2.ControllerModifyVolumeRequest(
-            volume_id=str(csi.get("volumeHandle")), secrets=self.secrets.get(ref),
+            volume_id=str(csi.get("volumeHandle")), secrets=await self.secrets.get(ref),
             mutable_parameters=parameters)
         await self.csi.call(request, csi_pb2.ControllerModifyVolumeResponse)

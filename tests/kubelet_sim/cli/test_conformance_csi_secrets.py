@@ -35,7 +35,7 @@ def failures(report: Report) -> dict[str, str]:
 async def test_the_secret_cases_fail_when_the_co_hands_over_no_secret_data(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def no_data(self: ApiSecrets, ref: Mapping[str, Any] | None) -> dict[str, str]:
+    async def no_data(self: ApiSecrets, ref: Mapping[str, Any] | None) -> dict[str, str]:
         return {}  # a missing Secret too: the call goes on without it
 
     monkeypatch.setattr(ApiSecrets, "get", no_data)
