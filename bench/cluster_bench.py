@@ -286,11 +286,16 @@ async def run(sizes: list[int], pvc_pods: int, rate: float, seconds: float,
 
 
 def main(argv: list[str]) -> int:
+    if "--processes" in argv:  # every component its own process: another bench
+        from bench import cluster_processes_bench
+        return cluster_processes_bench.main(argv)
     p = argparse.ArgumentParser(prog="bench cluster", description=__doc__.split("\n\n")[0])
     p.add_argument("--pods", type=int, action="append", help="burst sizes (default 100, 500, 1000)")
     p.add_argument("--pvc-pods", type=int, default=50, help="pods with a PVC each (0: none)")
     p.add_argument("--rate", type=float, default=20.0, help="open-loop pods per second")
     p.add_argument("--seconds", type=float, default=10.0, help="open-loop duration")
+    p.add_argument("--processes", action="store_true",
+                   help="every component its own process: see bench/cluster_processes_bench.py")
     p.add_argument("--open-loops", type=int, default=3,
                    help="open-loop runs after the bursts (the figure is the worst)")
     a = p.parse_args(argv)
