@@ -19,10 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from kubelet_sim.api.errors import (
-    AlreadyExists,
     BadRequest,
-    Conflict,
-    InjectedConflict,
     Invalid,
     InvalidOptions,
     NotFound,
@@ -37,6 +34,7 @@ from kubelet_sim.apiserver.patch import (
     decode_operations,
     kind_node,
 )
+from kubelet_sim.apiserver.patch.retried import applied_document, write_applied, write_patched
 from kubelet_sim.apiserver.patch.schema import UNTYPED_NODE
 from kubelet_sim.apiserver.server import APIServer, ResourceList
 from kubelet_sim.apiserver.watch import Watch, WatchEvent
@@ -52,8 +50,6 @@ from kubelet_sim.client.kube_client import (
     bookmark,
 )
 from kubelet_sim.utils.clock import Clock
-
-PATCH_RETRIES = 5  # as the HTTP front retries a patch a concurrent write raced
 
 
 class InProcessClient:
@@ -97,27 +93,15 @@ class InProcessClient:
             raise NotFound(f"{kind}/{subresource}", name)
         if patch_type == APPLY_PATCH:
             return self._apply(kind, name, patch, namespace, subresource, field_manager, force)
-        write = self.api.update_status if subresource else self.api.update
-        verb = "patch"
-        for attempt in range(PATCH_RETRIES):
-            current = self.api.get(kind, name, namespace)
+
+        def patched(current: Resource) -> Resource:
             merged = _patched(patch_type, current, patch)
             if not isinstance(merged, dict):
                 raise Invalid("patch", f"cannot unmarshal {type(merged).__name__} into an "
                                        f"object of kind {kind}")
-            obj = Resource.from_dict(merged)
-            # a resourceVersion the patch sets is a precondition; else the current one
-            sent_version = obj.metadata.resource_version
-            precondition = sent_version not in ("", current.metadata.resource_version)
-            obj.metadata.resource_version = sent_version or current.metadata.resource_version
-            try:
-                return write(obj, verb)
-            except InjectedConflict:
-                raise
-            except Conflict:
-                if precondition or attempt == PATCH_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+            return Resource.from_dict(merged)
+
+        return write_patched(self.api, kind, name, namespace, subresource, patched)
 
     def _apply(self, kind: str, name: str, config: Any, namespace: str, subresource: str,
                manager: str, force: bool) -> Resource:
@@ -135,36 +119,14 @@ class InProcessClient:
         wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
         write = Write(kind_node(info.api_version, kind) or UNTYPED_NODE, info.api_version,
                       subresource, info.status_subresource, format_time(self.api.clock.now()))
-        for attempt in range(PATCH_RETRIES):
-            try:
-                current: Resource | None = self.api.get(kind, name, namespace)
-            except NotFound:
-                if subresource or wanted:
-                    raise
-                current = None
+
+        def applied(current: Resource | None) -> Resource:
             live = current.to_dict() if current is not None else None
             result = apply(live, config, manager, force, write)
-            doc = dict(result.obj if result.obj is not None else live or {})
-            meta = dict(doc.get("metadata") or {})
-            meta["managedFields"] = result.managed_fields
-            meta.setdefault("name", name)
-            if info.namespaced:
-                meta.setdefault("namespace", namespace or "default")
-            doc["metadata"] = meta
-            obj = Resource.from_dict(doc)
-            try:
-                if current is None:
-                    obj.metadata.resource_version = ""
-                    return self.api.create(obj)
-                obj.metadata.resource_version = wanted or current.metadata.resource_version
-                update = self.api.update_status if subresource else self.api.update
-                return update(obj, "patch")
-            except InjectedConflict:
-                raise
-            except (Conflict, AlreadyExists):
-                if wanted or attempt == PATCH_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+            return Resource.from_dict(applied_document(
+                result, live, name, (namespace or "default") if info.namespaced else None))
+
+        return write_applied(self.api, kind, name, namespace, subresource, applied, wanted)[0]
 
     async def delete(self, kind: str, name: str, namespace: str = "", *,
                      grace_period_seconds: int | None = None, uid: str | None = None,

@@ -26,12 +26,9 @@ from typing import Any
 from aiohttp import web
 
 from kubelet_sim.api.errors import (
-    AlreadyExists,
     ApiError,
     BadRequest,
-    Conflict,
     Gone,
-    InjectedConflict,
     Invalid,
     NotFound,
 )
@@ -68,6 +65,11 @@ from kubelet_sim.apiserver.http.status import error_body, fail, status_body
 from kubelet_sim.apiserver.http.tables import table
 from kubelet_sim.apiserver.http.workers import Workers
 from kubelet_sim.apiserver.patch import apply
+from kubelet_sim.apiserver.patch.retried import (
+    applied_document,
+    write_applied,
+    write_patched,
+)
 from kubelet_sim.apiserver.server import APIServer
 
 BOOKMARK_EVERY = 10.0  # seconds of quiet before a BOOKMARK, when the client allows them
@@ -393,8 +395,9 @@ class Rest:
         for (no resourceVersion in it)."""
         problems = fields.duplicate_fields(patch)
         r = target.resource
-        for attempt in range(PATCH_RETRIES):
-            current = self.api.get(r.stored_kind, target.name, target.namespace)
+        warnings: list[str] = []
+
+        def patched(current: Resource) -> Resource:
             live = shown(r, current.to_dict())
             merged = patching.patched(kind, live, patch, target, mode)
             if not isinstance(merged, dict):
@@ -407,24 +410,14 @@ class Rest:
                 # what does not decode after patching is the patch's fault: 422 (the
                 # same in a body is 400)
                 raise Invalid("patch", err.message) from None
-            warnings = fields.settle(problems + unknown, mode)
+            warnings[:] = fields.settle(problems + unknown, mode)
             obj = Resource.from_dict(merged)
-            # a resourceVersion the patch sets is a precondition; else the current one
-            precondition = obj.metadata.resource_version not in (
-                "", current.metadata.resource_version)
-            obj.metadata.resource_version = (obj.metadata.resource_version
-                                             or current.metadata.resource_version)
             self._record(obj, live, manager, target)
-            write = self.api.update_status if target.subresource else self.api.update
-            try:
-                return _answer(request, shown(r, write(obj, "patch", dry_run=dry_run).to_dict()),
-                               warnings=warnings)
-            except InjectedConflict:
-                raise
-            except Conflict:
-                if precondition or attempt == PATCH_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+            return obj
+
+        written = write_patched(self.api, r.stored_kind, target.name, target.namespace,
+                                target.subresource, patched, dry_run=dry_run)
+        return _answer(request, shown(r, written.to_dict()), warnings=warnings)
 
     def _apply(self, request: web.Request, target: Target, config: dict[str, Any],
                manager: str, force: bool, dry_run: bool, mode: str) -> web.Response:
@@ -436,41 +429,19 @@ class Rest:
         warnings = fields.settle(problems, mode)
         # a resourceVersion in the configuration is a precondition, as in any write
         wanted = str((config.get("metadata") or {}).get("resourceVersion") or "")
-        for attempt in range(PATCH_RETRIES):
-            try:
-                current: Resource | None = self.api.get(r.stored_kind, target.name,
-                                                        target.namespace)
-            except NotFound:
-                if target.subresource or wanted:
-                    raise
-                current = None
+
+        def applied(current: Resource | None) -> Resource:
             live = shown(r, current.to_dict()) if current is not None else None
             result = apply(live, config, manager, force,
                            patching.write_of(target, self.api.clock.now()))
-            doc = dict(result.obj if result.obj is not None else live or {})
-            meta = dict(doc.get("metadata") or {})
-            meta["managedFields"] = result.managed_fields
-            meta.setdefault("name", target.name)
-            if r.namespaced:
-                meta.setdefault("namespace", target.namespace)
-            doc["metadata"] = meta
-            obj = Resource.from_dict(stored(r, doc))
-            try:
-                if current is None:
-                    obj.metadata.resource_version = ""
-                    self.api.await_admission(obj)
-                    created = self.api.create(obj, dry_run=dry_run)
-                    return _answer(request, shown(r, created.to_dict()), 201, warnings)
-                obj.metadata.resource_version = wanted or current.metadata.resource_version
-                write = self.api.update_status if target.subresource else self.api.update
-                return _answer(request, shown(r, write(obj, "patch", dry_run=dry_run).to_dict()),
-                               warnings=warnings)
-            except InjectedConflict:
-                raise
-            except (Conflict, AlreadyExists):
-                if wanted or attempt == PATCH_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+            doc = applied_document(result, live, target.name,
+                                   target.namespace if r.namespaced else None)
+            return Resource.from_dict(stored(r, doc))
+
+        written, created = write_applied(self.api, r.stored_kind, target.name,
+                                         target.namespace, target.subresource, applied, wanted,
+                                         dry_run=dry_run, before_create=self.api.await_admission)
+        return _answer(request, shown(r, written.to_dict()), 201 if created else 200, warnings)
 
     def _record(self, obj: Resource, live: dict[str, Any] | None, manager: str,
                 target: Target) -> None:
