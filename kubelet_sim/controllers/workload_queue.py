@@ -26,12 +26,12 @@ class WorkloadController(Controller):
     # -- pod control: the events kube-controller-manager's PodControl records for the
     # ReplicaSet, DaemonSet and Job controllers (the StatefulSet controller words its own)
 
-    def create_pod(self, owner: Resource, pod: JSON) -> Resource:
+    async def create_pod(self, owner: Resource, pod: JSON) -> Resource:
         """Create ``pod`` for ``owner``: SuccessfulCreate ``Created pod: <name>``; an
         admission plugin's refusal (a quota) is a FailedCreate ``Error creating: ...``
         Warning, and raised."""
         try:
-            created = self.api.create(pod)
+            created = await self.client.create(Resource.from_dict(pod))
         except ObjectForbidden as err:
             self.event(owner.kind, owner.namespace, owner.name, "Warning", "FailedCreate",
                        f"Error creating: {err.worded('pods')}")
@@ -40,11 +40,11 @@ class WorkloadController(Controller):
                    f"Created pod: {created.name}")
         return created
 
-    def delete_pod(self, owner: Resource, pod: Resource) -> bool:
+    async def delete_pod(self, owner: Resource, pod: Resource) -> bool:
         """Delete ``pod`` (this one, by UID) for ``owner``: SuccessfulDelete ``Deleted pod:
         <name>``; False when it was gone already."""
         try:
-            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
         except NotFound:
             return False
         self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulDelete",
