@@ -137,8 +137,20 @@ class DaemonSetController(WorkloadController):
                 continue  # finished and going: not the node's any more
             by_node.setdefault(node_of(pod) or "", []).append(pod)
         changed = False
-        # node by node, as manage() goes through the node list (pods of a node that is
-        # gone are the pod garbage collector's)
+        if self.may_manage(ds):
+            changed = await self._manage(ds, nodes, wanted, by_node, current_hash)
+        pods = [p for p in self.cache.list("Pod", ds.namespace) if owned_by(p, ds)]
+        in_use = {update.name} | {f"{ds.name}-{p.metadata.labels.get(REVISION_HASH_LABEL)}"
+                                  for p in pods}
+        changed = await prune(self.client, ds, revisions, in_use) or changed
+        return await self._write_status(ds, pods, nodes, wanted, current_hash) or changed
+
+    async def _manage(self, ds: Resource, nodes: dict[str, Resource], wanted: set[str],
+                      by_node: dict[str, list[Resource]], current_hash: str) -> bool:
+        """manage(), node by node through the node list (pods of a node that is gone are
+        the pod garbage collector's), then the rolling update."""
+        template_spec = (ds.spec.get("template") or {}).get("spec") or {}
+        changed = False
         for name, node in sorted(nodes.items()):
             should_run = name in wanted
             keep = eligible(template_spec, node, running=True)
@@ -156,11 +168,7 @@ class DaemonSetController(WorkloadController):
         strategy = (ds.spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
         if not changed and strategy == "RollingUpdate":
             changed = await self._roll(ds, by_node, set(nodes), wanted, current_hash)
-        pods = [p for p in self.cache.list("Pod", ds.namespace) if owned_by(p, ds)]
-        in_use = {update.name} | {f"{ds.name}-{p.metadata.labels.get(REVISION_HASH_LABEL)}"
-                                  for p in pods}
-        changed = await prune(self.client, ds, revisions, in_use) or changed
-        return await self._write_status(ds, pods, nodes, wanted, current_hash) or changed
+        return changed
 
     async def _manage_node(self, ds: Resource, node: str, on_node: list[Resource], should_run: bool,
                      current_hash: str) -> bool:

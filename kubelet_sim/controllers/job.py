@@ -285,10 +285,13 @@ class JobController(WorkloadController):
             run.terminating += len(deleted)
             changed, active = bool(deleted), 0
         else:
-            changed = await self._manage(run, backoff, succeeded)
+            # (pods this controller made or deleted but the cache does not show yet: not
+            # managed, nor counted out, until it does)
+            managed = self.may_manage(job)
+            changed = await self._manage(run, backoff, succeeded) if managed else False
             active = len(run.active)
             wanted = run.completions
-            if (succeeded > 0 if wanted is None else succeeded >= wanted) \
+            if managed and (succeeded > 0 if wanted is None else succeeded >= wanted) \
                     and active == 0:
                 finish = _Finish(False, "CompletionsReached",
                                  "Reached expected number of succeeded pods")

@@ -79,7 +79,7 @@ class ReplicaSetController(WorkloadController):
         pods = await claim(self.client, rs, candidates, selector_of(rs))
         changed = False
         refused: str | None = None
-        if not rs.metadata.deletion_timestamp:
+        if not rs.metadata.deletion_timestamp and self.may_manage(rs):
             try:
                 changed = await self._manage(rs, pods)
             except ObjectForbidden as err:  # refused by admission (create_pod said so)

@@ -7,11 +7,17 @@ controller reference's owner; an orphan the workload might adopt asks for a full
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Any
 
 from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.workload_expectations import Expectations
 from kubelet_sim.controllers.workload_pods import controller_of
+
+# seconds before a workload whose pods are not all in the cache yet is looked at again
+# (their arrival wakes it sooner)
+EXPECTATIONS_RECHECK = 1.0
 
 
 class WorkloadController(Controller):
@@ -19,6 +25,11 @@ class WorkloadController(Controller):
     prefix: str = ""
     # the kinds whose orphans the workload adopts (a change of one may concern any)
     adopts: tuple[str, ...] = ("Pod",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the pods created and deleted that the cache has not shown yet, per workload key
+        self.expectations = Expectations(self.cache, self.clock)
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.prefix}/{namespace}/{name}"
@@ -36,6 +47,7 @@ class WorkloadController(Controller):
             self.event(owner.kind, owner.namespace, owner.name, "Warning", "FailedCreate",
                        f"Error creating: {err.worded('pods')}")
             raise
+        self.expectations.created(self.key(owner.namespace, owner.name), created)
         self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulCreate",
                    f"Created pod: {created.name}")
         return created
@@ -47,9 +59,20 @@ class WorkloadController(Controller):
             await self.client.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
         except NotFound:
             return False
+        self.expectations.deleted(self.key(owner.namespace, owner.name), pod)
         self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulDelete",
                    f"Deleted pod: {pod.name}")
         return True
+
+    def may_manage(self, obj: Resource) -> bool:
+        """Whether the pod creations and deletions of the last sync of ``obj`` are in the
+        cache (SatisfiedExpectations); if not, this sync leaves its pods alone and the
+        workload is looked at again once they arrive."""
+        key = self.key(obj.namespace, obj.name)
+        if self.expectations.satisfied(key):
+            return True
+        self._note_retry(key, EXPECTATIONS_RECHECK)
+        return False
 
     @abstractmethod
     async def sync(self, obj: Resource) -> bool:
