@@ -1,0 +1,145 @@
+"""The workload controllers as a controller-manager in another process runs them: built on
+an HttpKubeClient to a `kubelet-sim apiserver` process (no API server object in this
+process), their cache fed by watches. A Deployment gets its ReplicaSet and that its pods,
+a Job and a StatefulSet their pods, and a scale-down removes pods — each read back
+through the client. No kubelet runs: the pods stay Pending."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kubelet_sim.api.model import Resource
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
+from kubelet_sim.client.http import HttpKubeClient
+from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.workloads import workload_controllers
+from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+
+NAMESPACE = "default"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ApiServerProcess]:
+    with running_apiserver() as running:
+        yield running
+
+
+@pytest.fixture
+async def client(server: ApiServerProcess) -> AsyncIterator[HttpKubeClient]:
+    """The client the test reads and writes through (not the controllers' own)."""
+    client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def controllers(server: ApiServerProcess) -> AsyncIterator[ControllerManager]:
+    """The Deployment, ReplicaSet, StatefulSet, DaemonSet and Job controllers on their own
+    client, running once their cache has its first lists (WaitForCacheSync)."""
+    client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
+    manager = ControllerManager(workload_controllers(client, {}))
+    feed = feed_source(client)
+    assert isinstance(feed, ClientFeed)  # over HTTPS, the cache is fed by watches
+    for controller in manager.controllers:
+        for kind in controller.kinds:
+            controller.cache.list(kind)  # start the informers
+    await feed.wait_synced()
+    manager.start()
+    try:
+        yield manager
+    finally:
+        await manager.stop()
+        for controller in manager.controllers:
+            await controller.recorder.flush()
+        await feed.stop()
+        await client.close()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str,
+                     timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def template(app: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+def workload(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> Resource:
+    return Resource.from_dict({
+        "apiVersion": api_version, "kind": kind,
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template(name),
+                 **spec}})
+
+
+async def owned(client: HttpKubeClient, kind: str, owner: Resource) -> list[Resource]:
+    """The live (not terminating) objects of ``kind`` ``owner`` controls."""
+    listed = await client.list(kind, NAMESPACE)
+    return [o for o in listed.items if not o.metadata.deletion_timestamp and any(
+        r.get("uid") == owner.metadata.uid and r.get("controller")
+        for r in o.metadata.owner_references or [])]
+
+
+async def test_a_deployment_gets_its_replica_set_and_pods_over_https(
+        client: HttpKubeClient, controllers: ControllerManager) -> None:
+    deployment = await client.create(workload("apps/v1", "Deployment", "web",
+                                              {"replicas": 3}))
+
+    async def three_pods() -> bool:
+        sets = await owned(client, "ReplicaSet", deployment)
+        return len(sets) == 1 and len(await owned(client, "Pod", sets[0])) == 3
+
+    await eventually(three_pods, "the Deployment's ReplicaSet and its 3 pods")
+    [rs] = await owned(client, "ReplicaSet", deployment)
+    pod_hash = rs.metadata.labels["pod-template-hash"]
+    assert rs.name == f"web-{pod_hash}"
+    assert rs.spec["replicas"] == 3
+    pods = await owned(client, "Pod", rs)
+    assert all(p.metadata.labels == {"app": "web", "pod-template-hash": pod_hash}
+               for p in pods)
+
+    async def status_counted() -> bool:
+        fresh = await client.get("Deployment", "web", NAMESPACE)
+        return fresh.status.get("replicas") == 3 \
+            and fresh.status.get("observedGeneration") == fresh.metadata.generation
+    await eventually(status_counted, "the Deployment's status")
+
+    scaled = await client.get("Deployment", "web", NAMESPACE)
+    scaled.spec["replicas"] = 1
+    await client.update(scaled)
+
+    async def one_pod() -> bool:
+        fresh = await client.get("ReplicaSet", rs.name, NAMESPACE)
+        return fresh.spec["replicas"] == 1 and len(await owned(client, "Pod", rs)) == 1
+    await eventually(one_pod, "the scale-down to one pod")
+
+
+async def test_a_job_and_a_statefulset_get_their_pods_over_https(
+        client: HttpKubeClient, controllers: ControllerManager) -> None:
+    job = workload("batch/v1", "Job", "batch", {"completions": 2, "parallelism": 2})
+    job.spec["template"]["spec"]["restartPolicy"] = "Never"
+    job = await client.create(job)
+    sts = await client.create(workload("apps/v1", "StatefulSet", "db", {
+        "replicas": 2, "serviceName": "db", "podManagementPolicy": "Parallel"}))
+
+    async def job_pods() -> bool:
+        fresh = await client.get("Job", "batch", NAMESPACE)
+        return len(await owned(client, "Pod", job)) == 2 and fresh.status.get("active") == 2
+    await eventually(job_pods, "the Job's 2 active pods")
+
+    async def set_pods() -> bool:
+        return sorted(p.name for p in await owned(client, "Pod", sts)) == ["db-0", "db-1"]
+    await eventually(set_pods, "the StatefulSet's pods db-0 and db-1")
+    revisions = await owned(client, "ControllerRevision", sts)
+    assert [r.name for r in revisions] == [
+        p.metadata.labels["controller-revision-hash"] for p in await owned(client, "Pod", sts)
+    ][:1]
