@@ -1,7 +1,8 @@
 """The workload controllers as a controller-manager in another process runs them: built on
 an HttpKubeClient to a `kubelet-sim apiserver` process (no API server object in this
 process), their cache fed by watches. A Deployment gets its ReplicaSet and that its pods,
-a Job and a StatefulSet their pods, and a scale-down removes pods — each read back
+a Job and a StatefulSet their pods, a scale-down removes pods, and a disruption budget's
+status counts the pods it covers — each read back
 through the client. No kubelet runs: the pods stay Pending."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.workloads import workload_controllers
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 
@@ -39,10 +41,11 @@ async def client(server: ApiServerProcess) -> AsyncIterator[HttpKubeClient]:
 
 @pytest.fixture
 async def controllers(server: ApiServerProcess) -> AsyncIterator[ControllerManager]:
-    """The Deployment, ReplicaSet, StatefulSet, DaemonSet and Job controllers on their own
-    client, running once their cache has its first lists (WaitForCacheSync)."""
+    """The Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and disruption controllers
+    on their own client, running once their cache has its first lists (WaitForCacheSync)."""
     client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
-    manager = ControllerManager(workload_controllers(client, {}))
+    manager = ControllerManager([*workload_controllers(client, {}),
+                                 DisruptionController(client)])
     feed = feed_source(client)
     assert isinstance(feed, ClientFeed)  # over HTTPS, the cache is fed by watches
     for controller in manager.controllers:
@@ -123,7 +126,7 @@ async def test_a_deployment_gets_its_replica_set_and_pods_over_https(
     await eventually(one_pod, "the scale-down to one pod")
 
 
-async def test_a_job_and_a_statefulset_get_their_pods_over_https(
+async def test_a_job_and_a_statefulset_get_their_pods_and_a_budget_counts_them_over_https(
         client: HttpKubeClient, controllers: ControllerManager) -> None:
     job = workload("batch/v1", "Job", "batch", {"completions": 2, "parallelism": 2})
     job.spec["template"]["spec"]["restartPolicy"] = "Never"
@@ -139,7 +142,16 @@ async def test_a_job_and_a_statefulset_get_their_pods_over_https(
     async def set_pods() -> bool:
         return sorted(p.name for p in await owned(client, "Pod", sts)) == ["db-0", "db-1"]
     await eventually(set_pods, "the StatefulSet's pods db-0 and db-1")
-    revisions = await owned(client, "ControllerRevision", sts)
-    assert [r.name for r in revisions] == [
-        p.metadata.labels["controller-revision-hash"] for p in await owned(client, "Pod", sts)
-    ][:1]
+    await client.create(Resource.from_dict({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": NAMESPACE},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}}))
+
+    async def budget_counted() -> bool:
+        status = (await client.get("PodDisruptionBudget", "db", NAMESPACE)).status
+        return (status.get("expectedPods"), status.get("desiredHealthy"),
+                status.get("currentHealthy"), status.get("disruptionsAllowed")) == (2, 1, 0, 0)
+    await eventually(budget_counted, "the budget's status over the set's 2 pending pods")
+    [revision] = await owned(client, "ControllerRevision", sts)
+    assert {p.metadata.labels["controller-revision-hash"]
+            for p in await owned(client, "Pod", sts)} == {revision.name}
