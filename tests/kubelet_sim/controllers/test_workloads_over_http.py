@@ -1,8 +1,8 @@
 """The workload controllers as a controller-manager in another process runs them: built on
 an HttpKubeClient to a `kubelet-sim apiserver` process (no API server object in this
 process), their cache fed by watches. A Deployment gets its ReplicaSet and that its pods,
-a Job and a StatefulSet their pods, a scale-down removes pods, and a disruption budget's
-status counts the pods it covers — each read back
+a Job and a StatefulSet their pods, a DaemonSet a pod pinned to each node, a scale-down
+removes pods, and a disruption budget's status counts the pods it covers — each read back
 through the client. No kubelet runs: the pods stay Pending."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
+from kubelet_sim.api.node_affinity import pinned_node
 from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.controllers.base import ControllerManager
@@ -155,3 +157,21 @@ async def test_a_job_and_a_statefulset_get_their_pods_and_a_budget_counts_them_o
     [revision] = await owned(client, "ControllerRevision", sts)
     assert {p.metadata.labels["controller-revision-hash"]
             for p in await owned(client, "Pod", sts)} == {revision.name}
+
+
+async def test_a_daemon_set_gets_one_pod_pinned_to_each_node_over_https(
+        client: HttpKubeClient, controllers: ControllerManager) -> None:
+    for name in ("node-a", "node-b"):
+        await client.create(builders.node(name, ready=True))
+    ds = await client.create(workload("apps/v1", "DaemonSet", "agent", {}))
+
+    async def pinned_pods() -> bool:
+        pods = await owned(client, "Pod", ds)
+        return sorted(pinned_node(p.spec) or "" for p in pods) == ["node-a", "node-b"]
+    await eventually(pinned_pods, "one daemon pod pinned to each of the 2 nodes")
+
+    async def status_counted() -> bool:
+        status = (await client.get("DaemonSet", "agent", NAMESPACE)).status
+        return (status.get("desiredNumberScheduled"), status.get("currentNumberScheduled")) \
+            == (2, 2)
+    await eventually(status_counted, "the DaemonSet's status")
