@@ -2,8 +2,9 @@
 an HttpKubeClient to a `kubelet-sim apiserver` process (no API server object in this
 process), their cache fed by watches. A Deployment gets its ReplicaSet and that its pods,
 a Job and a StatefulSet their pods, a DaemonSet a pod pinned to each node, a scale-down
-removes pods, and a disruption budget's status counts the pods it covers — each read back
-through the client. No kubelet runs: the pods stay Pending."""
+removes pods, a new image makes a second revision, and a disruption budget's status
+counts the pods it covers — each read back through the client. No kubelet runs: the pods
+stay Pending."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.api.node_affinity import pinned_node
 from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.http import HttpKubeClient
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.controllers.base import ControllerManager
+from kubelet_sim.controllers.deployment import REVISION
 from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.workloads import workload_controllers
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
@@ -73,6 +76,13 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str,
         await asyncio.sleep(0.05)
 
 
+def set_field(doc: dict[str, Any], key: str, value: Any) -> bool:
+    """``doc[key] = value``, as a mutation for write_object (which retries on Conflict:
+    the controllers write the same objects meanwhile)."""
+    doc[key] = value
+    return True
+
+
 def template(app: str) -> dict[str, Any]:
     return {"metadata": {"labels": {"app": app}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
@@ -118,14 +128,23 @@ async def test_a_deployment_gets_its_replica_set_and_pods_over_https(
             and fresh.status.get("observedGeneration") == fresh.metadata.generation
     await eventually(status_counted, "the Deployment's status")
 
-    scaled = await client.get("Deployment", "web", NAMESPACE)
-    scaled.spec["replicas"] = 1
-    await client.update(scaled)
+    await write_object(client, "Deployment", "web", NAMESPACE, lambda d: set_field(
+        d.spec, "replicas", 1))
 
     async def one_pod() -> bool:
         fresh = await client.get("ReplicaSet", rs.name, NAMESPACE)
         return fresh.spec["replicas"] == 1 and len(await owned(client, "Pod", rs)) == 1
     await eventually(one_pod, "the scale-down to one pod")
+
+    await write_object(client, "Deployment", "web", NAMESPACE, lambda d: set_field(
+        d.spec["template"]["spec"]["containers"][0], "image", "nginx:2"))
+
+    async def second_revision() -> bool:
+        fresh = await client.get("Deployment", "web", NAMESPACE)
+        revisions = sorted(r.metadata.annotations.get(REVISION, "")
+                           for r in await owned(client, "ReplicaSet", deployment))
+        return revisions == ["1", "2"] and fresh.metadata.annotations.get(REVISION) == "2"
+    await eventually(second_revision, "a second ReplicaSet at revision 2 for the new image")
 
 
 async def test_a_job_and_a_statefulset_get_their_pods_and_a_budget_counts_them_over_https(
