@@ -127,7 +127,8 @@ class DaemonSetController(WorkloadController):
         revisions = await owned_revisions(self.client, self.cache, ds)
         update = await update_revision(self.client, ds, revisions)
         current_hash = update.name.removeprefix(f"{ds.name}-")
-        pods = await claim(self.client, ds, self.cache.list("Pod", ds.namespace), selector_of(ds))
+        pods = await claim(self.client, ds, self.cache.list("Pod", ds.namespace),
+                           selector_of(ds))
         template_spec = (ds.spec.get("template") or {}).get("spec") or {}
         nodes = {n.name: n for n in self.cache.list("Node")}
         wanted = {name for name, node in nodes.items() if eligible(template_spec, node)}
@@ -170,8 +171,8 @@ class DaemonSetController(WorkloadController):
             changed = await self._roll(ds, by_node, set(nodes), wanted, current_hash)
         return changed
 
-    async def _manage_node(self, ds: Resource, node: str, on_node: list[Resource], should_run: bool,
-                     current_hash: str) -> bool:
+    async def _manage_node(self, ds: Resource, node: str, on_node: list[Resource],
+                           should_run: bool, current_hash: str) -> bool:
         """podsShouldBeOnNode for a node that may keep its pod: finished pods go; of several
         running ones the oldest stays, or, surging, the new one beside a Ready old one until
         it is available."""
@@ -220,7 +221,7 @@ class DaemonSetController(WorkloadController):
         return changed
 
     async def _roll(self, ds: Resource, by_node: dict[str, list[Resource]], known: set[str],
-              wanted: set[str], current_hash: str) -> bool:
+                    wanted: set[str], current_hash: str) -> bool:
         """rollingUpdate: delete old pods and surge new ones as the plan says."""
         nodes = {name: list(pods) for name, pods in by_node.items() if name in known}
         for name in wanted:
@@ -250,7 +251,7 @@ class DaemonSetController(WorkloadController):
         return await self.delete_pod(ds, pod)
 
     async def _write_status(self, ds: Resource, pods: list[Resource], nodes: dict[str, Resource],
-                      wanted: set[str], current_hash: str) -> bool:
+                            wanted: set[str], current_hash: str) -> bool:
         """updateDaemonSetStatus: per node that should run a pod, its oldest daemon pod
         (bound ones first) counts as scheduled, ready, available and updated; pods on
         other nodes are misscheduled."""

@@ -263,7 +263,7 @@ class DeploymentController(WorkloadController):
         if start:
             self._scaled_event(d, created, 0, start)
         await self._progressing(d, "True", "NewReplicaSetCreated",
-                          f'Created new replica set "{created.name}"')
+                                f'Created new replica set "{created.name}"')
         return created
 
     async def _keep_new_annotations(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
@@ -291,7 +291,7 @@ class DeploymentController(WorkloadController):
         await write_object(self.client, "ReplicaSet", new.name, new.namespace, mutate)
         if previous != str(revision) and condition(d, "Progressing") is not None:
             await self._progressing(d, "True", "FoundNewReplicaSet",
-                              f'Found new replica set "{new.name}"')
+                                    f'Found new replica set "{new.name}"')
         return True
 
     # -- strategies --------------------------------------------------------------------------

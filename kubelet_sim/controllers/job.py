@@ -541,7 +541,7 @@ class JobController(WorkloadController):
         return last
 
     async def _create(self, job: Resource, index: int | None,
-                failure_counts: tuple[int, int] | None = None) -> Resource:
+                      failure_counts: tuple[int, int] | None = None) -> Resource:
         template = job.spec.get("template") or {}
         if index is None:
             pod = pod_from_template(job, template)

@@ -149,7 +149,7 @@ class StatefulSetController(WorkloadController):
         return await self._roll(sts, pods, wanted, update)
 
     async def _roll(self, sts: Resource, pods: dict[int, Resource], wanted: range,
-              update: Resource) -> bool:
+                    update: Resource) -> bool:
         """updateStatefulSetAfterInvariantEstablished: with fewer than ``maxUnavailable``
         of the set's pods unavailable, pods at an old revision are deleted from the highest
         ordinal down, as many as the difference allows; ``partition`` counts positions from
