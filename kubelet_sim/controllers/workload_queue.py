@@ -6,11 +6,13 @@ controller reference's owner; an orphan the workload might adopt asks for a full
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
 from typing import Any
 
 from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.workload_expectations import Expectations
 from kubelet_sim.controllers.workload_pods import controller_of
@@ -30,6 +32,22 @@ class WorkloadController(Controller):
         super().__init__(*args, **kwargs)
         # the pods created and deleted that the cache has not shown yet, per workload key
         self.expectations = Expectations(self.cache, self.clock)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The run loop, once the cache holds the first list of every kind the controller
+        reads (client-go's WaitForCacheSync): a first pass over a cache that has the
+        workloads but not yet their pods would make the pods again."""
+        await self.wait_for_cache_sync()
+        await super().run(stop)
+
+    async def wait_for_cache_sync(self) -> None:
+        """Start the cache's feeds of :attr:`kinds` and wait for their first lists (at
+        once in-process, where the server hands them over inside the call)."""
+        for kind in self.kinds:
+            self.cache.list(kind)
+        feed = feed_source(self.client)
+        if isinstance(feed, ClientFeed):
+            await feed.wait_synced()
 
     def key(self, namespace: str, name: str) -> str:
         return f"{self.prefix}/{namespace}/{name}"

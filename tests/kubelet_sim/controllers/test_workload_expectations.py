@@ -1,6 +1,7 @@
 """The pod creations and deletions a workload controller waits to see in its cache before
-it manages a workload's pods again (ControllerExpectations): what over a client keeps a
-ReplicaSet from making its pods twice while the watch has not brought them yet."""
+it manages a workload's pods again (ControllerExpectations), and the first lists it waits
+for before its first pass (WaitForCacheSync): what over a client keeps a ReplicaSet from
+making its pods twice while the watch has not brought them yet."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, cast
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.server import APIServer, ResourceList
 from kubelet_sim.apiserver.watch import ADDED, DELETED, MODIFIED
 from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.in_process import InProcessClient
@@ -84,13 +85,28 @@ def test_an_expectation_never_seen_lapses_after_the_timeout() -> None:
 class LaggingClient:
     """The in-process server as a client the components cannot recognise as in-process:
     their cache is then kept by informers over it, which only see a write once the
-    event loop runs them — as over HTTPS."""
+    event loop runs them — as over HTTPS. A list of a ``slow`` kind takes a while to
+    answer (a big list over the wire)."""
 
-    def __init__(self, api: APIServer) -> None:
+    def __init__(self, api: APIServer, slow: tuple[str, ...] = ()) -> None:
         self._inner = InProcessClient(api)
+        self._slow = slow
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    async def list(self, kind: str, *args: Any, **kwargs: Any) -> ResourceList:
+        if kind in self._slow:
+            await asyncio.sleep(0.2)
+        return await self._inner.list(kind, *args, **kwargs)
+
+
+def replica_set(replicas: int = 3) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
 
 
 async def test_a_replica_set_makes_no_second_set_of_pods_while_its_cache_lags() -> None:
@@ -100,15 +116,8 @@ async def test_a_replica_set_makes_no_second_set_of_pods_while_its_cache_lags() 
     feed = feed_source(client)
     assert isinstance(feed, ClientFeed)
     try:
-        controller.cache.list("ReplicaSet")
-        controller.cache.list("Pod")
-        await feed.wait_synced()
-        api.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "metadata": {"name": "web", "namespace": "default"},
-                    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                             "template": {"metadata": {"labels": {"app": "web"}},
-                                          "spec": {"containers": [{"name": "c",
-                                                                   "image": "nginx"}]}}}})
+        await controller.wait_for_cache_sync()
+        api.create(replica_set())
         while controller.cache.get("ReplicaSet", "web", "default") is None:
             await asyncio.sleep(0.01)
         await controller.sync_once()
@@ -124,3 +133,27 @@ async def test_a_replica_set_makes_no_second_set_of_pods_while_its_cache_lags() 
         await controller.recorder.flush()
     finally:
         await feed.stop()
+
+
+async def test_a_replica_set_controller_starts_only_once_its_cache_holds_the_pods() -> None:
+    """The pods' list answers after the ReplicaSets': the first pass still sees them."""
+    api = APIServer()
+    api.create(replica_set())
+    for name in ("web-a", "web-b", "web-c"):  # orphans it adopts
+        made = builders.pod(name)
+        made.metadata.labels = {"app": "web"}
+        api.create(made)
+    client = cast(KubeClient, LaggingClient(api, slow=("Pod",)))
+    controller = ReplicaSetController(client)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        while api.get("ReplicaSet", "web", "default").status.get("replicas") != 3:
+            await asyncio.sleep(0.01)
+        assert sorted(p.name for p in api.list("Pod", "default").items) == [
+            "web-a", "web-b", "web-c"]
+    finally:
+        stop.set()
+        await task
+        await controller.recorder.flush()
+        await cast(ClientFeed, feed_source(client)).stop()

@@ -47,16 +47,12 @@ async def client(server: ApiServerProcess) -> AsyncIterator[HttpKubeClient]:
 @pytest.fixture
 async def controllers(server: ApiServerProcess) -> AsyncIterator[ControllerManager]:
     """The Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and disruption controllers
-    on their own client, running once their cache has its first lists (WaitForCacheSync)."""
+    on their own client (each workload controller waits for its cache's first lists)."""
     client = HttpKubeClient.from_kubeconfig(server.kubeconfig, qps=0)
     manager = ControllerManager([*workload_controllers(client, {}),
                                  DisruptionController(client)])
     feed = feed_source(client)
     assert isinstance(feed, ClientFeed)  # over HTTPS, the cache is fed by watches
-    for controller in manager.controllers:
-        for kind in controller.kinds:
-            controller.cache.list(kind)  # start the informers
-    await feed.wait_synced()
     manager.start()
     try:
         yield manager
