@@ -23,7 +23,7 @@ from typing import Any
 from kubelet_sim.api import node_affinity
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.taints import toleration_matches
-from kubelet_sim.controllers.common import replace_status
+from kubelet_sim.client.writes import replace_status
 from kubelet_sim.controllers.daemonset_rollout import (
     RolloutInputs,
     allows_surge,
@@ -124,10 +124,11 @@ class DaemonSetController(WorkloadController):
     async def sync(self, ds: Resource) -> bool:
         if ds.metadata.deletion_timestamp:
             return False
-        revisions = owned_revisions(self.api, self.cache, ds)
-        update = update_revision(self.api, ds, revisions)
+        revisions = await owned_revisions(self.client, self.cache, ds)
+        update = await update_revision(self.client, ds, revisions)
         current_hash = update.name.removeprefix(f"{ds.name}-")
-        pods = claim(self.api, ds, self.cache.list("Pod", ds.namespace), selector_of(ds))
+        pods = await claim(self.client, ds, self.cache.list("Pod", ds.namespace),
+                           selector_of(ds))
         template_spec = (ds.spec.get("template") or {}).get("spec") or {}
         nodes = {n.name: n for n in self.cache.list("Node")}
         wanted = {name for name, node in nodes.items() if eligible(template_spec, node)}
@@ -137,33 +138,41 @@ class DaemonSetController(WorkloadController):
                 continue  # finished and going: not the node's any more
             by_node.setdefault(node_of(pod) or "", []).append(pod)
         changed = False
-        # node by node, as manage() goes through the node list (pods of a node that is
-        # gone are the pod garbage collector's)
+        if self.may_manage(ds):
+            changed = await self._manage(ds, nodes, wanted, by_node, current_hash)
+        pods = [p for p in self.cache.list("Pod", ds.namespace) if owned_by(p, ds)]
+        in_use = {update.name} | {f"{ds.name}-{p.metadata.labels.get(REVISION_HASH_LABEL)}"
+                                  for p in pods}
+        changed = await prune(self.client, ds, revisions, in_use) or changed
+        return await self._write_status(ds, pods, nodes, wanted, current_hash) or changed
+
+    async def _manage(self, ds: Resource, nodes: dict[str, Resource], wanted: set[str],
+                      by_node: dict[str, list[Resource]], current_hash: str) -> bool:
+        """manage(), node by node through the node list (pods of a node that is gone are
+        the pod garbage collector's), then the rolling update."""
+        template_spec = (ds.spec.get("template") or {}).get("spec") or {}
+        changed = False
         for name, node in sorted(nodes.items()):
             should_run = name in wanted
             keep = eligible(template_spec, node, running=True)
             on_node = by_node.get(name, [])
             if should_run and not on_node:
-                self._create(ds, name, current_hash)
+                await self._create(ds, name, current_hash)
                 changed = True
             elif keep:
-                changed = self._manage_node(ds, name, on_node, should_run,
-                                            current_hash) or changed
+                changed = await self._manage_node(ds, name, on_node, should_run,
+                                                  current_hash) or changed
             else:
                 for pod in on_node:
                     if not pod.metadata.deletion_timestamp:
-                        changed = self._delete(ds, pod) or changed
+                        changed = await self._delete(ds, pod) or changed
         strategy = (ds.spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
         if not changed and strategy == "RollingUpdate":
-            changed = self._roll(ds, by_node, set(nodes), wanted, current_hash)
-        pods = [p for p in self.cache.list("Pod", ds.namespace) if owned_by(p, ds)]
-        in_use = {update.name} | {f"{ds.name}-{p.metadata.labels.get(REVISION_HASH_LABEL)}"
-                                  for p in pods}
-        changed = prune(self.api, ds, revisions, in_use) or changed
-        return self._write_status(ds, pods, nodes, wanted, current_hash) or changed
+            changed = await self._roll(ds, by_node, set(nodes), wanted, current_hash)
+        return changed
 
-    def _manage_node(self, ds: Resource, node: str, on_node: list[Resource], should_run: bool,
-                     current_hash: str) -> bool:
+    async def _manage_node(self, ds: Resource, node: str, on_node: list[Resource],
+                           should_run: bool, current_hash: str) -> bool:
         """podsShouldBeOnNode for a node that may keep its pod: finished pods go; of several
         running ones the oldest stays, or, surging, the new one beside a Ready old one until
         it is available."""
@@ -183,20 +192,20 @@ class DaemonSetController(WorkloadController):
                 self.event("DaemonSet", ds.namespace, ds.name, "Warning", "FailedDaemonPod",
                            f"Found failed daemon pod {pod.namespace}/{pod.name} on node "
                            f"{node}, will try to kill it")
-                changed = self._delete(ds, pod) or changed
+                changed = await self._delete(ds, pod) or changed
             elif is_terminal(pod):
-                changed = self._delete(ds, pod) or changed
+                changed = await self._delete(ds, pod) or changed
             else:
                 running.append(pod)
         running.sort(key=lambda p: (not p.spec.get("nodeName"),
                                     p.metadata.creation_timestamp or "", p.name))
         if not allows_surge(ds):
             for extra in running[1:]:
-                changed = self._delete(ds, extra) or changed
+                changed = await self._delete(ds, extra) or changed
             return changed
         if not running:
             if should_run:
-                self._create(ds, node, current_hash)
+                await self._create(ds, node, current_hash)
                 changed = True
             return changed
         oldest_new = next((p for p in running if is_updated(p, current_hash)), None)
@@ -205,14 +214,14 @@ class DaemonSetController(WorkloadController):
         min_ready = int(ds.spec.get("minReadySeconds") or 0)
         for pod in running:
             if pod is not oldest_new and pod is not oldest_old:
-                changed = self._delete(ds, pod) or changed
+                changed = await self._delete(ds, pod) or changed
         if oldest_new is not None and oldest_old is not None and (
                 not is_ready(oldest_old) or is_available(oldest_new, min_ready, now)):
-            changed = self._delete(ds, oldest_old) or changed
+            changed = await self._delete(ds, oldest_old) or changed
         return changed
 
-    def _roll(self, ds: Resource, by_node: dict[str, list[Resource]], known: set[str],
-              wanted: set[str], current_hash: str) -> bool:
+    async def _roll(self, ds: Resource, by_node: dict[str, list[Resource]], known: set[str],
+                    wanted: set[str], current_hash: str) -> bool:
         """rollingUpdate: delete old pods and surge new ones as the plan says."""
         nodes = {name: list(pods) for name, pods in by_node.items() if name in known}
         for name in wanted:
@@ -224,25 +233,25 @@ class DaemonSetController(WorkloadController):
             else plan_with_surge(inputs, surge, len(wanted))
         changed = False
         for pod in plan.delete:
-            changed = self._delete(ds, pod) or changed
+            changed = await self._delete(ds, pod) or changed
         for node in plan.create_on:
-            self._create(ds, node, current_hash)
+            await self._create(ds, node, current_hash)
             changed = True
         return changed
 
-    def _create(self, ds: Resource, node: str, current_hash: str) -> None:
+    async def _create(self, ds: Resource, node: str, current_hash: str) -> None:
         template = ds.spec.get("template") or {}
         pod = pod_from_template(ds, template)
         pod["metadata"]["labels"].update({REVISION_HASH_LABEL: current_hash,
                                           TEMPLATE_GENERATION: str(ds.metadata.generation)})
         pod["spec"] = daemon_pod_spec(template.get("spec") or {}, node)
-        self.create_pod(ds, pod)
+        await self.create_pod(ds, pod)
 
-    def _delete(self, ds: Resource, pod: Resource) -> bool:
-        return self.delete_pod(ds, pod)
+    async def _delete(self, ds: Resource, pod: Resource) -> bool:
+        return await self.delete_pod(ds, pod)
 
-    def _write_status(self, ds: Resource, pods: list[Resource], nodes: dict[str, Resource],
-                      wanted: set[str], current_hash: str) -> bool:
+    async def _write_status(self, ds: Resource, pods: list[Resource], nodes: dict[str, Resource],
+                            wanted: set[str], current_hash: str) -> bool:
         """updateDaemonSetStatus: per node that should run a pod, its oldest daemon pod
         (bound ones first) counts as scheduled, ready, available and updated; pods on
         other nodes are misscheduled."""
@@ -288,4 +297,4 @@ class DaemonSetController(WorkloadController):
         if status == ds.status:
             return False
 
-        return replace_status(self.api, ds, status)
+        return await replace_status(self.client, ds, status)

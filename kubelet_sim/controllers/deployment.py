@@ -33,7 +33,7 @@ from typing import Any
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
-from kubelet_sim.controllers.common import write_object, write_status
+from kubelet_sim.client.writes import get_or_none, write_object, write_status
 from kubelet_sim.controllers.deployment_scale import (
     DESIRED_REPLICAS,
     MAX_REPLICAS,
@@ -145,42 +145,42 @@ class DeploymentController(WorkloadController):
     async def sync(self, d: Resource) -> bool:
         if d.metadata.deletion_timestamp:
             return False
-        sets = claim(self.api, d, self.cache.list("ReplicaSet", d.namespace), selector_of(d),
-                     "ReplicaSet")
+        sets = await claim(self.client, d, self.cache.list("ReplicaSet", d.namespace),
+                           selector_of(d), "ReplicaSet")
         new, old = self._split(d, sets)
-        self._paused_condition(d)
-        changed = self._keep_new_annotations(d, new, old) if new is not None else False
+        await self._paused_condition(d)
+        changed = await self._keep_new_annotations(d, new, old) if new is not None else False
         replicas = int(d.spec.get("replicas", 1))
         if d.spec.get("paused") or is_scaling_event(replicas, new, old):
             # a scaling event (or a paused Deployment) scales without rolling
-            changed = self._scale_all(d, new, old) or changed
+            changed = await self._scale_all(d, new, old) or changed
             if d.spec.get("paused"):
-                changed = self._cleanup(d, old) or changed
-            return self._sync_status(d, new, old) or changed
+                changed = await self._cleanup(d, old) or changed
+            return await self._sync_status(d, new, old) or changed
         if not is_rolling(d):
-            return self._recreate(d, new, old) or changed
+            return await self._recreate(d, new, old) or changed
         if new is None:
-            new = self._create_new(d, old)
+            new = await self._create_new(d, old)
             if new is None:
                 return True  # a collision bumped collisionCount: the next pass retries
             changed = True
-        changed = self._rolling(d, new, old) or changed
+        changed = await self._rolling(d, new, old) or changed
         if not changed and deployment_complete(d):
-            changed = self._cleanup(d, old)
-        return self._sync_status(d, new, old) or changed
+            changed = await self._cleanup(d, old)
+        return await self._sync_status(d, new, old) or changed
 
-    def _scale_all(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
+    async def _scale_all(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
         """The controller's scale(): the only active ReplicaSet (or, none being active, the
         newest) takes all replicas; a saturated new one leaves the old ones none; else a
         rolling Deployment spreads the change over the active ones in proportion."""
         replicas = int(d.spec.get("replicas", 1))
         only = active_or_latest(new, old)
         if only is not None:
-            return self._scale(d, only, replicas) if _replicas(only) != replicas else False
+            return await self._scale(d, only, replicas) if _replicas(only) != replicas else False
         changed = False
         if is_saturated(replicas, new):
             for rs in active(old):
-                changed = self._scale(d, rs, 0) or changed
+                changed = await self._scale(d, rs, 0) or changed
             return changed
         if not is_rolling(d):
             return False
@@ -188,17 +188,17 @@ class DeploymentController(WorkloadController):
         everything = [*old, *([new] if new is not None else [])]
         for rs, size in proportional_sizes(everything, replicas, surge,
                                            int(d.status.get("replicas") or 0)):
-            changed = self._scale(d, rs, size) or changed
+            changed = await self._scale(d, rs, size) or changed
         return changed
 
-    def _paused_condition(self, d: Resource) -> None:
+    async def _paused_condition(self, d: Resource) -> None:
         """Progressing Unknown (DeploymentPaused / DeploymentResumed) when paused or
         resumed, as checkPausedConditions writes it."""
         reason = (condition(d, "Progressing") or {}).get("reason")
         if d.spec.get("paused") and reason != "DeploymentPaused":
-            self._progressing(d, "Unknown", "DeploymentPaused", "Deployment is paused")
+            await self._progressing(d, "Unknown", "DeploymentPaused", "Deployment is paused")
         elif not d.spec.get("paused") and reason == "DeploymentPaused":
-            self._progressing(d, "Unknown", "DeploymentResumed", "Deployment is resumed")
+            await self._progressing(d, "Unknown", "DeploymentResumed", "Deployment is resumed")
 
     def _split(self, d: Resource, sets: list[Resource]) -> tuple[Resource | None,
                                                                    list[Resource]]:
@@ -221,7 +221,7 @@ class DeploymentController(WorkloadController):
         replicas = int(d.spec.get("replicas", 1))
         return {DESIRED_REPLICAS: str(replicas), MAX_REPLICAS: str(replicas + surge)}
 
-    def _create_new(self, d: Resource, old: list[Resource]) -> Resource | None:
+    async def _create_new(self, d: Resource, old: list[Resource]) -> Resource | None:
         collisions = int(d.status.get("collisionCount") or 0)
         template = copy.deepcopy(d.spec.get("template") or {})
         pod_hash = template_hash(template, collisions)
@@ -244,9 +244,13 @@ class DeploymentController(WorkloadController):
                   d.spec.get("minReadySeconds") or 0), "selector": selector,
                        "template": template}}
         try:
-            created = self.api.create(rs)
+            created = await self.client.create(Resource.from_dict(rs))
         except AlreadyExists:
-            existing = self.cache.get("ReplicaSet", f"{d.name}-{pod_hash}", d.namespace)
+            # the cache may not have seen it yet (over a client, our own create of a
+            # pass ago may still be on its way): then ask the API server
+            existing = self.cache.get("ReplicaSet", f"{d.name}-{pod_hash}", d.namespace) \
+                or await get_or_none(self.client, "ReplicaSet", f"{d.name}-{pod_hash}",
+                                     d.namespace)
             if existing is not None and owned_by(existing, d) and without_hash(
                     existing.spec.get("template") or {}) == without_hash(template):
                 return existing
@@ -254,15 +258,15 @@ class DeploymentController(WorkloadController):
             def bump(obj: Resource) -> bool:
                 obj.status["collisionCount"] = int(obj.status.get("collisionCount") or 0) + 1
                 return True
-            write_status(self.api, "Deployment", d.name, d.namespace, bump)
+            await write_status(self.client, "Deployment", d.name, d.namespace, bump)
             return None
         if start:
             self._scaled_event(d, created, 0, start)
-        self._progressing(d, "True", "NewReplicaSetCreated",
-                          f'Created new replica set "{created.name}"')
+        await self._progressing(d, "True", "NewReplicaSetCreated",
+                                f'Created new replica set "{created.name}"')
         return created
 
-    def _keep_new_annotations(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
+    async def _keep_new_annotations(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
         """A template seen before takes its ReplicaSet back with the next revision."""
         highest_old = max((revision_of(rs) for rs in old), default=0)
         revision = revision_of(new)
@@ -284,27 +288,27 @@ class DeploymentController(WorkloadController):
             obj.spec["minReadySeconds"] = min_ready
             return True
 
-        write_object(self.api, "ReplicaSet", new.name, new.namespace, mutate)
+        await write_object(self.client, "ReplicaSet", new.name, new.namespace, mutate)
         if previous != str(revision) and condition(d, "Progressing") is not None:
-            self._progressing(d, "True", "FoundNewReplicaSet",
-                              f'Found new replica set "{new.name}"')
+            await self._progressing(d, "True", "FoundNewReplicaSet",
+                                    f'Found new replica set "{new.name}"')
         return True
 
     # -- strategies --------------------------------------------------------------------------
 
-    def _rolling(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
+    async def _rolling(self, d: Resource, new: Resource, old: list[Resource]) -> bool:
         replicas = int(d.spec.get("replicas", 1))
         surge, unavailable = surge_and_unavailable(d)
         all_sets = [new, *old]
         # the new ReplicaSet up, within replicas + maxSurge
         current = _replicas(new)
         if current > replicas:
-            return self._scale(d, new, replicas)
+            return await self._scale(d, new, replicas)
         if current < replicas:
             total = sum(_replicas(rs) for rs in all_sets)
             room = replicas + surge - total
             if room > 0:
-                return self._scale(d, new, current + min(room, replicas - current))
+                return await self._scale(d, new, current + min(room, replicas - current))
         # old ones down, keeping replicas - maxUnavailable available (reconcileOldReplicaSets)
         old_count = sum(_replicas(rs) for rs in old)
         if old_count == 0:
@@ -327,7 +331,7 @@ class DeploymentController(WorkloadController):
                 continue
             down = min(max_down - cleaned, unhealthy)
             sizes[rs.name] -= down
-            changed = self._scale(d, rs, sizes[rs.name]) or changed
+            changed = await self._scale(d, rs, sizes[rs.name]) or changed
             cleaned += down
         # then available ones, down to replicas - maxUnavailable available (a ReplicaSet
         # just scaled down has no more available than it asks for, whatever its status
@@ -341,37 +345,37 @@ class DeploymentController(WorkloadController):
             down = min(sizes[rs.name], budget)
             if down > 0:
                 sizes[rs.name] -= down
-                changed = self._scale(d, rs, sizes[rs.name]) or changed
+                changed = await self._scale(d, rs, sizes[rs.name]) or changed
                 budget -= down
         return changed
 
-    def _recreate(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
+    async def _recreate(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
         """rolloutRecreate: the old ReplicaSets to 0; once their pods are gone the new one is
         made (or found) at full size."""
         changed = False
         for rs in active(old):
-            changed = self._scale(d, rs, 0) or changed
+            changed = await self._scale(d, rs, 0) or changed
         if changed:
-            return self._sync_status(d, new, old) or True
+            return await self._sync_status(d, new, old) or True
         old_uids = {rs.metadata.uid for rs in old}
         running = [p for p in self.cache.list("Pod", d.namespace)
                    if any(r.get("uid") in old_uids for r in p.metadata.owner_references or [])
                    and not is_terminal(p)]
         if running or any(int(rs.status.get("replicas") or 0) for rs in old):
-            return self._sync_status(d, new, old) or changed  # the old pods go first
+            return await self._sync_status(d, new, old) or changed  # the old pods go first
         if new is None:
-            new = self._create_new(d, old)
+            new = await self._create_new(d, old)
             if new is None:
                 return True
             changed = True
         replicas = int(d.spec.get("replicas", 1))
         if _replicas(new) != replicas:
-            changed = self._scale(d, new, replicas) or changed
+            changed = await self._scale(d, new, replicas) or changed
         if deployment_complete(d):
-            changed = self._cleanup(d, old) or changed
-        return self._sync_status(d, new, old) or changed
+            changed = await self._cleanup(d, old) or changed
+        return await self._sync_status(d, new, old) or changed
 
-    def _scale(self, d: Resource, rs: Resource, replicas: int) -> bool:
+    async def _scale(self, d: Resource, rs: Resource, replicas: int) -> bool:
         before = _replicas(rs)
         surge, _ = surge_and_unavailable(d)
         desired = int(d.spec.get("replicas", 1))
@@ -385,7 +389,7 @@ class DeploymentController(WorkloadController):
             obj.metadata.annotations.update(annotations)
             return True
 
-        if write_object(self.api, "ReplicaSet", rs.name, rs.namespace, mutate) is None:
+        if await write_object(self.client, "ReplicaSet", rs.name, rs.namespace, mutate) is None:
             return False
         if before != replicas:
             self._scaled_event(d, rs, before, replicas)
@@ -396,7 +400,7 @@ class DeploymentController(WorkloadController):
         self.event("Deployment", d.namespace, d.name, "Normal", "ScalingReplicaSet",
                    f"Scaled {way} replica set {rs.name} from {before} to {after}")
 
-    def _cleanup(self, d: Resource, old: list[Resource]) -> bool:
+    async def _cleanup(self, d: Resource, old: list[Resource]) -> bool:
         """cleanupDeployment: of the old ReplicaSets beyond revisionHistoryLimit, the
         oldest revisions go, each only once it asks for and has no pods."""
         limit = int(d.spec.get("revisionHistoryLimit", 10))
@@ -408,7 +412,8 @@ class DeploymentController(WorkloadController):
                     or rs.metadata.generation > int(rs.status.get("observedGeneration") or 0):
                 continue
             try:
-                self.api.delete("ReplicaSet", rs.name, rs.namespace, uid=rs.metadata.uid)
+                await self.client.delete("ReplicaSet", rs.name, rs.namespace,
+                                         uid=rs.metadata.uid)
                 changed = True
             except NotFound:
                 continue
@@ -416,7 +421,7 @@ class DeploymentController(WorkloadController):
 
     # -- status ------------------------------------------------------------------------------
 
-    def _progressing(self, d: Resource, status: str, reason: str, message: str) -> None:
+    async def _progressing(self, d: Resource, status: str, reason: str, message: str) -> None:
         now = format_time(self.clock.now())
         cond = {"type": "Progressing", "status": status, "lastUpdateTime": now,
                 "lastTransitionTime": now, "reason": reason, "message": message}
@@ -426,9 +431,9 @@ class DeploymentController(WorkloadController):
             set_condition(obj.status, cond)
             return obj.status.get("conditions") != before
 
-        write_status(self.api, "Deployment", d.name, d.namespace, mutate)
+        await write_status(self.client, "Deployment", d.name, d.namespace, mutate)
 
-    def _sync_status(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
+    async def _sync_status(self, d: Resource, new: Resource | None, old: list[Resource]) -> bool:
         fresh = self.cache.get("Deployment", d.name, d.namespace) or d
         sets = [rs for rs in ([new] if new else []) + old]
         sets = [self.cache.get("ReplicaSet", rs.name, rs.namespace) or rs for rs in sets]
@@ -471,7 +476,7 @@ class DeploymentController(WorkloadController):
             obj.status = status
             return True
 
-        write_status(self.api, "Deployment", d.name, d.namespace, mutate)
+        await write_status(self.client, "Deployment", d.name, d.namespace, mutate)
         if fresh.metadata.annotations.get(REVISION) != (new.metadata.annotations.get(REVISION)
                                                         if new is not None else None) \
                 and new is not None:
@@ -484,7 +489,7 @@ class DeploymentController(WorkloadController):
                 return True
             # through the status subresource, as the deployment controller does: the
             # annotation then moves no generation
-            write_status(self.api, "Deployment", d.name, d.namespace, annotate)
+            await write_status(self.client, "Deployment", d.name, d.namespace, annotate)
         return True
 
     def _progress_condition(self, d: Resource, status: JSON, new: Resource,

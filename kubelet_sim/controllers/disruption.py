@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.apiserver.disruption_budget import computed_status, covers
+from kubelet_sim.client.writes import write_status
 from kubelet_sim.controllers.base import Controller
-from kubelet_sim.controllers.common import write_status
 
 COMPONENT = "disruption-controller"
 
@@ -49,5 +49,5 @@ class DisruptionController(Controller):
             obj.status = fresh
             return True
 
-        return write_status(self.api, "PodDisruptionBudget", budget.name, budget.namespace,
-                            mutate) is not None
+        return await write_status(self.client, "PodDisruptionBudget", budget.name,
+                                  budget.namespace, mutate) is not None

@@ -48,7 +48,7 @@ from typing import Any
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
-from kubelet_sim.controllers.common import write_status
+from kubelet_sim.client.writes import write_status
 from kubelet_sim.controllers.job_policies import (
     INDEX_FAILURE_COUNT,
     INDEX_IGNORED_FAILURE_COUNT,
@@ -233,7 +233,8 @@ class JobController(WorkloadController):
         if finished(job):
             self._ledgers.pop(job.metadata.uid, None)
             return False
-        pods = claim(self.api, job, self.cache.list("Pod", job.namespace), selector_of(job))
+        pods = await claim(self.client, job, self.cache.list("Pod", job.namespace),
+                           selector_of(job))
         run = _Pass(job, pods, self.clock.now(), self._ledger(job, pods))
         status = copy.deepcopy(job.status)
         stamp = format_time(run.now)
@@ -276,7 +277,7 @@ class JobController(WorkloadController):
                     finish = _Finish(False, "SuccessPolicy", message)
 
         if finish is not None:
-            deleted = self._delete(job, run.active)
+            deleted = await self._delete(job, run.active)
             if finish.failed:
                 # every pod still running when the Job fails is counted failed
                 failed += sum(1 for p in pods if not is_terminal(p) and run.uncounted(p))
@@ -284,10 +285,13 @@ class JobController(WorkloadController):
             run.terminating += len(deleted)
             changed, active = bool(deleted), 0
         else:
-            changed = self._manage(run, backoff, succeeded)
+            # (pods this controller made or deleted but the cache does not show yet: not
+            # managed, nor counted out, until it does)
+            managed = self.may_manage(job)
+            changed = await self._manage(run, backoff, succeeded) if managed else False
             active = len(run.active)
             wanted = run.completions
-            if (succeeded > 0 if wanted is None else succeeded >= wanted) \
+            if managed and (succeeded > 0 if wanted is None else succeeded >= wanted) \
                     and active == 0:
                 finish = _Finish(False, "CompletionsReached",
                                  "Reached expected number of succeeded pods")
@@ -312,7 +316,7 @@ class JobController(WorkloadController):
         status = {k: v for k, v in status.items()
                   if v or k in ("uncountedTerminatedPods", "ready", "terminating")
                   or (k == "failedIndexes" and run.failed_indexes is not None)}
-        wrote = status != job.status and self._write(job, status)
+        wrote = status != job.status and await self._write(job, status)
         run.ledger.counted |= run.counted_now
         run.ledger.backoff = backoff
         if wrote and final is not None:
@@ -413,7 +417,7 @@ class JobController(WorkloadController):
                        "Too many succeeded pods running after completion count reached")
         self.event("Job", job.namespace, job.name, "Normal", "Completed", "Job completed")
 
-    def _write(self, job: Resource, status: JSON) -> bool:
+    async def _write(self, job: Resource, status: JSON) -> bool:
         def mutate(obj: Resource) -> bool:
             if finished(obj) or obj.status == status:
                 return False
@@ -421,19 +425,20 @@ class JobController(WorkloadController):
             return True
 
         try:
-            return write_status(self.api, "Job", job.name, job.namespace, mutate) is not None
+            return await write_status(self.client, "Job", job.name, job.namespace,
+                                      mutate) is not None
         except NotFound:
             return False
 
     # -- pods --------------------------------------------------------------------------------
 
-    def _manage(self, run: _Pass, backoff: BackoffRecord, succeeded: int) -> bool:
+    async def _manage(self, run: _Pass, backoff: BackoffRecord, succeeded: int) -> bool:
         """``manageJob``: delete the active pods of a suspended Job, or the ones too many;
         else create the missing ones once the back-off allows. ``run.active`` is left
         as the active count will be."""
         job, spec = run.job, run.spec
         if spec.get("suspend"):
-            return self._remove(run, run.active)
+            return await self._remove(run, run.active)
         parallelism = int(spec.get("parallelism", 1))
         completions = run.completions
         if completions is None:
@@ -442,7 +447,7 @@ class JobController(WorkloadController):
             wanted = max(0, min(parallelism, completions - succeeded))
         excess = self._for_removal(run, max(0, len(run.active) - wanted))
         if excess:
-            return self._remove(run, excess)
+            return await self._remove(run, excess)
         terminating = run.terminating if run.only_failed_replaced else 0
         missing = wanted - terminating - len(run.active)
         if missing <= 0:
@@ -455,7 +460,7 @@ class JobController(WorkloadController):
                 return False
         if not run.indexed:
             for _ in range(missing):
-                run.active.append(self._create(job, None))
+                run.active.append(await self._create(job, None))
             return True
         indexes = self._pending_indexes(run, missing)
         replaced: dict[int, Resource] = {}
@@ -469,12 +474,12 @@ class JobController(WorkloadController):
         for index in indexes:
             counts = replacement_failure_counts(run.policy, replaced.get(index)) \
                 if run.per_index is not None else None
-            run.active.append(self._create(job, index, counts))
+            run.active.append(await self._create(job, index, counts))
         return bool(indexes)
 
-    def _remove(self, run: _Pass, pods: list[Resource]) -> bool:
+    async def _remove(self, run: _Pass, pods: list[Resource]) -> bool:
         """Delete pods the Job no longer wants; they are never counted failed."""
-        deleted = self._delete(run.job, pods)
+        deleted = await self._delete(run.job, pods)
         gone = {p.metadata.uid for p in deleted}
         run.ledger.counted |= gone  # at once: deleted, whatever becomes of this pass
         run.ledger.removed |= gone
@@ -535,8 +540,8 @@ class JobController(WorkloadController):
                 last[index] = pod
         return last
 
-    def _create(self, job: Resource, index: int | None,
-                failure_counts: tuple[int, int] | None = None) -> Resource:
+    async def _create(self, job: Resource, index: int | None,
+                      failure_counts: tuple[int, int] | None = None) -> Resource:
         template = job.spec.get("template") or {}
         if index is None:
             pod = pod_from_template(job, template)
@@ -561,7 +566,7 @@ class JobController(WorkloadController):
                         "name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
                             "apiVersion": "v1",
                             "fieldPath": f"metadata.labels['{COMPLETION_INDEX}']"}}}]
-        return self.create_pod(job, pod)
+        return await self.create_pod(job, pod)
 
-    def _delete(self, job: Resource, pods: list[Resource]) -> list[Resource]:
-        return [pod for pod in pods if self.delete_pod(job, pod)]
+    async def _delete(self, job: Resource, pods: list[Resource]) -> list[Resource]:
+        return [pod for pod in pods if await self.delete_pod(job, pod)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kubelet_sim.api.errors import ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.controllers.common import replace_status
+from kubelet_sim.client.writes import replace_status
 from kubelet_sim.controllers.workload_pods import (
     claim,
     is_active,
@@ -76,37 +76,37 @@ class ReplicaSetController(WorkloadController):
 
     async def sync(self, rs: Resource) -> bool:
         candidates = [p for p in self.cache.list("Pod", rs.namespace) if is_active(p)]
-        pods = claim(self.api, rs, candidates, selector_of(rs))
+        pods = await claim(self.client, rs, candidates, selector_of(rs))
         changed = False
         refused: str | None = None
-        if not rs.metadata.deletion_timestamp:
+        if not rs.metadata.deletion_timestamp and self.may_manage(rs):
             try:
-                changed = self._manage(rs, pods)
+                changed = await self._manage(rs, pods)
             except ObjectForbidden as err:  # refused by admission (create_pod said so)
                 refused = err.worded("pods")
                 changed = True
             if changed:
                 pods = [p for p in self.cache.list("Pod", rs.namespace)
                         if is_active(p) and owned_by(p, rs)]
-        changed = self._write_status(rs, pods, refused) or changed
+        changed = await self._write_status(rs, pods, refused) or changed
         if refused:
             raise RuntimeError(refused)  # retried with backoff, as the controller requeues
         return changed
 
-    def _manage(self, rs: Resource, pods: list[Resource]) -> bool:
+    async def _manage(self, rs: Resource, pods: list[Resource]) -> bool:
         wanted = int(rs.spec.get("replicas", 1))
         diff = len(pods) - wanted
         if diff < 0:
             for _ in range(min(-diff, BURST_REPLICAS)):
-                self.create_pod(rs, pod_from_template(rs, rs.spec.get("template") or {}))
+                await self.create_pod(rs, pod_from_template(rs, rs.spec.get("template") or {}))
             return True
         if diff > 0:
             for pod in sorted(pods, key=deletion_rank)[:min(diff, BURST_REPLICAS)]:
-                self.delete_pod(rs, pod)
+                await self.delete_pod(rs, pod)
             return True
         return False
 
-    def _write_status(self, rs: Resource, pods: list[Resource], refused: str | None) -> bool:
+    async def _write_status(self, rs: Resource, pods: list[Resource], refused: str | None) -> bool:
         now = self.clock.now()
         min_ready = int(rs.spec.get("minReadySeconds") or 0)
         wanted = replica_set_status(rs, pods, [is_ready(p) for p in pods],
@@ -122,5 +122,5 @@ class ReplicaSetController(WorkloadController):
         if wanted == rs.status:
             return False
 
-        return replace_status(self.api, rs, wanted)
+        return await replace_status(self.client, rs, wanted)
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.shared_cache import SharedCache
-from kubelet_sim.controllers.common import write_object
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.controllers.workload_pods import (
     claim,
     controller_ref,
@@ -31,13 +31,15 @@ def revision_data(owner: Resource) -> JSON:
     return {"spec": {"template": template}}
 
 
-def owned_revisions(api: APIServer, cache: SharedCache, owner: Resource) -> list[Resource]:
-    return sorted(claim(api, owner, cache.list("ControllerRevision", owner.namespace),
-                        selector_of(owner), "ControllerRevision"),
-                  key=lambda r: int(r.body.get("revision") or 0))
+async def owned_revisions(client: KubeClient, cache: SharedCache,
+                          owner: Resource) -> list[Resource]:
+    owned = await claim(client, owner, cache.list("ControllerRevision", owner.namespace),
+                        selector_of(owner), "ControllerRevision")
+    return sorted(owned, key=lambda r: int(r.body.get("revision") or 0))
 
 
-def update_revision(api: APIServer, owner: Resource, revisions: list[Resource]) -> Resource:
+async def update_revision(client: KubeClient, owner: Resource,
+                          revisions: list[Resource]) -> Resource:
     """The revision of the owner's current template: found (renumbered when older than
     the newest) or created."""
     data = revision_data(owner)
@@ -46,8 +48,9 @@ def update_revision(api: APIServer, owner: Resource, revisions: list[Resource]) 
         if rev.body.get("data") == data:
             if int(rev.body.get("revision") or 0) == highest:
                 return rev
-            renumbered = write_object(api, "ControllerRevision", rev.name, rev.namespace,
-                                      lambda obj: _renumber(obj, highest + 1))
+            renumbered = await write_object(client, "ControllerRevision", rev.name,
+                                            rev.namespace,
+                                            lambda obj: _renumber(obj, highest + 1))
             return renumbered or rev
     collisions = int(owner.status.get("collisionCount") or 0)
     while True:
@@ -55,13 +58,13 @@ def update_revision(api: APIServer, owner: Resource, revisions: list[Resource]) 
         labels = dict(((owner.spec.get("template") or {}).get("metadata") or {})
                       .get("labels") or {})
         try:
-            return api.create({
+            return await client.create(Resource.from_dict({
                 "apiVersion": "apps/v1", "kind": "ControllerRevision",
                 "metadata": {"name": name, "namespace": owner.namespace, "labels": labels,
                              "ownerReferences": [controller_ref(owner)]},
-                "data": data, "revision": highest + 1})
+                "data": data, "revision": highest + 1}))
         except AlreadyExists:
-            existing = api.get("ControllerRevision", name, owner.namespace)
+            existing = await client.get("ControllerRevision", name, owner.namespace)
             if existing.body.get("data") == data:
                 return existing
             collisions += 1
@@ -72,15 +75,16 @@ def _renumber(obj: Resource, revision: int) -> bool:
     return True
 
 
-def prune(api: APIServer, owner: Resource, revisions: Iterable[Resource],
-          in_use: set[str]) -> bool:
+async def prune(client: KubeClient, owner: Resource, revisions: Iterable[Resource],
+                in_use: set[str]) -> bool:
     """Delete the oldest revisions beyond ``revisionHistoryLimit`` that nothing uses."""
     limit = int(owner.spec.get("revisionHistoryLimit", 10))
     idle = [r for r in revisions if r.name not in in_use]
     changed = False
     for rev in idle[:max(0, len(idle) - limit)]:
         try:
-            api.delete("ControllerRevision", rev.name, rev.namespace, uid=rev.metadata.uid)
+            await client.delete("ControllerRevision", rev.name, rev.namespace,
+                                uid=rev.metadata.uid)
             changed = True
         except NotFound:
             continue

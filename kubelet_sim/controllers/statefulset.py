@@ -26,7 +26,7 @@ import copy
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.controllers.common import replace_status, write_object
+from kubelet_sim.client.writes import replace_status, write_object
 from kubelet_sim.controllers.deployment import resolve
 from kubelet_sim.controllers.revisions import (
     REVISION_HASH_LABEL,
@@ -88,22 +88,23 @@ class StatefulSetController(WorkloadController):
     async def sync(self, sts: Resource) -> bool:
         if sts.metadata.deletion_timestamp:
             return False
-        revisions = owned_revisions(self.api, self.cache, sts)
-        update = update_revision(self.api, sts, revisions)
-        revisions = owned_revisions(self.api, self.cache, sts)
-        pods = claim(self.api, sts, self.cache.list("Pod", sts.namespace), selector_of(sts))
+        revisions = await owned_revisions(self.client, self.cache, sts)
+        update = await update_revision(self.client, sts, revisions)
+        revisions = await owned_revisions(self.client, self.cache, sts)
+        pods = await claim(self.client, sts, self.cache.list("Pod", sts.namespace),
+                           selector_of(sts))
         by_ordinal = {o: p for p in pods if (o := ordinal_of(sts.name, p.name)) is not None}
-        changed = self._converge(sts, by_ordinal, update)
+        changed = await self._converge(sts, by_ordinal, update)
         pods = [p for p in self.cache.list("Pod", sts.namespace) if owned_by(p, sts)]
         current_name = str(sts.status.get("currentRevision") or update.name)
         in_use = {update.name, current_name} | {
             p.metadata.labels.get(REVISION_HASH_LABEL, "") for p in pods}
-        changed = prune(self.api, sts, revisions, in_use) or changed
-        return self._write_status(sts, pods, update.name) or changed
+        changed = await prune(self.client, sts, revisions, in_use) or changed
+        return await self._write_status(sts, pods, update.name) or changed
 
     # -- pods and claims -----------------------------------------------------------------------
 
-    def _converge(self, sts: Resource, pods: dict[int, Resource], update: Resource) -> bool:
+    async def _converge(self, sts: Resource, pods: dict[int, Resource], update: Resource) -> bool:
         replicas = int(sts.spec.get("replicas", 1))
         start = int((sts.spec.get("ordinals") or {}).get("start") or 0)
         wanted = range(start, start + replicas)
@@ -112,14 +113,14 @@ class StatefulSetController(WorkloadController):
         for ordinal in wanted:
             pod = pods.get(ordinal)
             if pod is not None and is_terminal(pod) and not pod.metadata.deletion_timestamp:
-                self._delete_pod(sts, pod)  # a failed pod is replaced
+                await self._delete_pod(sts, pod)  # a failed pod is replaced
                 changed = True
                 if ordered:
                     return True
                 continue
             if pod is None:
-                self._create_claims(sts, ordinal)
-                self._create_pod(sts, ordinal, update)
+                await self._create_claims(sts, ordinal)
+                await self._create_pod(sts, ordinal, update)
                 changed = True
                 if ordered:
                     return True
@@ -136,19 +137,19 @@ class StatefulSetController(WorkloadController):
             if ordered and not all(self._settled(sts, p) for o, p in pods.items()
                                    if o in wanted):
                 return changed
-            self._own_claims(sts, ordinal, pod)
-            self._delete_pod(sts, pod)
+            await self._own_claims(sts, ordinal, pod)
+            await self._delete_pod(sts, pod)
             changed = True
             if ordered:
                 return True
         if changed:
             return True
         for ordinal in wanted:
-            self._own_claims(sts, ordinal, None)
-        return self._roll(sts, pods, wanted, update)
+            await self._own_claims(sts, ordinal, None)
+        return await self._roll(sts, pods, wanted, update)
 
-    def _roll(self, sts: Resource, pods: dict[int, Resource], wanted: range,
-              update: Resource) -> bool:
+    async def _roll(self, sts: Resource, pods: dict[int, Resource], wanted: range,
+                    update: Resource) -> bool:
         """updateStatefulSetAfterInvariantEstablished: with fewer than ``maxUnavailable``
         of the set's pods unavailable, pods at an old revision are deleted from the highest
         ordinal down, as many as the difference allows; ``partition`` counts positions from
@@ -171,12 +172,12 @@ class StatefulSetController(WorkloadController):
             if pod is None or pod.metadata.deletion_timestamp:
                 continue
             if pod.metadata.labels.get(REVISION_HASH_LABEL) != update.name:
-                self._delete_pod(sts, pod)
+                await self._delete_pod(sts, pod)
                 changed = True
                 budget -= 1
         return changed
 
-    def _create_claims(self, sts: Resource, ordinal: int) -> None:
+    async def _create_claims(self, sts: Resource, ordinal: int) -> None:
         selector_labels = (sts.spec.get("selector") or {}).get("matchLabels") or {}
         for template in sts.spec.get("volumeClaimTemplates") or []:
             meta = template.get("metadata") or {}
@@ -191,9 +192,10 @@ class StatefulSetController(WorkloadController):
             if refs:
                 claim_meta["ownerReferences"] = refs
             try:
-                self.api.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                 "metadata": claim_meta,
-                                 "spec": copy.deepcopy(template.get("spec") or {})})
+                await self.client.create(Resource.from_dict({
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": claim_meta,
+                    "spec": copy.deepcopy(template.get("spec") or {})}))
             except AlreadyExists:
                 continue
             except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
@@ -222,7 +224,7 @@ class StatefulSetController(WorkloadController):
             refs.append(controller_ref(sts))
         return refs
 
-    def _own_claims(self, sts: Resource, ordinal: int, pod: Resource | None) -> None:
+    async def _own_claims(self, sts: Resource, ordinal: int, pod: Resource | None) -> None:
         """Keep the claims' owner references as the retention policy says."""
         wanted = self._claim_refs(sts, ordinal, pod)
         ours = {sts.metadata.uid} | ({pod.metadata.uid} if pod is not None else set())
@@ -242,11 +244,12 @@ class StatefulSetController(WorkloadController):
                 obj.metadata.owner_references = kept + wanted
                 return True
             try:
-                write_object(self.api, "PersistentVolumeClaim", name, sts.namespace, mutate)
+                await write_object(self.client, "PersistentVolumeClaim", name,
+                                   sts.namespace, mutate)
             except NotFound:
                 continue
 
-    def _create_pod(self, sts: Resource, ordinal: int, update: Resource) -> None:
+    async def _create_pod(self, sts: Resource, ordinal: int, update: Resource) -> None:
         name = f"{sts.name}-{ordinal}"
         pod = pod_from_template(sts, sts.spec.get("template") or {}, name=name)
         pod["metadata"]["labels"].update({POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal),
@@ -263,7 +266,7 @@ class StatefulSetController(WorkloadController):
         if volumes:
             spec["volumes"] = list(volumes.values())
         try:
-            self.api.create(pod)
+            await self.client.create(Resource.from_dict(pod))
         except AlreadyExists:
             return
         except ObjectForbidden as err:  # an admission plugin's refusal (a quota)
@@ -274,9 +277,9 @@ class StatefulSetController(WorkloadController):
         self.event("StatefulSet", sts.namespace, sts.name, "Normal", "SuccessfulCreate",
                    f"create Pod {name} in StatefulSet {sts.name} successful")
 
-    def _delete_pod(self, sts: Resource, pod: Resource) -> None:
+    async def _delete_pod(self, sts: Resource, pod: Resource) -> None:
         try:
-            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
         except NotFound:
             return
         self.event("StatefulSet", sts.namespace, sts.name, "Normal", "SuccessfulDelete",
@@ -284,7 +287,7 @@ class StatefulSetController(WorkloadController):
 
     # -- status --------------------------------------------------------------------------------
 
-    def _write_status(self, sts: Resource, pods: list[Resource], update: str) -> bool:
+    async def _write_status(self, sts: Resource, pods: list[Resource], update: str) -> bool:
         now = self.clock.now()
         min_ready = int(sts.spec.get("minReadySeconds") or 0)
         live = [p for p in pods if not p.metadata.deletion_timestamp]
@@ -317,4 +320,4 @@ class StatefulSetController(WorkloadController):
         if status == sts.status:
             return False
 
-        return replace_status(self.api, sts, status)
+        return await replace_status(self.client, sts, status)

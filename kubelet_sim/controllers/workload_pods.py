@@ -14,8 +14,8 @@ from typing import Any
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import JSON, Resource, parse_time
 from kubelet_sim.api.selectors import LabelSelector
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.common import write_object
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import write_object
 
 # apimachinery's rand.SafeEncodeString alphabet: no vowels, no 0/1/3 (no words, no l/1)
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -110,7 +110,7 @@ def is_available(pod: Resource, min_ready_seconds: int, now: datetime) -> bool:
     return since + timedelta(seconds=min_ready_seconds) <= now
 
 
-def claim(api: APIServer, owner: Resource, candidates: Iterable[Resource],
+async def claim(client: KubeClient, owner: Resource, candidates: Iterable[Resource],
           selector: LabelSelector, kind: str = "Pod") -> list[Resource]:
     """The ControllerRefManager: the candidates ``owner`` controls once orphans its selector
     covers are adopted and its own that the selector no longer covers are released.
@@ -125,17 +125,17 @@ def claim(api: APIServer, owner: Resource, candidates: Iterable[Resource],
             if matches:
                 owned.append(obj)
             elif not obj.metadata.deletion_timestamp:
-                _set_controller(api, kind, obj, owner, adopt=False)
+                await _set_controller(client, kind, obj, owner, adopt=False)
             continue
         if matches and not owner.metadata.deletion_timestamp \
                 and not obj.metadata.deletion_timestamp:
-            adopted = _set_controller(api, kind, obj, owner, adopt=True)
+            adopted = await _set_controller(client, kind, obj, owner, adopt=True)
             if adopted is not None:
                 owned.append(adopted)
     return owned
 
 
-def _set_controller(api: APIServer, kind: str, obj: Resource, owner: Resource, *,
+async def _set_controller(client: KubeClient, kind: str, obj: Resource, owner: Resource, *,
                     adopt: bool) -> Resource | None:
     def mutate(current: Resource) -> bool:
         refs = [r for r in current.metadata.owner_references or []
@@ -148,7 +148,7 @@ def _set_controller(api: APIServer, kind: str, obj: Resource, owner: Resource, *
         return True
 
     try:
-        return write_object(api, kind, obj.name, obj.namespace, mutate)
+        return await write_object(client, kind, obj.name, obj.namespace, mutate)
     except (NotFound, Conflict):
         return None
 

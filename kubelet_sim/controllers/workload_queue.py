@@ -6,12 +6,20 @@ controller reference's owner; an orphan the workload might adopt asks for a full
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
+from typing import Any
 
 from kubelet_sim.api.errors import NotFound, ObjectForbidden
 from kubelet_sim.api.model import JSON, Resource
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.controllers.base import Controller
+from kubelet_sim.controllers.workload_expectations import Expectations
 from kubelet_sim.controllers.workload_pods import controller_of
+
+# seconds before a workload whose pods are not all in the cache yet is looked at again
+# (their arrival wakes it sooner)
+EXPECTATIONS_RECHECK = 1.0
 
 
 class WorkloadController(Controller):
@@ -20,36 +28,69 @@ class WorkloadController(Controller):
     # the kinds whose orphans the workload adopts (a change of one may concern any)
     adopts: tuple[str, ...] = ("Pod",)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the pods created and deleted that the cache has not shown yet, per workload key
+        self.expectations = Expectations(self.cache, self.clock)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """The run loop, once the cache holds the first list of every kind the controller
+        reads (client-go's WaitForCacheSync): a first pass over a cache that has the
+        workloads but not yet their pods would make the pods again."""
+        await self.wait_for_cache_sync()
+        await super().run(stop)
+
+    async def wait_for_cache_sync(self) -> None:
+        """Start the cache's feeds of :attr:`kinds` and wait for their first lists (at
+        once in-process, where the server hands them over inside the call)."""
+        for kind in self.kinds:
+            self.cache.list(kind)
+        feed = feed_source(self.client)
+        if isinstance(feed, ClientFeed):
+            await feed.wait_synced()
+
     def key(self, namespace: str, name: str) -> str:
         return f"{self.prefix}/{namespace}/{name}"
 
     # -- pod control: the events kube-controller-manager's PodControl records for the
     # ReplicaSet, DaemonSet and Job controllers (the StatefulSet controller words its own)
 
-    def create_pod(self, owner: Resource, pod: JSON) -> Resource:
+    async def create_pod(self, owner: Resource, pod: JSON) -> Resource:
         """Create ``pod`` for ``owner``: SuccessfulCreate ``Created pod: <name>``; an
         admission plugin's refusal (a quota) is a FailedCreate ``Error creating: ...``
         Warning, and raised."""
         try:
-            created = self.api.create(pod)
+            created = await self.client.create(Resource.from_dict(pod))
         except ObjectForbidden as err:
             self.event(owner.kind, owner.namespace, owner.name, "Warning", "FailedCreate",
                        f"Error creating: {err.worded('pods')}")
             raise
+        self.expectations.created(self.key(owner.namespace, owner.name), created)
         self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulCreate",
                    f"Created pod: {created.name}")
         return created
 
-    def delete_pod(self, owner: Resource, pod: Resource) -> bool:
+    async def delete_pod(self, owner: Resource, pod: Resource) -> bool:
         """Delete ``pod`` (this one, by UID) for ``owner``: SuccessfulDelete ``Deleted pod:
         <name>``; False when it was gone already."""
         try:
-            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
         except NotFound:
             return False
+        self.expectations.deleted(self.key(owner.namespace, owner.name), pod)
         self.event(owner.kind, owner.namespace, owner.name, "Normal", "SuccessfulDelete",
                    f"Deleted pod: {pod.name}")
         return True
+
+    def may_manage(self, obj: Resource) -> bool:
+        """Whether the pod creations and deletions of the last sync of ``obj`` are in the
+        cache (SatisfiedExpectations); if not, this sync leaves its pods alone and the
+        workload is looked at again once they arrive."""
+        key = self.key(obj.namespace, obj.name)
+        if self.expectations.satisfied(key):
+            return True
+        self._note_retry(key, EXPECTATIONS_RECHECK)
+        return False
 
     @abstractmethod
     async def sync(self, obj: Resource) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.daemonset import DaemonSetController
 from kubelet_sim.controllers.deployment import DeploymentController
@@ -17,7 +18,7 @@ from kubelet_sim.controllers.statefulset import StatefulSetController
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet")
 
 
-def workload_controllers(api: APIServer, common: dict[str, Any]) -> list[Controller]:
+def workload_controllers(api: APIServer | KubeClient, common: dict[str, Any]) -> list[Controller]:
     return [DeploymentController(api, **common), ReplicaSetController(api, **common),
             StatefulSetController(api, **common), DaemonSetController(api, **common),
             JobController(api, **common)]
