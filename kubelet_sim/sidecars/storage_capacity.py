@@ -39,7 +39,8 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.api.quantity import Quantity, format_storage
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.common import write_object
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.base import CsiSidecar
 
@@ -60,7 +61,7 @@ class StorageCapacityController(CsiSidecar):
              "PersistentVolume")
     timeout = 10.0
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+    def __init__(self, api: APIServer | KubeClient, csi: CsiClient, driver: str, *,
                  namespace: str = "kube-system", owner: JSON | None = None,
                  poll_seconds: float = POLL_SECONDS, immediate_binding: bool = False,
                  **kwargs: Any) -> None:
@@ -155,7 +156,7 @@ class StorageCapacityController(CsiSidecar):
         maximum = (format_storage(max(0, answer.maximum_volume_size.value))
                    if answer.HasField("maximum_volume_size") else None)
         if existing is None:
-            self.api.create(self._new_object(class_name, segment, capacity, maximum))
+            await self.client.create(self._new_object(class_name, segment, capacity, maximum))
             return True
 
         def update(obj: Resource) -> bool:
@@ -173,12 +174,12 @@ class StorageCapacityController(CsiSidecar):
                                                  dict(self.owner)]
             return True
 
-        return write_object(self.api, "CSIStorageCapacity", existing.name, self.namespace,
-                            update) is not None
+        return await write_object(self.client, "CSIStorageCapacity", existing.name, self.namespace,
+                                  update) is not None
 
     async def _delete(self, obj: Resource) -> bool:
         with contextlib.suppress(NotFound):
-            self.api.delete("CSIStorageCapacity", obj.name, obj.namespace)
+            await self.client.delete("CSIStorageCapacity", obj.name, obj.namespace)
         return True
 
     def _owned(self, obj: Resource) -> bool:
