@@ -224,6 +224,8 @@ class Scheduler(Controller):
                         if c.get("type") == cond["type"]), None)
             if old and all(old.get(k) == v for k, v in cond.items()):
                 return False
+            if cond["status"] == "False" and obj.spec.get("nodeName"):
+                return False  # bound meanwhile (a cache fed over the wire lags behind)
             set_condition(obj, {**cond, "lastProbeTime": None}, self.clock.now())
             return True
 

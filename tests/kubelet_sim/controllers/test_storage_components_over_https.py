@@ -1,10 +1,12 @@
-"""The storage components over the wire: the scheduler, the PersistentVolume binder, the
-attach/detach controller, the snapshot controller and the CSI sidecars (provisioner,
-attacher, snapshotter) each built on an HttpKubeClient to a `kubelet-sim apiserver`
-process — no API server object in the test process — with the real CSI driver process
-behind the sidecars. A claim of a WaitForFirstConsumer class used by a pod: the pod is
-scheduled, the volume provisioned through the driver, claim and volume bound, the volume
-attached; then a snapshot of it is taken."""
+"""The storage components over the wire: the scheduler, the PersistentVolume binder,
+storage protection, the attach/detach controller, the snapshot controller and the CSI
+sidecars (provisioner, storage capacity, attacher, snapshotter, resizer) each built on an
+HttpKubeClient to a `kubelet-sim apiserver` process — no API server object in the test
+process — with the real CSI driver process behind the sidecars. A claim of a
+WaitForFirstConsumer class used by a pod, for a driver that publishes its storage
+capacity: the capacity is published and the pod scheduled, the volume provisioned
+through the driver, claim and volume bound, the volume attached; then a snapshot of it
+is taken and it is expanded."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ from kubelet_sim.controllers.snapshot_controller import SnapshotController
 from kubelet_sim.csi.client import GrpcCsiClient
 from kubelet_sim.sidecars.attacher import ExternalAttacher
 from kubelet_sim.sidecars.provisioner import ExternalProvisioner
+from kubelet_sim.sidecars.resizer import ExternalResizer
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
+from kubelet_sim.sidecars.storage_capacity import StorageCapacityController
 from kubelet_sim.utils.trace import Trace
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.fixtures.driver_process import DriverProcess
@@ -94,10 +98,12 @@ async def components(server: ApiServerProcess,
         VolumeBinder(client, **common),
         StorageProtection(client, **common),
         ExternalProvisioner(client, csi, DRIVER, **common),
+        StorageCapacityController(client, csi, DRIVER, **common),
         AttachDetachController(client, **common),
         ExternalAttacher(client, csi, DRIVER, **common),
         SnapshotController(client, **common),
         CsiSnapshotter(client, csi, DRIVER, **common),
+        ExternalResizer(client, csi, DRIVER, **common),
     ])
     feed = feed_source(client)
     assert isinstance(feed, ClientFeed)  # the components' cache fed over their client
@@ -122,16 +128,23 @@ async def test_a_pod_and_its_wait_for_first_consumer_claim_get_node_volume_and_a
     await client.update_status(node)
     await client.create(builders.csi_node(NODE, [{
         "name": DRIVER, "nodeID": NODE, "topologyKeys": [TOPOLOGY_NODE_KEY]}]))
-    await client.create(builders.storage_class("wffc", DRIVER,
+    capacity_driver = builders.csi_driver(DRIVER)
+    capacity_driver.spec["storageCapacity"] = True  # the scheduler checks published capacity
+    await client.create(capacity_driver)
+    await client.create(builders.storage_class("wffc", DRIVER, allow_volume_expansion=True,
                                                volume_binding_mode="WaitForFirstConsumer"))
     await client.create(builders.persistent_volume_claim("data", storage="1Gi",
                                                          storage_class="wffc"))
     await client.create(builders.pod("app", volumes=[builders.pvc_volume("vol", "data")]))
 
-    pod = await components.eventually(lambda: client.get("Pod", "app", "default"),
-                                      lambda p: p.spec.get("nodeName") == NODE,
-                                      "the pod bound to the node")
-    assert (condition(pod, "PodScheduled") or {}).get("status") == "True"
+    await components.eventually(
+        lambda: client.get("Pod", "app", "default"),
+        lambda p: p.spec.get("nodeName") == NODE
+        and (condition(p, "PodScheduled") or {}).get("status") == "True",
+        "the pod bound to the node and PodScheduled")
+    (capacity,) = (await client.list("CSIStorageCapacity", "kube-system")).items
+    assert capacity.body["storageClassName"] == "wffc"
+    assert capacity.body["nodeTopology"] == {"matchLabels": {TOPOLOGY_NODE_KEY: NODE}}
 
     claim = await components.eventually(
         lambda: client.get("PersistentVolumeClaim", "data", "default"),
@@ -179,3 +192,15 @@ async def test_a_pod_and_its_wait_for_first_consumer_claim_get_node_volume_and_a
                                snapshot.status["boundVolumeSnapshotContentName"])
     assert content.status["snapshotHandle"]
     assert "CreateSnapshot" in components.calls("csi-snapshotter")
+
+    # expanded: ControllerExpandVolume through csi-resizer, then the kubelet's turn
+    await client.patch("PersistentVolumeClaim", "data", {
+        "spec": {"resources": {"requests": {"storage": "2Gi"}}}}, "default")
+    claim = await components.eventually(
+        lambda: client.get("PersistentVolumeClaim", "data", "default"),
+        lambda c: c.status.get("allocatedResourceStatuses") == {"storage": "NodeResizePending"},
+        "the claim waiting for the node's part of the expansion")
+    assert claim.status["allocatedResources"] == {"storage": "2Gi"}
+    assert (await client.get("PersistentVolume", pv.name)).spec["capacity"] == {
+        "storage": "2Gi"}
+    assert "ControllerExpandVolume" in components.calls("csi-resizer")
