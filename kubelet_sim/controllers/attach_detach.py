@@ -24,11 +24,11 @@ from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.client.indexes import POD_CLAIMS
+from kubelet_sim.client.writes import write_status
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     csi_driver_attach_required,
     unique_volume_name,
-    write_status,
 )
 from kubelet_sim.csi.naming import attachment_name
 
@@ -127,7 +127,7 @@ class AttachDetachController(Controller):
                 "attacher": want.driver, "nodeName": want.node_name,
                 "source": {"persistentVolumeName": want.pv_name}})
             try:
-                self.api.create(obj)
+                await self.client.create(obj)
             except AlreadyExists:
                 return False
             return True
@@ -138,7 +138,7 @@ class AttachDetachController(Controller):
             return False
         if reported is None or want.unique_name in reported:
             return False  # already reported (read from the cache: no write to consider)
-        if not self._report_attached(want.node_name, want.unique_name, True):
+        if not await self._report_attached(want.node_name, want.unique_name, True):
             return False
         for namespace, name in want.pods:  # the volume's trailing space is Kubernetes'
             self.event("Pod", namespace, name, NORMAL, "SuccessfulAttachVolume",
@@ -163,14 +163,14 @@ class AttachDetachController(Controller):
                                         str((pv.spec.get("csi") or {}).get("volumeHandle")))
             if unique in (node.status.get("volumesInUse") or []):
                 return False  # the kubelet still has it mounted
-            self._report_attached(node_name, unique, False)
+            await self._report_attached(node_name, unique, False)
         try:
-            self.api.delete("VolumeAttachment", va.name)
+            await self.client.delete("VolumeAttachment", va.name)
         except NotFound:
             return False
         return True
 
-    def _report_attached(self, node_name: str, unique: str, attached: bool) -> bool:
+    async def _report_attached(self, node_name: str, unique: str, attached: bool) -> bool:
         def mutate(node: Resource) -> bool:
             entries: list[JSON] = list(node.status.get("volumesAttached") or [])
             present = any(e.get("name") == unique for e in entries)
@@ -184,7 +184,7 @@ class AttachDetachController(Controller):
             return True
 
         try:
-            return write_status(self.api, "Node", node_name, "", mutate) is not None
+            return await write_status(self.client, "Node", node_name, "", mutate) is not None
         except NotFound:
             return False
 
@@ -206,5 +206,5 @@ class AttachDetachController(Controller):
                  if e.get("name") not in attached]
         changed = False
         for name in stale:
-            changed = self._report_attached(node.name, name, False) or changed
+            changed = await self._report_attached(node.name, name, False) or changed
         return changed

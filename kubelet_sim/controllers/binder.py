@@ -25,6 +25,7 @@ from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.client.events import NORMAL, WARNING
 from kubelet_sim.client.indexes import PV_CLAIM, claim_key
+from kubelet_sim.client.writes import write_object, write_status
 from kubelet_sim.controllers.base import (
     Controller,
     claim_ref_keys,
@@ -41,8 +42,6 @@ from kubelet_sim.controllers.common import (
     pvc_request_bytes,
     set_annotation,
     storage_bytes,
-    write_object,
-    write_status,
 )
 
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
@@ -109,20 +108,20 @@ class VolumeBinder(Controller):
     async def _sync_volume(self, pv: Resource) -> bool:
         ref = pv.spec.get("claimRef")
         if not ref:
-            return self._set_pv_phase(pv, "Available")
+            return await self._set_pv_phase(pv, "Available")
         pvc = self.cache.get("PersistentVolumeClaim", ref.get("name", ""),
                              ref.get("namespace", ""))
         if pvc is None or (ref.get("uid") and ref["uid"] != pvc.metadata.uid):
             if pv.status.get("phase") in ("Released", "Failed"):
                 return False
             if pv.status.get("phase") == "Bound" or ref.get("uid"):
-                return self._set_pv_phase(pv, "Released")
-            return self._set_pv_phase(pv, "Available")  # pre-bound to a claim to come
+                return await self._set_pv_phase(pv, "Released")
+            return await self._set_pv_phase(pv, "Available")  # pre-bound to a claim to come
         if pvc.spec.get("volumeName") == pv.name:
-            return self._set_pv_phase(pv, "Bound")
+            return await self._set_pv_phase(pv, "Bound")
         return False
 
-    def _set_pv_phase(self, pv: Resource, phase: str) -> bool:
+    async def _set_pv_phase(self, pv: Resource, phase: str) -> bool:
         if pv.status.get("phase") == phase:
             return False
 
@@ -132,7 +131,7 @@ class VolumeBinder(Controller):
             obj.status["phase"] = phase
             return True
 
-        return write_status(self.api, "PersistentVolume", pv.name, "", mutate) is not None
+        return await write_status(self.client, "PersistentVolume", pv.name, "", mutate) is not None
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -141,30 +140,31 @@ class VolumeBinder(Controller):
             return False
         changed = False
         if not pvc.status.get("phase"):
-            changed = self._claim_status(pvc, _phase("Pending"))
-        if ANN_BIND_COMPLETED not in pvc.metadata.annotations and self._assign_default_class(pvc):
+            changed = await self._claim_status(pvc, _phase("Pending"))
+        if ANN_BIND_COMPLETED not in pvc.metadata.annotations \
+                and await self._assign_default_class(pvc):
             return True  # the claim's next sync goes on with its class
         volume_name = pvc.spec.get("volumeName")
         if volume_name:
             pv = self.cache.get("PersistentVolume", volume_name)
             if pv is None:
-                return self._claim_status(pvc, _phase("Lost")) or changed
+                return await self._claim_status(pvc, _phase("Lost")) or changed
             ref = pv.spec.get("claimRef") or {}
             if not ref:
-                self._bind_volume(pv, pvc)
+                await self._bind_volume(pv, pvc)
                 pv = self.cache.get("PersistentVolume", volume_name) or pv
             elif ref.get("uid") and ref["uid"] != pvc.metadata.uid:
                 return changed  # the volume belongs to another claim
-            return self._complete_claim(pvc, pv) or changed
+            return await self._complete_claim(pvc, pv) or changed
         pv = self._prebound_or_matching(pvc)
         if pv is not None:
             if not (pv.spec.get("claimRef") or {}).get("uid"):
-                self._bind_volume(pv, pvc)
-            return self._complete_claim(pvc, self.cache.get("PersistentVolume", pv.name)
-                                        or pv) or True
-        return self._hand_to_provisioner(pvc) or changed
+                await self._bind_volume(pv, pvc)
+            return await self._complete_claim(pvc, self.cache.get("PersistentVolume", pv.name)
+                                              or pv) or True
+        return await self._hand_to_provisioner(pvc) or changed
 
-    def _assign_default_class(self, pvc: Resource) -> bool:
+    async def _assign_default_class(self, pvc: Resource) -> bool:
         """The PV controller's retroactive default: an unbound claim that names no class
         gets the default one's once there is one."""
         if pvc.spec.get("storageClassName") is not None:
@@ -176,17 +176,17 @@ class VolumeBinder(Controller):
         def mutate(obj: Resource) -> bool:
             return set_default_class(obj, [chosen])
 
-        return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                            mutate) is not None
+        return await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                  mutate) is not None
 
-    def _claim_status(self, pvc: Resource, edit: Callable[[JSON], None]) -> bool:
+    async def _claim_status(self, pvc: Resource, edit: Callable[[JSON], None]) -> bool:
         def mutate(obj: Resource) -> bool:
             before = dict(obj.status)
             edit(obj.status)
             return obj.status != before
 
-        return write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                            mutate) is not None
+        return await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                  mutate) is not None
 
     def _prebound_or_matching(self, pvc: Resource) -> Resource | None:
         sc = self.cache.get("StorageClass", claim_class(pvc)) if claim_class(pvc) else None
@@ -220,15 +220,17 @@ class VolumeBinder(Controller):
             candidates.append((size, pv.name, pv))
         return min(candidates, key=lambda c: c[:2])[2] if candidates else None
 
-    def _bind_volume(self, pv: Resource, pvc: Resource) -> None:
+    async def _bind_volume(self, pv: Resource, pvc: Resource) -> None:
         def mutate(obj: Resource) -> bool:
+            if (obj.spec.get("claimRef") or {}).get("uid") == pvc.metadata.uid:
+                return False  # bound already (a cache fed over the wire may lag behind)
             obj.spec["claimRef"] = claim_ref(pvc)
             set_annotation(obj, ANN_BOUND_BY_CONTROLLER, "yes")
             return True
 
-        write_object(self.api, "PersistentVolume", pv.name, "", mutate)
+        await write_object(self.client, "PersistentVolume", pv.name, "", mutate)
 
-    def _complete_claim(self, pvc: Resource, pv: Resource) -> bool:
+    async def _complete_claim(self, pvc: Resource, pv: Resource) -> bool:
         if _claim_complete(pvc, pv):
             return False  # the cached objects say so: no write to consider
         def bind(obj: Resource) -> bool:
@@ -238,9 +240,9 @@ class VolumeBinder(Controller):
                 changed = set_annotation(obj, ANN_BOUND_BY_CONTROLLER, "yes") or True
             return set_annotation(obj, ANN_BIND_COMPLETED, "yes") or changed
 
-        changed = write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                               bind) is not None
-        changed = self._set_pv_phase(pv, "Bound") or changed
+        changed = await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                     bind) is not None
+        changed = await self._set_pv_phase(pv, "Bound") or changed
 
         def status(obj: Resource) -> bool:
             want = {"phase": "Bound", "accessModes": list(pv.spec.get("accessModes") or []),
@@ -257,10 +259,10 @@ class VolumeBinder(Controller):
             obj.status.update(want)
             return True
 
-        return write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                            status) is not None or changed
+        return await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                  status) is not None or changed
 
-    def _hand_to_provisioner(self, pvc: Resource) -> bool:
+    async def _hand_to_provisioner(self, pvc: Resource) -> bool:
         """No volume matched: the events say why the claim waits, as the PV controller's."""
         if not claim_class(pvc):
             self._claim_event(pvc, NORMAL, "FailedBinding", "no persistent volumes available "
@@ -289,8 +291,8 @@ class VolumeBinder(Controller):
             a = set_annotation(obj, ANN_STORAGE_PROVISIONER, provisioner)
             return set_annotation(obj, ANN_BETA_STORAGE_PROVISIONER, provisioner) or a
 
-        return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                            mutate) is not None
+        return await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                  mutate) is not None
 
 
     def _claim_event(self, pvc: Resource, event_type: str, reason: str, message: str) -> None:

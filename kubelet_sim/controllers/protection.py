@@ -17,6 +17,7 @@ from __future__ import annotations
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.indexes import POD_CLAIMS, claim_key, pod_claim_keys
 from kubelet_sim.client.shared_cache import SharedCache
+from kubelet_sim.client.writes import drop_finalizer, write_object
 from kubelet_sim.controllers.attach_detach import pod_terminated
 from kubelet_sim.controllers.base import (
     Controller,
@@ -24,7 +25,7 @@ from kubelet_sim.controllers.base import (
     claims_and_volumes,
     volume_step_key,
 )
-from kubelet_sim.controllers.common import add_finalizer, drop_finalizer, write_object
+from kubelet_sim.controllers.common import add_finalizer
 
 PVC_PROTECTION = "kubernetes.io/pvc-protection"
 PV_PROTECTION = "kubernetes.io/pv-protection"
@@ -99,29 +100,30 @@ class StorageProtection(Controller):
         if not pvc.is_terminating:
             if PVC_PROTECTION in pvc.metadata.finalizers:
                 return False  # the cached claim has it: no write to consider
-            return write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                                lambda o: add_finalizer(o, PVC_PROTECTION)) is not None
+            return await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                      lambda o: add_finalizer(o, PVC_PROTECTION)) is not None
         if PVC_PROTECTION not in pvc.metadata.finalizers or claim_in_use(self.cache, pvc):
             return False
-        return drop_finalizer(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                              PVC_PROTECTION)
+        return await drop_finalizer(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                                    PVC_PROTECTION)
 
     async def _volume(self, pv: Resource) -> bool:
         if not pv.is_terminating:
             if PV_PROTECTION in pv.metadata.finalizers:
                 return False
-            return write_object(self.api, "PersistentVolume", pv.name, "",
-                                lambda o: add_finalizer(o, PV_PROTECTION)) is not None
+            return await write_object(self.client, "PersistentVolume", pv.name, "",
+                                      lambda o: add_finalizer(o, PV_PROTECTION)) is not None
         if PV_PROTECTION not in pv.metadata.finalizers or pv.status.get("phase") == "Bound":
             return False
-        return drop_finalizer(self.api, "PersistentVolume", pv.name, "", PV_PROTECTION)
+        return await drop_finalizer(self.client, "PersistentVolume", pv.name, "", PV_PROTECTION)
 
     async def _class(self, vac: Resource) -> bool:
         if not vac.is_terminating:
             if VAC_PROTECTION in vac.metadata.finalizers:
                 return False
-            return write_object(self.api, "VolumeAttributesClass", vac.name, "",
-                                lambda o: add_finalizer(o, VAC_PROTECTION)) is not None
+            return await write_object(self.client, "VolumeAttributesClass", vac.name, "",
+                                      lambda o: add_finalizer(o, VAC_PROTECTION)) is not None
         if VAC_PROTECTION not in vac.metadata.finalizers or class_in_use(self.cache, vac.name):
             return False
-        return drop_finalizer(self.api, "VolumeAttributesClass", vac.name, "", VAC_PROTECTION)
+        return await drop_finalizer(self.client, "VolumeAttributesClass", vac.name, "",
+                                    VAC_PROTECTION)

@@ -42,14 +42,13 @@ from kubelet_sim.api.model import JSON, Resource, set_condition
 from kubelet_sim.api.selectors import node_selector_matches
 from kubelet_sim.api.taints import NO_SCHEDULE, NOT_READY, tolerates
 from kubelet_sim.client.indexes import POD_NODE
+from kubelet_sim.client.writes import write_object, write_status
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.binder import volume_admits_node
 from kubelet_sim.controllers.common import (
     ANN_SELECTED_NODE,
     node_is_ready,
     set_annotation,
-    write_object,
-    write_status,
 )
 from kubelet_sim.controllers.fit_error import fit_error
 from kubelet_sim.controllers.scheduler_cache import Snapshot
@@ -105,7 +104,7 @@ class Scheduler(Controller):
             claims = self._claims(pod, snapshot)
         except Unschedulable as why:
             self.assumed.pop(uid, None)
-            return self._unschedulable(pod, fit_error(pod, len(nodes), Counter(), str(why)))
+            return await self._unschedulable(pod, fit_error(pod, len(nodes), Counter(), str(why)))
         assumed = self.assumed.get(uid)
         if assumed is not None:
             if any(c.metadata.annotations.get(ANN_SELECTED_NODE) != assumed
@@ -113,7 +112,7 @@ class Scheduler(Controller):
                 del self.assumed[uid]  # provisioning gave up on the node: schedule again
                 snapshot.unplace(pod, assumed)
             else:
-                return self._finish_assumed(pod, assumed, claims)
+                return await self._finish_assumed(pod, assumed, claims)
         reasons: Counter[str] = Counter()
         feasible: list[Resource] = []
         for node in nodes:
@@ -123,31 +122,31 @@ class Scheduler(Controller):
             else:
                 feasible.append(node)
         if not feasible:
-            return self._unschedulable(pod, fit_error(pod, len(nodes), reasons))
+            return await self._unschedulable(pod, fit_error(pod, len(nodes), reasons))
         node = min(feasible, key=lambda n: (len(snapshot.pods_on(n.name)), n.name))
         snapshot.place(pod, node.name)
         unbound = [c for c in claims if not c.spec.get("volumeName")]
         if not unbound:
-            return self._bind(pod, node.name)
+            return await self._bind(pod, node.name)
         chosen = node.name
 
         def select(obj: Resource) -> bool:
             return set_annotation(obj, ANN_SELECTED_NODE, chosen)
 
         for claim in unbound:  # the VolumeBinding plugin's PreBind
-            written = write_object(self.api, "PersistentVolumeClaim", claim.name,
-                                   claim.namespace, select)
+            written = await write_object(self.client, "PersistentVolumeClaim", claim.name,
+                                         claim.namespace, select)
             if written is not None:  # later pods of this pass see the selected node
                 snapshot.claims[(written.namespace, written.name)] = written
         self.assumed[uid] = node.name
         return True
 
-    def _finish_assumed(self, pod: Resource, node_name: str, claims: list[Resource]) -> bool:
+    async def _finish_assumed(self, pod: Resource, node_name: str, claims: list[Resource]) -> bool:
         if any(not c.spec.get("volumeName") or c.status.get("phase") != "Bound"
                for c in claims):
             return False  # still waiting for provisioning and binding
         del self.assumed[pod.metadata.uid]
-        return self._bind(pod, node_name)
+        return await self._bind(pod, node_name)
 
     @staticmethod
     def _claims(pod: Resource, snapshot: Snapshot) -> list[Resource]:
@@ -201,34 +200,36 @@ class Scheduler(Controller):
                 return NOT_ENOUGH_SPACE
         return ""
 
-    def _bind(self, pod: Resource, node_name: str) -> bool:
+    async def _bind(self, pod: Resource, node_name: str) -> bool:
         # through pods/binding, as kube-scheduler binds: no generation change
         try:
-            self.api.bind(pod.name, pod.namespace, node_name, uid=pod.metadata.uid)
+            await self.client.bind(pod.name, pod.namespace, node_name, uid=pod.metadata.uid)
         except (Conflict, NotFound):  # bound or deleted meanwhile
             return False
-        self._condition(pod, {"type": "PodScheduled", "status": "True"})
+        await self._condition(pod, {"type": "PodScheduled", "status": "True"})
         self.event("Pod", pod.namespace, pod.name, "Normal", "Scheduled",
                    f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}")
         return True
 
-    def _unschedulable(self, pod: Resource, message: str) -> bool:
-        changed = self._condition(pod, {"type": "PodScheduled", "status": "False",
-                                        "reason": "Unschedulable", "message": message})
+    async def _unschedulable(self, pod: Resource, message: str) -> bool:
+        changed = await self._condition(pod, {"type": "PodScheduled", "status": "False",
+                                              "reason": "Unschedulable", "message": message})
         if changed:
             self.event("Pod", pod.namespace, pod.name, "Warning", "FailedScheduling", message)
         return changed
 
-    def _condition(self, pod: Resource, cond: JSON) -> bool:
+    async def _condition(self, pod: Resource, cond: JSON) -> bool:
         def mutate(obj: Resource) -> bool:
             old = next((c for c in obj.status.get("conditions") or []
                         if c.get("type") == cond["type"]), None)
             if old and all(old.get(k) == v for k, v in cond.items()):
                 return False
+            if cond["status"] == "False" and obj.spec.get("nodeName"):
+                return False  # bound meanwhile (a cache fed over the wire lags behind)
             set_condition(obj, {**cond, "lastProbeTime": None}, self.clock.now())
             return True
 
-        return write_status(self.api, "Pod", pod.name, pod.namespace, mutate) is not None
+        return await write_status(self.client, "Pod", pod.name, pod.namespace, mutate) is not None
 
 
 def _queue_order(pod: Resource) -> tuple[int, int]:

@@ -26,16 +26,13 @@ from datetime import UTC, datetime
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, new
 from kubelet_sim.api.quantity import bytes_quantity
+from kubelet_sim.client.writes import drop_finalizer, get_or_none, write_object, write_status
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import (
     add_finalizer,
-    drop_finalizer,
-    get_or_none,
     remove_finalizer,
     set_annotation,
     status_replacing_error,
-    write_object,
-    write_status,
 )
 
 GROUP = "snapshot.storage.k8s.io"
@@ -62,7 +59,7 @@ class SnapshotController(Controller):
 
     async def reconcile(self) -> bool:
         changed = False
-        for vs in self.api.list("VolumeSnapshot").items:
+        for vs in (await self.client.list("VolumeSnapshot")).items:
             key = f"vs/{vs.namespace}/{vs.name}"
             action = self._delete if vs.is_terminating else self._sync
             changed = await self.step(key, action, vs) or changed
@@ -73,23 +70,23 @@ class SnapshotController(Controller):
     async def _sync(self, vs: Resource) -> bool:
         source = vs.spec.get("source") or {}
         if source.get("volumeSnapshotContentName"):
-            content = self._bind_preprovisioned(vs, str(source["volumeSnapshotContentName"]))
+            content = await self._bind_preprovisioned(vs, str(source["volumeSnapshotContentName"]))
         else:
-            content = self._dynamic_content(vs)
+            content = await self._dynamic_content(vs)
         if content is None:
             return False
-        changed = write_object(self.api, "VolumeSnapshot", vs.name, vs.namespace,
-                               lambda o: add_finalizer(o, FIN_BOUND) | add_finalizer(
-                                   o, FIN_AS_SOURCE)) is not None
-        changed = self._mirror_status(vs, content) or changed
+        changed = await write_object(self.client, "VolumeSnapshot", vs.name, vs.namespace,
+                                     lambda o: add_finalizer(o, FIN_BOUND) | add_finalizer(
+                                         o, FIN_AS_SOURCE)) is not None
+        changed = await self._mirror_status(vs, content) or changed
         claim = source.get("persistentVolumeClaimName")
         if claim and content.status.get("readyToUse") is True:
-            changed = drop_finalizer(self.api, "PersistentVolumeClaim", str(claim),
-                                     vs.namespace, FIN_PVC_SOURCE) or changed
+            changed = await drop_finalizer(self.client, "PersistentVolumeClaim", str(claim),
+                                           vs.namespace, FIN_PVC_SOURCE) or changed
         return changed
 
-    def _bind_preprovisioned(self, vs: Resource, name: str) -> Resource | None:
-        content = get_or_none(self.api, "VolumeSnapshotContent", name)
+    async def _bind_preprovisioned(self, vs: Resource, name: str) -> Resource | None:
+        content = await get_or_none(self.client, "VolumeSnapshotContent", name)
         if content is None:
             return None
         ref = content.spec.get("volumeSnapshotRef") or {}
@@ -106,25 +103,25 @@ class SnapshotController(Controller):
                 changed = add_finalizer(obj, FIN_CONTENT) or changed
             return changed
 
-        write_object(self.api, "VolumeSnapshotContent", name, "", bind)
-        return self.api.get("VolumeSnapshotContent", name)
+        await write_object(self.client, "VolumeSnapshotContent", name, "", bind)
+        return await self.client.get("VolumeSnapshotContent", name)
 
-    def _dynamic_content(self, vs: Resource) -> Resource | None:
+    async def _dynamic_content(self, vs: Resource) -> Resource | None:
         name = content_name_for(vs)
-        existing = get_or_none(self.api, "VolumeSnapshotContent", name)
+        existing = await get_or_none(self.client, "VolumeSnapshotContent", name)
         if existing is not None:
             return existing
         claim_name = str((vs.spec.get("source") or {}).get("persistentVolumeClaimName"))
-        pvc = get_or_none(self.api, "PersistentVolumeClaim", claim_name, vs.namespace)
+        pvc = await get_or_none(self.client, "PersistentVolumeClaim", claim_name, vs.namespace)
         if pvc is None or pvc.status.get("phase") != "Bound":
             raise RuntimeError(f"the PVC {claim_name} is not yet bound to a PV")
-        pv = self.api.get("PersistentVolume", str(pvc.spec["volumeName"]))
+        pv = await self.client.get("PersistentVolume", str(pvc.spec["volumeName"]))
         csi = pv.spec.get("csi") or {}
         if not csi:
             raise RuntimeError(f"the PV {pv.name} is not a CSI volume")
-        snapshot_class = self._class_for(vs, str(csi["driver"]))
-        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                     lambda o: add_finalizer(o, FIN_PVC_SOURCE))
+        snapshot_class = await self._class_for(vs, str(csi["driver"]))
+        await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                           lambda o: add_finalizer(o, FIN_PVC_SOURCE))
         params = snapshot_class.body.get("parameters") or {}
         annotations = {}
         if SNAPSHOTTER_SECRET_NAME in params:
@@ -144,17 +141,17 @@ class SnapshotController(Controller):
         if content.spec["deletionPolicy"] == "Delete":
             content.metadata.finalizers.append(FIN_CONTENT)
         with contextlib.suppress(AlreadyExists):
-            self.api.create(content)
+            await self.client.create(content)
             self.event("VolumeSnapshot", vs.namespace, vs.name, "Normal", "CreatingSnapshot",
                        f"Waiting for a snapshot {vs.namespace}/{vs.name} to be created by the "
                        "CSI driver.")
-        return self.api.get("VolumeSnapshotContent", name)
+        return await self.client.get("VolumeSnapshotContent", name)
 
-    def _class_for(self, vs: Resource, driver: str) -> Resource:
+    async def _class_for(self, vs: Resource, driver: str) -> Resource:
         name = vs.spec.get("volumeSnapshotClassName")
         if name:
-            return self.api.get("VolumeSnapshotClass", str(name))
-        defaults = [c for c in self.api.list("VolumeSnapshotClass").items
+            return await self.client.get("VolumeSnapshotClass", str(name))
+        defaults = [c for c in (await self.client.list("VolumeSnapshotClass")).items
                     if c.body.get("driver") == driver
                     and c.metadata.annotations.get(ANN_DEFAULT_CLASS) == "true"]
         if len(defaults) != 1:
@@ -164,10 +161,10 @@ class SnapshotController(Controller):
         def set_class(obj: Resource) -> bool:
             obj.spec["volumeSnapshotClassName"] = defaults[0].name
             return True
-        write_object(self.api, "VolumeSnapshot", vs.name, vs.namespace, set_class)
+        await write_object(self.client, "VolumeSnapshot", vs.name, vs.namespace, set_class)
         return defaults[0]
 
-    def _mirror_status(self, vs: Resource, content: Resource) -> bool:
+    async def _mirror_status(self, vs: Resource, content: Resource) -> bool:
         status: JSON = {"boundVolumeSnapshotContentName": content.name,
                         "readyToUse": content.status.get("readyToUse") is True}
         if content.status.get("restoreSize") is not None:
@@ -177,8 +174,8 @@ class SnapshotController(Controller):
             status["creationTime"] = format_time(datetime.fromtimestamp(seconds, UTC))
         if content.status.get("error"):
             status["error"] = dict(content.status["error"])
-        written = write_status(self.api, "VolumeSnapshot", vs.name, vs.namespace,
-                               status_replacing_error(status))
+        written = await write_status(self.client, "VolumeSnapshot", vs.name, vs.namespace,
+                                     status_replacing_error(status))
         if written is None:
             return False
         key = f"{vs.namespace}/{vs.name}"
@@ -195,27 +192,28 @@ class SnapshotController(Controller):
     async def _delete(self, vs: Resource) -> bool:
         name = vs.status.get("boundVolumeSnapshotContentName") or (
             (vs.spec.get("source") or {}).get("volumeSnapshotContentName"))
-        content = get_or_none(self.api, "VolumeSnapshotContent", str(name)) if name else None
+        content = await get_or_none(self.client, "VolumeSnapshotContent",
+                                    str(name)) if name else None
         changed = False
         if content is not None and content.spec.get("deletionPolicy") == "Delete":
             if not content.is_terminating:
-                write_object(self.api, "VolumeSnapshotContent", content.name, "",
-                             lambda o: set_annotation(o, ANN_BEING_DELETED, "yes"))
+                await write_object(self.client, "VolumeSnapshotContent", content.name, "",
+                                   lambda o: set_annotation(o, ANN_BEING_DELETED, "yes"))
                 with contextlib.suppress(NotFound):
-                    self.api.delete("VolumeSnapshotContent", content.name)
+                    await self.client.delete("VolumeSnapshotContent", content.name)
                 changed = True
-            if get_or_none(self.api, "VolumeSnapshotContent", content.name) is not None:
+            if await get_or_none(self.client, "VolumeSnapshotContent", content.name) is not None:
                 return changed  # wait for the sidecar's DeleteSnapshot
         claim = (vs.spec.get("source") or {}).get("persistentVolumeClaimName")
         if claim:
-            drop_finalizer(self.api, "PersistentVolumeClaim", str(claim), vs.namespace,
-                           FIN_PVC_SOURCE)
+            await drop_finalizer(self.client, "PersistentVolumeClaim", str(claim), vs.namespace,
+                                 FIN_PVC_SOURCE)
 
         def release(obj: Resource) -> bool:
             return remove_finalizer(obj, FIN_BOUND) | remove_finalizer(obj, FIN_AS_SOURCE)
 
         try:
-            return write_object(self.api, "VolumeSnapshot", vs.name, vs.namespace,
-                                release) is not None or changed
+            return await write_object(self.client, "VolumeSnapshot", vs.name, vs.namespace,
+                                      release) is not None or changed
         except NotFound:
             return changed

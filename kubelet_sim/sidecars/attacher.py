@@ -26,16 +26,15 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.indexes import VA_PV
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import drop_finalizer, write_object, write_status
 from kubelet_sim.controllers.base import volume_step_key
 from kubelet_sim.controllers.common import (
     CtrlRpc,
     add_finalizer,
-    drop_finalizer,
     node_id_for,
     pv_volume_capability,
     set_annotation,
-    write_object,
-    write_status,
 )
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.sidecars.base import CsiSidecar
@@ -56,7 +55,8 @@ class ExternalAttacher(CsiSidecar):
     kinds = ("VolumeAttachment", "PersistentVolume", "CSINode")
     timeout = 15.0  # the sidecar's --timeout default
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, **kwargs: Any) -> None:
+    def __init__(self, api: APIServer | KubeClient, csi: CsiClient, driver: str,
+                 **kwargs: Any) -> None:
         super().__init__(api, csi, driver, **kwargs)
         self.finalizer = attacher_finalizer(driver)
 
@@ -95,8 +95,8 @@ class ExternalAttacher(CsiSidecar):
         for pv in volumes:
             if (self.finalizer in pv.metadata.finalizers
                     and not self.cache.by_index("VolumeAttachment", VA_PV, pv.name)):
-                changed = drop_finalizer(self.api, "PersistentVolume", pv.name, "",
-                                         self.finalizer) or changed
+                changed = await drop_finalizer(self.client, "PersistentVolume", pv.name, "",
+                                               self.finalizer) or changed
         return changed
 
     async def _attach(self, va: Resource) -> bool:
@@ -114,15 +114,15 @@ class ExternalAttacher(CsiSidecar):
                 added = add_finalizer(obj, self.finalizer)
                 return set_annotation(obj, ANN_VA_NODE_ID, node_id) or added
 
-            write_object(self.api, "VolumeAttachment", va.name, "", mark)
-            write_object(self.api, "PersistentVolume", pv_name, "",
-                         lambda o: add_finalizer(o, self.finalizer))
+            await write_object(self.client, "VolumeAttachment", va.name, "", mark)
+            await write_object(self.client, "PersistentVolume", pv_name, "",
+                               lambda o: add_finalizer(o, self.finalizer))
             rpcs = await self.controller_rpcs()
             metadata: dict[str, str] = {}
             if CtrlRpc.PUBLISH_UNPUBLISH_VOLUME in rpcs:
                 metadata = await self._publish(pv, node_id, rpcs)
         except (CsiError, LookupError, NotFound, RuntimeError, ValueError) as err:
-            self._save_error(va.name, "attachError", str(err), grpc_code(err))
+            await self._save_error(va.name, "attachError", str(err), grpc_code(err))
             raise
 
         def attached(obj: Resource) -> bool:
@@ -134,7 +134,7 @@ class ExternalAttacher(CsiSidecar):
                 obj.status.pop("attachmentMetadata", None)
             return True
 
-        write_status(self.api, "VolumeAttachment", va.name, "", attached)
+        await write_status(self.client, "VolumeAttachment", va.name, "", attached)
         return True
 
     async def _publish(self, pv: Resource, node_id: str, rpcs: frozenset[int]) -> dict[str, str]:
@@ -166,7 +166,7 @@ class ExternalAttacher(CsiSidecar):
                         secrets=await self.secrets.get(csi.get("controllerPublishSecretRef"))),
                         csi_pb2.ControllerUnpublishVolumeResponse)
         except (CsiError, LookupError) as err:
-            self._save_error(va.name, "detachError", str(err), grpc_code(err))
+            await self._save_error(va.name, "detachError", str(err), grpc_code(err))
             raise
 
         def detached(obj: Resource) -> bool:
@@ -176,14 +176,14 @@ class ExternalAttacher(CsiSidecar):
             return True
 
         try:
-            write_status(self.api, "VolumeAttachment", va.name, "", detached)
+            await write_status(self.client, "VolumeAttachment", va.name, "", detached)
         except NotFound:
             return True
-        drop_finalizer(self.api, "VolumeAttachment", va.name, "", self.finalizer)
+        await drop_finalizer(self.client, "VolumeAttachment", va.name, "", self.finalizer)
         return True
 
-    def _save_error(self, va_name: str, field: str, message: str,
-                    code: int | None = None) -> None:
+    async def _save_error(self, va_name: str, field: str, message: str,
+                          code: int | None = None) -> None:
         """``code``: the gRPC code of a CSI failure, kept as ``errorCode``
         (MutableCSINodeAllocatableCount, GA in external-attacher): the kubelet refreshes
         the node's allocatable count on ResourceExhausted."""
@@ -199,7 +199,7 @@ class ExternalAttacher(CsiSidecar):
             return True
 
         with contextlib.suppress(NotFound):
-            write_status(self.api, "VolumeAttachment", va_name, "", mutate)
+            await write_status(self.client, "VolumeAttachment", va_name, "", mutate)
 
 
 def grpc_code(err: Exception) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import CachedControllerCapabilities
@@ -21,7 +22,8 @@ class CsiSidecar(Controller):
 
     timeout: float = 10.0
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, **kwargs: Any) -> None:
+    def __init__(self, api: APIServer | KubeClient, csi: CsiClient, driver: str,
+                 **kwargs: Any) -> None:
         super().__init__(api, **kwargs)
         self.csi = csi.with_component(self.name, timeout=self.timeout)
         self.driver = driver

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from csi_protos import csi_pb2
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.shared_cache import SharedCache
+from kubelet_sim.client.writes import get_or_none
 from kubelet_sim.controllers.binder import claim_ref
 from kubelet_sim.controllers.common import (
     ANN_PROVISIONED_BY,
     PROVISIONER_FINALIZER,
     csinode_driver,
-    get_or_none,
     node_topology,
     storage_bytes,
 )
@@ -144,8 +144,8 @@ def node_affinity(topologies: list[Mapping[str, str]]) -> JSON | None:
 # -- data sources ---------------------------------------------------------------------------
 
 
-def content_source(api: APIServer, driver: str, pvc: Resource,
-                   storage_class: Resource) -> csi_pb2.VolumeContentSource | None:
+async def content_source(client: KubeClient, driver: str, pvc: Resource,
+                         storage_class: Resource) -> csi_pb2.VolumeContentSource | None:
     """The CreateVolume content source for ``spec.dataSource`` (a bound, ready
     VolumeSnapshot of this driver, or a bound claim of the same class to clone)."""
     source = pvc.spec.get("dataSource") or pvc.spec.get("dataSourceRef")
@@ -154,16 +154,16 @@ def content_source(api: APIServer, driver: str, pvc: Resource,
     kind, name = source.get("kind"), str(source.get("name") or "")
     request = storage_bytes((pvc.spec.get("resources") or {}).get("requests"))
     if kind == "VolumeSnapshot" and source.get("apiGroup") == SNAPSHOT_GROUP:
-        return _snapshot_source(api, driver, pvc, name, request)
+        return await _snapshot_source(client, driver, pvc, name, request)
     if kind == "PersistentVolumeClaim" and not source.get("apiGroup"):
-        return _clone_source(api, driver, pvc, storage_class, name, request)
+        return await _clone_source(client, driver, pvc, storage_class, name, request)
     raise ProvisioningError(f"unsupported dataSource {source.get('apiGroup')}/{kind}")
 
 
-def _snapshot_source(api: APIServer, driver: str, pvc: Resource, name: str,
-                     request: int) -> csi_pb2.VolumeContentSource:
+async def _snapshot_source(client: KubeClient, driver: str, pvc: Resource, name: str,
+                           request: int) -> csi_pb2.VolumeContentSource:
     prefix = f"error getting handle for DataSource Type VolumeSnapshot by Name {name}"
-    snapshot = get_or_none(api, "VolumeSnapshot", name, pvc.namespace)
+    snapshot = await get_or_none(client, "VolumeSnapshot", name, pvc.namespace)
     if snapshot is None:
         raise ProvisioningError(f"{prefix}: snapshot {name} not found")
     if snapshot.is_terminating:
@@ -173,7 +173,7 @@ def _snapshot_source(api: APIServer, driver: str, pvc: Resource, name: str,
         raise ProvisioningError(f"{prefix}: snapshot {name} not bound")
     if snapshot.status.get("readyToUse") is not True:
         raise ProvisioningError(f"{prefix}: snapshot {name} is not Ready")
-    content = get_or_none(api, "VolumeSnapshotContent", content_name)
+    content = await get_or_none(client, "VolumeSnapshotContent", content_name)
     handle = (content.status.get("snapshotHandle") if content else None)
     if content is None or not handle:
         raise ProvisioningError(f"{prefix}: snapshot content {content_name} has no handle")
@@ -191,9 +191,10 @@ def _snapshot_source(api: APIServer, driver: str, pvc: Resource, name: str,
     return out
 
 
-def _clone_source(api: APIServer, driver: str, pvc: Resource, storage_class: Resource,
-                  name: str, request: int) -> csi_pb2.VolumeContentSource:
-    source = get_or_none(api, "PersistentVolumeClaim", name, pvc.namespace)
+async def _clone_source(client: KubeClient, driver: str, pvc: Resource,
+                        storage_class: Resource, name: str,
+                        request: int) -> csi_pb2.VolumeContentSource:
+    source = await get_or_none(client, "PersistentVolumeClaim", name, pvc.namespace)
     if source is None:
         raise ProvisioningError(f"error getting PVC {name} from namespace {pvc.namespace}")
     if source.status.get("phase") != "Bound" or not source.spec.get("volumeName"):
@@ -204,7 +205,7 @@ def _clone_source(api: APIServer, driver: str, pvc: Resource, storage_class: Res
     if storage_bytes(source.status.get("capacity")) > request:
         raise ProvisioningError("error, new PVC request must be greater than or equal in "
                                 "size to the specified PVC data source")
-    pv = api.get("PersistentVolume", str(source.spec["volumeName"]))
+    pv = await client.get("PersistentVolume", str(source.spec["volumeName"]))
     csi = pv.spec.get("csi") or {}
     if csi.get("driver") != driver:
         raise ProvisioningError(f"the source PVC {name} is not provisioned by {driver}")

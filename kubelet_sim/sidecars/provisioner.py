@@ -31,6 +31,8 @@ from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.indexes import PV_CLAIM, VA_PV, claim_key
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import drop_finalizer, write_object
 from kubelet_sim.controllers.base import (
     claim_ref_keys,
     claim_step_key,
@@ -45,9 +47,7 @@ from kubelet_sim.controllers.common import (
     PROVISIONER_FINALIZER,
     CtrlRpc,
     add_finalizer,
-    drop_finalizer,
     pvc_request_bytes,
-    write_object,
 )
 from kubelet_sim.csi.client import CsiClient, CsiError
 from kubelet_sim.sidecars.base import CsiSidecar
@@ -81,7 +81,7 @@ class ExternalProvisioner(CsiSidecar):
              "VolumeSnapshot", "VolumeSnapshotContent", "CSINode", "VolumeAttributesClass")
     timeout = 10.0  # the sidecar's --timeout default
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+    def __init__(self, api: APIServer | KubeClient, csi: CsiClient, driver: str, *,
                  default_fs_type: str = "",
                  strict_topology: bool = False, extra_create_metadata: bool = False,
                  **kwargs: Any) -> None:
@@ -162,50 +162,50 @@ class ExternalProvisioner(CsiSidecar):
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Provisioning",
                    f'External provisioner is provisioning volume for claim '
                    f'"{pvc.namespace}/{pvc.name}"')
-        clone_source = self._protect_clone_source(pvc, request)
+        clone_source = await self._protect_clone_source(pvc, request)
         try:
             response = await self.csi.call(request, csi_pb2.CreateVolumeResponse)
         except CsiError as err:
             self._failed(pvc, sc, f"rpc error: code = {err.code.name} desc = {err.message}")
             if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and selected_name and \
                     request.HasField("accessibility_requirements"):
-                self._reschedule(pvc)
+                await self._reschedule(pvc)
             if err.final and clone_source:
-                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
-                               CLONE_FINALIZER)
+                await drop_finalizer(self.client, "PersistentVolumeClaim", clone_source,
+                                     pvc.namespace, CLONE_FINALIZER)
             raise
         pv = persistent_volume(spec, pvc, sc, response.volume, request.capacity_range
                                .required_bytes)
         try:
-            self.api.create(pv)
+            await self.client.create(pv)
         except AlreadyExists:
             return False
         finally:
             if clone_source:
-                drop_finalizer(self.api, "PersistentVolumeClaim", clone_source, pvc.namespace,
-                               CLONE_FINALIZER)
+                await drop_finalizer(self.client, "PersistentVolumeClaim", clone_source,
+                                     pvc.namespace, CLONE_FINALIZER)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
                    "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
         return True
 
-    def _protect_clone_source(self, pvc: Resource,
-                              request: csi_pb2.CreateVolumeRequest) -> str:
+    async def _protect_clone_source(self, pvc: Resource,
+                                    request: csi_pb2.CreateVolumeRequest) -> str:
         """A clone's source claim carries ``cloning-protection`` while CreateVolume runs."""
         if not request.volume_content_source.HasField("volume"):
             return ""
         source = str((pvc.spec.get("dataSource") or pvc.spec.get("dataSourceRef") or {})
                      .get("name"))
-        write_object(self.api, "PersistentVolumeClaim", source, pvc.namespace,
-                     lambda o: add_finalizer(o, CLONE_FINALIZER))
+        await write_object(self.client, "PersistentVolumeClaim", source, pvc.namespace,
+                           lambda o: add_finalizer(o, CLONE_FINALIZER))
         return source
 
-    def _reschedule(self, pvc: Resource) -> None:
+    async def _reschedule(self, pvc: Resource) -> None:
         """No room in the selected node's topology: drop ``selected-node`` so the scheduler
         picks a node again (the provisioner library's ProvisioningReschedule)."""
         def unselect(obj: Resource) -> bool:
             return obj.metadata.annotations.pop(ANN_SELECTED_NODE, None) is not None
 
-        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, unselect)
+        await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace, unselect)
 
     def _failed(self, pvc: Resource, sc: Resource, message: str) -> None:
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
@@ -244,7 +244,7 @@ class ExternalProvisioner(CsiSidecar):
         vac_name = str(pvc.spec.get("volumeAttributesClassName") or "")
         if vac_name:
             request.mutable_parameters.update(self._mutable_parameters(vac_name, rpcs))
-        source = content_source(self.api, self.driver, pvc, sc)
+        source = await content_source(self.client, self.driver, pvc, sc)
         if source is not None:
             request.volume_content_source.CopyFrom(source)
         Service = csi_pb2.PluginCapability.Service
@@ -288,8 +288,8 @@ class ExternalProvisioner(CsiSidecar):
         released = pv.status.get("phase") == "Released"
         if policy != "Delete":
             if pv.is_terminating:  # Retain: the volume stays, the object may go
-                return drop_finalizer(self.api, "PersistentVolume", pv.name, "",
-                                      PROVISIONER_FINALIZER)
+                return await drop_finalizer(self.client, "PersistentVolume", pv.name, "",
+                                            PROVISIONER_FINALIZER)
             return False
         if not released and not pv.is_terminating:
             return False
@@ -302,10 +302,10 @@ class ExternalProvisioner(CsiSidecar):
         await self._delete_volume(pv)
         if not pv.is_terminating:
             try:
-                self.api.delete("PersistentVolume", pv.name)
+                await self.client.delete("PersistentVolume", pv.name)
             except NotFound:
                 return True
-        drop_finalizer(self.api, "PersistentVolume", pv.name, "", PROVISIONER_FINALIZER)
+        await drop_finalizer(self.client, "PersistentVolume", pv.name, "", PROVISIONER_FINALIZER)
         return True
 
     def _claim_exists(self, pv: Resource) -> bool:

@@ -36,6 +36,7 @@ from kubelet_sim.api.pvc_resize import (
     set_resize_condition,
 )
 from kubelet_sim.api.quantity import bytes_quantity
+from kubelet_sim.client.writes import write_object, write_status
 from kubelet_sim.controllers.base import claim_ref_keys, claim_step_key, claims_and_volumes
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
@@ -45,8 +46,6 @@ from kubelet_sim.controllers.common import (
     pvc_request_bytes,
     set_annotation,
     storage_bytes,
-    write_object,
-    write_status,
 )
 from kubelet_sim.csi.client import CsiError
 from kubelet_sim.sidecars.volume_modify import ModifyingSidecar
@@ -118,8 +117,8 @@ class ExternalResizer(ModifyingSidecar):
     async def _expand(self, pvc: Resource, pv: Resource) -> bool:
         new_size = pvc_request_bytes(pvc)
         now = format_time(self.clock.now())
-        write_object(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace,
-                     lambda o: set_annotation(o, ANN_STORAGE_RESIZER, self.driver))
+        await write_object(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace,
+                           lambda o: set_annotation(o, ANN_STORAGE_RESIZER, self.driver))
 
         def in_progress(obj: Resource) -> bool:
             obj.status.setdefault("allocatedResources", {})["storage"] = bytes_quantity(new_size)
@@ -128,7 +127,7 @@ class ExternalResizer(ModifyingSidecar):
             set_resize_condition(obj.status, RESIZING, now)
             return True
 
-        self._write_claim(pvc, in_progress)
+        await self._write_claim(pvc, in_progress)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "Resizing",
                    f"External resizer is resizing volume {pv.name}")
         rpcs = await self.controller_rpcs()
@@ -136,7 +135,7 @@ class ExternalResizer(ModifyingSidecar):
             try:
                 capacity, node_required = await self._controller_expand(pv, new_size, rpcs)
             except CsiError as err:
-                self._failed(pvc, err, now)
+                await self._failed(pvc, err, now)
                 raise
             except LookupError as err:  # its Secret missing: retried until it exists
                 self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
@@ -152,7 +151,7 @@ class ExternalResizer(ModifyingSidecar):
             obj.spec.setdefault("capacity", {})["storage"] = bytes_quantity(capacity)
             return True
 
-        write_object(self.api, "PersistentVolume", pv.name, "", pv_capacity)
+        await write_object(self.client, "PersistentVolume", pv.name, "", pv_capacity)
 
         def done(obj: Resource) -> bool:
             if node_required:
@@ -163,7 +162,7 @@ class ExternalResizer(ModifyingSidecar):
                 clear_resize_state(obj.status)
             return True
 
-        self._write_claim(pvc, done)
+        await self._write_claim(pvc, done)
         reason = "FileSystemResizeRequired" if node_required else "VolumeResizeSuccessful"
         message = ("Require file system resize of volume on node" if node_required
                    else "Resize volume succeeded")
@@ -182,7 +181,7 @@ class ExternalResizer(ModifyingSidecar):
         response = await self.csi.call(request, csi_pb2.ControllerExpandVolumeResponse)
         return response.capacity_bytes, response.node_expansion_required
 
-    def _failed(self, pvc: Resource, err: CsiError, now: str) -> None:
+    async def _failed(self, pvc: Resource, err: CsiError, now: str) -> None:
         message = f"failed to expand pvc with rpc error: code = {err.code.name} desc = " \
                   f"{err.message}"
 
@@ -193,9 +192,9 @@ class ExternalResizer(ModifyingSidecar):
             set_resize_condition(obj.status, CONTROLLER_RESIZE_ERROR, now, message)
             return True
 
-        self._write_claim(pvc, mutate)
+        await self._write_claim(pvc, mutate)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
                    "VolumeResizeFailed", message)
 
-    def _write_claim(self, pvc: Resource, mutate: Mutation) -> None:
-        write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, mutate)
+    async def _write_claim(self, pvc: Resource, mutate: Mutation) -> None:
+        await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace, mutate)

@@ -19,11 +19,9 @@ import contextlib
 from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
+from kubelet_sim.client.writes import drop_finalizer, get_or_none, write_status
 from kubelet_sim.controllers.common import (
-    drop_finalizer,
-    get_or_none,
     status_replacing_error,
-    write_status,
 )
 from kubelet_sim.controllers.snapshot_controller import (
     ANN_DELETION_SECRET_NAME,
@@ -62,7 +60,7 @@ class CsiSnapshotter(CsiSidecar):
             else:
                 snapshot = await self._create(content, str(source.get("volumeHandle")))
         except (CsiError, ParameterError, LookupError) as err:
-            self._save_error(content, str(err))
+            await self._save_error(content, str(err))
             raise
         status: JSON = {
             "snapshotHandle": snapshot.snapshot_id,
@@ -71,13 +69,13 @@ class CsiSnapshotter(CsiSidecar):
             "creationTime": snapshot.creation_time.seconds * 1_000_000_000
             + snapshot.creation_time.nanos,
         }
-        return write_status(self.api, "VolumeSnapshotContent", content.name, "",
-                            status_replacing_error(status)) is not None
+        return await write_status(self.client, "VolumeSnapshotContent", content.name, "",
+                                  status_replacing_error(status)) is not None
 
     async def _create(self, content: Resource, volume_handle: str) -> csi_pb2.Snapshot:
         ref = content.spec.get("volumeSnapshotRef") or {}
         class_name = content.spec.get("volumeSnapshotClassName")
-        snapshot_class = get_or_none(self.api, "VolumeSnapshotClass", str(class_name)) \
+        snapshot_class = await get_or_none(self.client, "VolumeSnapshotClass", str(class_name)) \
             if class_name else None
         raw = dict((snapshot_class.body.get("parameters") if snapshot_class else None) or {})
         secret_ref = None
@@ -113,11 +111,12 @@ class CsiSnapshotter(CsiSidecar):
                     snapshot_id=str(handle), secrets=await self.secrets.get(ref)),
                     csi_pb2.DeleteSnapshotResponse)
             except (CsiError, LookupError) as err:
-                self._save_error(content, str(err))
+                await self._save_error(content, str(err))
                 raise
-        return drop_finalizer(self.api, "VolumeSnapshotContent", content.name, "", FIN_CONTENT)
+        return await drop_finalizer(self.client, "VolumeSnapshotContent", content.name, "",
+                                    FIN_CONTENT)
 
-    def _save_error(self, content: Resource, message: str) -> None:
+    async def _save_error(self, content: Resource, message: str) -> None:
         error = {"message": message, "time": format_time(self.clock.now())}
 
         def mutate(obj: Resource) -> bool:
@@ -127,4 +126,4 @@ class CsiSnapshotter(CsiSidecar):
             return True
 
         with contextlib.suppress(NotFound):
-            write_status(self.api, "VolumeSnapshotContent", content.name, "", mutate)
+            await write_status(self.client, "VolumeSnapshotContent", content.name, "", mutate)

@@ -39,7 +39,8 @@ from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.api.quantity import Quantity, format_storage
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers.common import write_object
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.sidecars.base import CsiSidecar
 
@@ -60,7 +61,7 @@ class StorageCapacityController(CsiSidecar):
              "PersistentVolume")
     timeout = 10.0
 
-    def __init__(self, api: APIServer, csi: CsiClient, driver: str, *,
+    def __init__(self, api: APIServer | KubeClient, csi: CsiClient, driver: str, *,
                  namespace: str = "kube-system", owner: JSON | None = None,
                  poll_seconds: float = POLL_SECONDS, immediate_binding: bool = False,
                  **kwargs: Any) -> None:
@@ -71,6 +72,8 @@ class StorageCapacityController(CsiSidecar):
         self.immediate_binding = immediate_binding
         self._asked_at: dict[Item, float] = {}  # monotonic time of each item's last call
         self._volumes: frozenset[tuple[str, str]] | None = None
+        # objects created here that the cache (fed over the wire, later) may not show yet
+        self._created: dict[Item, Resource] = {}
 
     # -- what should exist --------------------------------------------------------------
 
@@ -128,6 +131,12 @@ class StorageCapacityController(CsiSidecar):
             else:  # obsolete, foreign-shaped or a duplicate
                 changed = await self.step(f"CSIStorageCapacity/{obj.name}", self._delete,
                                           obj) or changed
+        shown = {obj.name for obj in self.managed()}
+        for item, created in list(self._created.items()):
+            if created.name in shown or item not in wanted:
+                del self._created[item]  # the cache has it now (an obsolete one goes then)
+            else:
+                objects.setdefault(item, created)  # never a second object for the item
         now = self.clock.monotonic()
         for item in sorted(wanted):
             asked = self._asked_at.get(item)
@@ -155,7 +164,8 @@ class StorageCapacityController(CsiSidecar):
         maximum = (format_storage(max(0, answer.maximum_volume_size.value))
                    if answer.HasField("maximum_volume_size") else None)
         if existing is None:
-            self.api.create(self._new_object(class_name, segment, capacity, maximum))
+            self._created[item] = await self.client.create(
+                self._new_object(class_name, segment, capacity, maximum))
             return True
 
         def update(obj: Resource) -> bool:
@@ -173,12 +183,17 @@ class StorageCapacityController(CsiSidecar):
                                                  dict(self.owner)]
             return True
 
-        return write_object(self.api, "CSIStorageCapacity", existing.name, self.namespace,
-                            update) is not None
+        try:
+            return await write_object(self.client, "CSIStorageCapacity", existing.name,
+                                      self.namespace, update) is not None
+        except NotFound:  # deleted meanwhile: the next pass creates it again
+            self._created.pop(item, None)
+            self._asked_at.pop(item, None)
+            return True
 
     async def _delete(self, obj: Resource) -> bool:
         with contextlib.suppress(NotFound):
-            self.api.delete("CSIStorageCapacity", obj.name, obj.namespace)
+            await self.client.delete("CSIStorageCapacity", obj.name, obj.namespace)
         return True
 
     def _owned(self, obj: Resource) -> bool:

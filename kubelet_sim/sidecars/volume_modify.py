@@ -42,8 +42,9 @@ from kubelet_sim.api.pvc_modify import (
     modify_status,
     spec_class,
 )
+from kubelet_sim.client.writes import write_object, write_status
 from kubelet_sim.controllers.base import claim_step_key
-from kubelet_sim.controllers.common import CtrlRpc, write_object, write_status
+from kubelet_sim.controllers.common import CtrlRpc
 from kubelet_sim.csi.client import CsiError
 from kubelet_sim.sidecars.base import CsiSidecar
 from kubelet_sim.sidecars.provision_request import (
@@ -89,7 +90,7 @@ class ModifyingSidecar(CsiSidecar):
             return False
         in_progress = status is not None and status.get("status") == IN_PROGRESS
         if not spec_class(pvc) and not in_progress:
-            return self._rolled_back(pvc)
+            return await self._rolled_back(pvc)
         if (in_progress and key in uncertain) or not spec_class(pvc):
             # keep to the target a call may still be applying
             target = str((status or {}).get("targetVolumeAttributesClassName") or "")
@@ -97,9 +98,9 @@ class ModifyingSidecar(CsiSidecar):
         vac = self.cache.get("VolumeAttributesClass", spec_class(pvc))
         if vac is None:
             self._class_missing(pvc, spec_class(pvc))
-            self._mark(pvc, PENDING)
+            await self._mark(pvc, PENDING)
             return True
-        self._mark(pvc, IN_PROGRESS)
+        await self._mark(pvc, IN_PROGRESS)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal", "VolumeModify",
                    f"external resizer is modifying volume {pvc.name} with vac {vac.name}")
         return await self._modify_to(pvc, pv, vac)
@@ -125,7 +126,7 @@ class ModifyingSidecar(CsiSidecar):
             raise LookupError(f"get VAC with vac name {name} in VACInformer cache failed")
         return vac
 
-    def _rolled_back(self, pvc: Resource) -> bool:
+    async def _rolled_back(self, pvc: Resource) -> bool:
         """The class name was removed: a modification not in flight is cancelled."""
         if not any(c.get("type") == MODIFYING for c in pvc.status.get("conditions") or []):
             return False
@@ -136,10 +137,10 @@ class ModifyingSidecar(CsiSidecar):
             drop_conditions(obj.status, (MODIFYING,))
             return True
 
-        write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, cancel)
+        await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace, cancel)
         return True
 
-    def _mark(self, pvc: Resource, state: str, err: CsiError | None = None) -> None:
+    async def _mark(self, pvc: Resource, state: str, err: CsiError | None = None) -> None:
         """``modifyVolumeStatus.status`` = ``state``; a new modification targets the claim's
         class; conditions say how it goes (none for Pending)."""
         now = format_time(self.clock.now())
@@ -167,7 +168,7 @@ class ModifyingSidecar(CsiSidecar):
             merge_conditions(obj.status, conditions)
             return True
 
-        write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, mutate)
+        await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace, mutate)
 
     async def _modify_to(self, pvc: Resource, pv: Resource, vac: Resource) -> bool:
         key = claim_step_key(pvc.namespace, pvc.name)
@@ -184,7 +185,7 @@ class ModifyingSidecar(CsiSidecar):
                 uncertain.discard(key)
                 if err.code == grpc.StatusCode.INVALID_ARGUMENT:
                     state = INFEASIBLE
-            self._mark(pvc, state, err)
+            await self._mark(pvc, state, err)
             self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Warning",
                        "VolumeModifyFailed", message)
             raise
@@ -201,13 +202,13 @@ class ModifyingSidecar(CsiSidecar):
             return True
 
         # the volume first: a claim never shows a class its volume does not record
-        write_object(self.api, "PersistentVolume", pv.name, "", pv_class)
+        await write_object(self.client, "PersistentVolume", pv.name, "", pv_class)
 
         def done(obj: Resource) -> bool:
             complete_modification(obj.status, vac.name)
             return True
 
-        write_status(self.api, "PersistentVolumeClaim", pvc.name, pvc.namespace, done)
+        await write_status(self.client, "PersistentVolumeClaim", pvc.name, pvc.namespace, done)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
                    "VolumeModifySuccessful",
                    f"external resizer modified volume {pvc.name} with vac {vac.name} "
