@@ -37,7 +37,7 @@ from typing import Any
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
 from kubelet_sim.client.in_process import as_client, server_or_client
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
@@ -221,6 +221,7 @@ class Kubelet:
             d.mkdir(parents=True, exist_ok=True)
         if self.register_node is not None:  # registerWithAPIServer
             await register_node(self.client, self.register_node)
+        await self._wait_for_cache()
         found = await recover(self.client, self.runtime, self.volumes, self.node_name)
         for pod in found.pods:
             self.pods[pod.uid] = PodRecord(pod.sandbox_id, list(pod.volumes), list(pod.ips))
@@ -237,6 +238,17 @@ class Kubelet:
         await self.sync_node_status()
         if announce:
             self._node_events(["NodeAllocatableEnforced"])
+
+    async def _wait_for_cache(self) -> None:
+        """client-go's WaitForCacheSync: over a client to another process the pods and
+        nodes reach the cache by list and watch, so start-up waits for the first lists
+        before it acts on what the cache says (the pod dirs of pods not bound here are
+        removed); in-process the cache is filled inside the first read."""
+        self.cache.by_index("Pod", POD_NODE, self.node_name)
+        self.cache.get("Node", self.node_name)
+        feed = feed_source(self.client)
+        if isinstance(feed, ClientFeed):
+            await feed.wait_synced()
 
     def _runtime_gc(self) -> None:
         with contextlib.suppress(Exception):  # a broken network config must not stop start-up
