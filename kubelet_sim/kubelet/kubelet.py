@@ -107,6 +107,11 @@ log = logging.getLogger(__name__)
 
 SYNC_FREQUENCY_SECONDS = 60.0  # the kubelet's --sync-frequency: a running pod's resync
 
+# what the kubelet reads from the informer cache besides pods and its Node: its pods'
+# ConfigMaps and Secrets, CSIDrivers, claims, volumes and attachments
+CACHED_KINDS = ("ConfigMap", "Secret", "CSIDriver", "PersistentVolumeClaim",
+                "PersistentVolume", "VolumeAttachment")
+
 ClientFactory = Any  # Callable[[str], CsiClient]; kept loose to accept the watcher's type
 
 
@@ -139,12 +144,13 @@ class Kubelet:
         lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
         parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
         sync_frequency: float = SYNC_FREQUENCY_SECONDS,  # --sync-frequency: running pods
-        register_node: Resource | None = None,  # the Node to register at start (none: made)
+        # the Node it registers at start (podCIDR, addresses); None: made by whoever runs it
+        register_node: Resource | None = None,
     ) -> None:
         # every call to the API server goes through this client: the in-process server
         # wrapped, or a client over HTTPS to an API server in another process
         self.client: KubeClient = as_client(api)
-        self.register_node = register_node
+        self._node_to_register = register_node
         # the pods bound here, read (never modified) from the shared informer cache
         self.cache = add_indexes(shared_cache(feed_source(self.client)))
         self.parallel_pods = parallel_pods
@@ -219,8 +225,8 @@ class Kubelet:
         (their sandboxes and volumes), runtime GC, first status."""
         for d in (self.paths.plugins_registry_dir, self.paths.pods_dir):
             d.mkdir(parents=True, exist_ok=True)
-        if self.register_node is not None:  # registerWithAPIServer
-            await register_node(self.client, self.register_node)
+        if self._node_to_register is not None:  # registerWithAPIServer
+            await register_node(self.client, self._node_to_register)
         await self._wait_for_cache()
         found = await recover(self.client, self.runtime, self.volumes, self.node_name)
         for pod in found.pods:
@@ -248,6 +254,8 @@ class Kubelet:
         self.cache.get("Node", self.node_name)
         feed = feed_source(self.client)
         if isinstance(feed, ClientFeed):
+            for kind in CACHED_KINDS:  # listed now, not at a pod's first look
+                self.cache.list(kind)
             await feed.wait_synced()
 
     def _runtime_gc(self) -> None:
