@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
-from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.container_events import (
     ContainerEvent,
     pull_policy,
@@ -214,9 +214,9 @@ def end_pod(pod: Resource, succeeded: bool, now: datetime) -> None:
     _end(pod, succeeded, format_time(now))
 
 
-def exit_due_containers(api: APIServer, pod: Resource, now: datetime,
-                        backoff: CrashLoopBackOff | None = None,
-                        recorder: EventRecorder | None = None, node: str = "") -> bool:
+async def exit_due_containers(client: KubeClient, pod: Resource, now: datetime,
+                              backoff: CrashLoopBackOff | None = None,
+                              recorder: EventRecorder | None = None, node: str = "") -> bool:
     """Write the exits and restarts of ``pod``'s containers that are due (and record
     their events); True when written."""
     backoff = backoff or CrashLoopBackOff()
@@ -225,20 +225,20 @@ def exit_due_containers(api: APIServer, pod: Resource, now: datetime,
         return False
     done: list[Exits] = []
 
-    def write() -> bool:
+    async def write() -> bool:
         try:
-            current = api.get("Pod", pod.name, pod.namespace)
+            current = await client.get("Pod", pod.name, pod.namespace)
         except NotFound:
             return False
         out = exited(current, now, backoff)
         if current.metadata.uid != pod.metadata.uid or not out:
             return False
         observe(current)
-        api.update_status(current)
+        await client.update_status(current)
         done.append(out)
         return True
 
-    if not retry_on_conflict(write):
+    if not await retry_on_conflict_async(write):
         return False
     done[-1].commit(backoff)
     if recorder is not None:

@@ -22,7 +22,8 @@ from dataclasses import replace
 from csi_protos import csi_pb2
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.driver_policy import DriverPolicy
 from kubelet_sim.csi.naming import attachment_name
@@ -36,9 +37,10 @@ RESOURCE_EXHAUSTED = 8  # the gRPC code external-attacher records in attachError
 
 
 class CsiNodeUpdater:
-    def __init__(self, *, api: APIServer, node_name: str, clock: Clock,
+    def __init__(self, *, client: KubeClient, node_name: str, clock: Clock,
                  drivers: Callable[[], Mapping[str, RegisteredDriver]]) -> None:
-        self.api = api
+        self.client = client
+        self.cache = shared_cache(feed_source(client))  # CSIDriver, PVC, PV, VolumeAttachment
         self.node_name = node_name
         self.clock = clock
         self._drivers = drivers
@@ -71,7 +73,7 @@ class CsiNodeUpdater:
         """For each attachable volume of ``pod`` whose VolumeAttachment failed with
         ResourceExhausted on a driver with an update period: refresh the driver now."""
         changed = False
-        cache = shared_cache(self.api)
+        cache = self.cache
         for source in pod.spec.get("volumes") or []:
             claim = (source.get("persistentVolumeClaim") or {}).get("claimName")
             pvc = cache.get("PersistentVolumeClaim", claim, pod.namespace) if claim else None
@@ -103,12 +105,12 @@ class CsiNodeUpdater:
             return False
         driver.registration = updated
         try:
-            record_registration(self.api, self.node_name, updated)
+            await record_registration(self.client, self.node_name, updated)
         except NotFound:
             return False
         return True
 
     def _period(self, driver: str) -> int:
-        obj = shared_cache(self.api).get("CSIDriver", driver)
+        obj = self.cache.get("CSIDriver", driver)
         spec = obj.spec if obj is not None else None
         return DriverPolicy.from_spec(spec).node_allocatable_update_period_seconds

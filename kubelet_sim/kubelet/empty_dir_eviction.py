@@ -16,9 +16,9 @@ import math
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import WARNING, EventRecorder
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.local_volumes import LocalVolumes
 from kubelet_sim.kubelet.observed_generation import observe
 from kubelet_sim.utils.clock import Clock
@@ -29,10 +29,10 @@ KILLED_EXIT_CODE = 137
 
 
 class EmptyDirEviction:
-    def __init__(self, api: APIServer, recorder: EventRecorder, node_name: str,
+    def __init__(self, client: KubeClient, recorder: EventRecorder, node_name: str,
                  volumes: LocalVolumes, clock: Clock,
                  interval: float = EVICTION_MONITORING_INTERVAL) -> None:
-        self.api = api
+        self.client = client
         self.recorder = recorder
         self.node_name = node_name
         self.volumes = volumes
@@ -40,7 +40,7 @@ class EmptyDirEviction:
         self.interval = interval
         self._checked_at = -math.inf
 
-    def check(self, pods: list[Resource]) -> bool:
+    async def check(self, pods: list[Resource]) -> bool:
         """Evict the running pods over an emptyDir limit, at most once per interval;
         True when one was evicted."""
         now = self.clock.monotonic()
@@ -53,22 +53,22 @@ class EmptyDirEviction:
                 continue
             over = self.volumes.empty_dir_over_limit(pod)
             if over:
-                self._evict(pod, over[0])
+                await self._evict(pod, over[0])
                 evicted = True
         return evicted
 
-    def _evict(self, pod: Resource, message: str) -> None:
+    async def _evict(self, pod: Resource, message: str) -> None:
         self.recorder.record("Pod", pod.namespace, pod.name, WARNING, EVICTED, message,
                              "kubelet", host=self.node_name)
         when = format_time(self.clock.now())
 
-        def write() -> None:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> None:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             write_evicted(current, message, when)
             observe(current)
-            self.api.update_status(current)
+            await self.client.update_status(current)
         with contextlib.suppress(NotFound):
-            retry_on_conflict(write)
+            await retry_on_conflict_async(write)
 
 
 def write_evicted(pod: Resource, message: str, now: str) -> None:

@@ -28,8 +28,8 @@ from datetime import datetime
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.container_config import (
     CREATE_CONTAINER_CONFIG_ERROR,
     Lookup,
@@ -177,17 +177,17 @@ def write_initializing(pod: Resource, step: InitStep, *, host_ip: str, ips: list
                 cond["message"] = f"containers with unready status: [{' '.join(unready)}]"
 
 
-def run_init_step(api: APIServer, pod: Resource, *, sandbox_id: str, host_ip: str,
-                  ips: list[str], now: datetime, backoff: CrashLoopBackOff,
-                  lookup: Lookup) -> InitStep:
+async def run_init_step(client: KubeClient, pod: Resource, *, sandbox_id: str, host_ip: str,
+                        ips: list[str], now: datetime, backoff: CrashLoopBackOff,
+                        lookup: Lookup) -> InitStep:
     """Move the pod's init containers one step on and write its status when something
     moved (retried on a conflict; the back-off's restarts counted once written). The
     events to record are the returned step's; nothing when the pod is gone."""
     steps: list[InitStep] = []
 
-    def write() -> None:
+    async def write() -> None:
         steps.clear()
-        current = api.get("Pod", pod.name, pod.namespace)
+        current = await client.get("Pod", pod.name, pod.namespace)
         if current.metadata.uid != pod.metadata.uid:
             return
         step = advance_init(current, sandbox_id=sandbox_id, now=now, backoff=backoff,
@@ -195,10 +195,10 @@ def run_init_step(api: APIServer, pod: Resource, *, sandbox_id: str, host_ip: st
         if step.changed:
             write_initializing(current, step, host_ip=host_ip, ips=ips, now=format_time(now))
             observe(current)
-            api.update_status(current)
+            await client.update_status(current)
         steps.append(step)
     try:
-        retry_on_conflict(write)
+        await retry_on_conflict_async(write)
     except NotFound:
         return InitStep()
     step = steps[-1] if steps else InitStep()

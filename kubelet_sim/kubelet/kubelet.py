@@ -37,12 +37,12 @@ from typing import Any
 from kubelet_sim.api.errors import Conflict, NotFound
 from kubelet_sim.api.model import Resource, format_time, parse_time
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.events import NORMAL, WARNING, EventRecorder
-from kubelet_sim.client.in_process import as_client, in_process_server, server_or_client
+from kubelet_sim.client.in_process import as_client, server_or_client
 from kubelet_sim.client.indexes import POD_NODE, add_indexes
 from kubelet_sim.client.kube_client import KubeClient
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.client.secrets import ApiSecrets
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.client import CsiClient, CsiError
@@ -71,6 +71,7 @@ from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_
 from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
+from kubelet_sim.kubelet.node_self_registration import register_node
 from kubelet_sim.kubelet.node_status import node_event_message, node_status_writer
 from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.partial_start import write_started
@@ -106,6 +107,11 @@ log = logging.getLogger(__name__)
 
 SYNC_FREQUENCY_SECONDS = 60.0  # the kubelet's --sync-frequency: a running pod's resync
 
+# what the kubelet reads from the informer cache besides pods and its Node: its pods'
+# ConfigMaps and Secrets, CSIDrivers, claims, volumes and attachments
+CACHED_KINDS = ("ConfigMap", "Secret", "CSIDriver", "PersistentVolumeClaim",
+                "PersistentVolume", "VolumeAttachment")
+
 ClientFactory = Any  # Callable[[str], CsiClient]; kept loose to accept the watcher's type
 
 
@@ -138,11 +144,13 @@ class Kubelet:
         lease_duration_seconds: int = LEASE_DURATION_SECONDS,  # nodeLeaseDurationSeconds
         parallel_pods: int = DEFAULT_PARALLEL_PODS,  # pod workers syncing at once
         sync_frequency: float = SYNC_FREQUENCY_SECONDS,  # --sync-frequency: running pods
+        # the Node it registers at start (podCIDR, addresses); None: made by whoever runs it
+        register_node: Resource | None = None,
     ) -> None:
         # every call to the API server goes through this client: the in-process server
         # wrapped, or a client over HTTPS to an API server in another process
         self.client: KubeClient = as_client(api)
-        self.api = in_process_server(api, "kubelet")
+        self._node_to_register = register_node
         # the pods bound here, read (never modified) from the shared informer cache
         self.cache = add_indexes(shared_cache(feed_source(self.client)))
         self.parallel_pods = parallel_pods
@@ -168,22 +176,23 @@ class Kubelet:
             client_factory=client_factory,
             clock=self.clock,
         )
-        self.csi_node_updater = CsiNodeUpdater(api=self.api, node_name=node_name, clock=self.clock,
+        self.csi_node_updater = CsiNodeUpdater(client=self.client, node_name=node_name,
+                                               clock=self.clock,
                                                drivers=lambda: self.watcher.drivers)
         # the pods' ServiceAccount tokens for drivers that ask for them (tokenRequests),
         # and when running pods are synced again (volumes of requiresRepublish drivers)
-        self.tokens = TokenManager(self.api, self.clock)
+        self.tokens = TokenManager(self.client, self.clock)
         self.republish = RepublishSchedule(self.clock, sync_frequency)
         self.volumes = VolumeManager(
             node_name=node_name, paths=self.paths, client_for=self.watcher.client_for,
             clock=self.clock, secrets=secrets or ApiSecrets(self.client),
             publish_attributes=lambda pod, volume: token_attributes(
-                self.api, self.tokens, volume.driver, pod),
+                self.client, self.tokens, volume.driver, pod),
         )
         # emptyDir, configMap, secret, downwardAPI, projected and hostPath volumes
-        self.local_volumes = LocalVolumes(self.api, self.paths, node_name,
+        self.local_volumes = LocalVolumes(self.client, self.paths, node_name,
                                           root_dir.parent / "rootfs", self.clock, self.tokens)
-        self.empty_dir_eviction = EmptyDirEviction(self.api, self.recorder, node_name,
+        self.empty_dir_eviction = EmptyDirEviction(self.client, self.recorder, node_name,
                                                    self.local_volumes, self.clock)
         self.pods: dict[str, PodRecord] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> why it is not running yet
@@ -216,7 +225,10 @@ class Kubelet:
         (their sandboxes and volumes), runtime GC, first status."""
         for d in (self.paths.plugins_registry_dir, self.paths.pods_dir):
             d.mkdir(parents=True, exist_ok=True)
-        found = recover(self.api, self.runtime, self.volumes, self.node_name)
+        if self._node_to_register is not None:  # registerWithAPIServer
+            await register_node(self.client, self._node_to_register)
+        await self._wait_for_cache()
+        found = await recover(self.client, self.runtime, self.volumes, self.node_name)
         for pod in found.pods:
             self.pods[pod.uid] = PodRecord(pod.sandbox_id, list(pod.volumes), list(pod.ips))
         bound = {p.metadata.uid for p in self.cache.by_index("Pod", POD_NODE, self.node_name)}
@@ -233,6 +245,19 @@ class Kubelet:
         if announce:
             self._node_events(["NodeAllocatableEnforced"])
 
+    async def _wait_for_cache(self) -> None:
+        """client-go's WaitForCacheSync: over a client to another process the pods and
+        nodes reach the cache by list and watch, so start-up waits for the first lists
+        before it acts on what the cache says (the pod dirs of pods not bound here are
+        removed); in-process the cache is filled inside the first read."""
+        self.cache.by_index("Pod", POD_NODE, self.node_name)
+        self.cache.get("Node", self.node_name)
+        feed = feed_source(self.client)
+        if isinstance(feed, ClientFeed):
+            for kind in CACHED_KINDS:  # listed now, not at a pod's first look
+                self.cache.list(kind)
+            await feed.wait_synced()
+
     def _runtime_gc(self) -> None:
         with contextlib.suppress(Exception):  # a broken network config must not stop start-up
             self.runtime.garbage_collect()
@@ -240,11 +265,11 @@ class Kubelet:
     # -- plugin registration ---------------------------------------------------------------
 
     async def _on_register(self, reg: CsiNodeRegistration) -> None:
-        record_registration(self.api, self.node_name, reg)
+        await record_registration(self.client, self.node_name, reg)
 
     async def _on_deregister(self, driver: str) -> None:
         try:
-            forget_registration(self.api, self.node_name, driver)
+            await forget_registration(self.client, self.node_name, driver)
         except Conflict as err:  # the driver is gone either way; a new registration rewrites
             log.warning("cleanup after deregistering %s failed: %s", driver, err)
 
@@ -294,8 +319,8 @@ class Kubelet:
                     continue
                 sync = functools.partial(self._stop_finished_pod, pod)
             else:
-                self._refresh_local_volumes(pod)  # a ConfigMap, Secret or token changed
-                changed |= self._follow_spec(pod)
+                await self._refresh_local_volumes(pod)  # a ConfigMap, Secret or token changed
+                changed |= await self._follow_spec(pod)
                 if pod.metadata.uid not in self.pods or \
                         not self.republish.due(pod.metadata.uid):
                     continue
@@ -306,8 +331,8 @@ class Kubelet:
                 workers.dispatch(pod.metadata.uid, sync)
         if only is None:
             changed |= await self._clean_up_vanished(pods, workers)
-            changed |= self.empty_dir_eviction.check(pods)  # emptyDir sizeLimit
-            changed |= await finish_expansions(self.api, self.volumes, self.pods, pods,
+            changed |= await self.empty_dir_eviction.check(pods)  # emptyDir sizeLimit
+            changed |= await finish_expansions(self.client, self.volumes, self.pods, pods,
                                                self.recorder, self.node_name)
         return changed
 
@@ -374,10 +399,10 @@ class Kubelet:
             unique_volume_name(v.driver, v.volume_handle)
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
         })
-        write = node_status_writer(self.api, self.node_name, network, in_use,
+        write = node_status_writer(self.client, self.node_name, network, in_use,
                                    format_time(self.clock.now()), self._node_events)
         try:
-            return retry_on_conflict(write)
+            return await retry_on_conflict_async(write)
         except Conflict as err:  # as tryUpdateNodeStatus: give up now, try on the next pass
             log.warning("node %s status update failed: %s", self.node_name, err)
             return True
@@ -398,10 +423,10 @@ class Kubelet:
         uid = pod.metadata.uid
         record = self.pods.setdefault(uid, PodRecord())
         record.pod = pod
-        resolved = resolve(self.api, pod, self.node_name)
+        resolved = await resolve(self.client, pod, self.node_name)
         if resolved.waiting:
             await self.csi_node_updater.verify_exhausted(pod)
-            return self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
+            return await self._wait(pod, "FailedMount", "Unable to attach or mount volumes: "
                               + "; ".join(resolved.waiting))
         info = pod_info(pod)
         # Report the volumes in use before mounting, so they are not detached under us.
@@ -413,15 +438,15 @@ class Kubelet:
                     "Pod", pod.namespace, pod.name, WARNING, "FailedMount", message, "kubelet",
                     host=self.node_name))
             except (CsiError, Exception) as err:  # FailedMount: retried on the next pass
-                return self._wait(
+                return await self._wait(
                     pod, "FailedMount",
                     f"MountVolume.SetUp failed for volume {volume.spec_name!r}: {err}")
-        failures = self.local_volumes.set_up(pod)
+        failures = await self.local_volumes.set_up(pod)
         if failures:  # FailedMount: retried on the next pass
-            return self._wait(pod, "FailedMount", failures[0])
+            return await self._wait(pod, "FailedMount", failures[0])
         if not self.network_ready:
             cond = self._network_condition or NetworkCondition(ready=False)
-            return self._wait(pod, "NetworkNotReady",
+            return await self._wait(pod, "NetworkNotReady",
                               "network is not ready: container runtime network not ready: "
                               f"NetworkReady=false reason:{cond.reason} message:{cond.message}")
         if not record.sandbox_id:
@@ -432,25 +457,25 @@ class Kubelet:
             except SandboxError as err:
                 self.sandbox_backoff.failed(uid)
                 self._sandbox_failed.add(uid)
-                return self._wait(pod, "FailedCreatePodSandBox",
+                return await self._wait(pod, "FailedCreatePodSandBox",
                                   f"Failed to create pod sandbox: {err}")
             self._forget_sandbox_failures(uid)
             record.sandbox_id, record.ips = sandbox.id, list(sandbox.ips)
         if not record.containers_created:
             if pod.spec.get("initContainers"):  # they run first, one at a time
-                step = self._run_init(pod, record)
+                step = await self._run_init(pod, record)
                 if not step.done:
                     self.waiting.pop(uid, None)
                     return step.changed
             if self._config_missing(pod):
-                return self._wait_for_config(pod, record)
+                return await self._wait_for_config(pod, record)
             record.containers_created = True
             containers_started(self.recorder, pod, self.node_name, skip=record.started)
         self._stop_waiting_for_config(uid)
         self.waiting.pop(uid, None)
         self.republish.synced(uid)
         try:
-            self._set_running(pod, record)
+            await self._set_running(pod, record)
         except (Conflict, NotFound) as err:  # still Pending (or gone): the next pass sees
             log.warning("status of pod %s not written: %s", pod.name, err)
         else:
@@ -466,7 +491,7 @@ class Kubelet:
         record = self.pods.get(uid)
         info = pod_info(pod)
         for volume in list(record.volumes if record else []):
-            if not requires_republish(self.api, volume.driver):
+            if not await requires_republish(self.client, volume.driver):
                 continue
             try:
                 await self.volumes.republish(info, volume, failed=lambda message: (
@@ -478,13 +503,13 @@ class Kubelet:
                          pod.name, err)
         return False
 
-    def _refresh_local_volumes(self, pod: Resource) -> None:
+    async def _refresh_local_volumes(self, pod: Resource) -> None:
         """A running pod's configMap, secret, downwardAPI and projected files written
         again when an object they come from changed, a token is due for refresh or its
         labels changed (small local writes: done in the pass, not by a pod worker)."""
         if pod.metadata.uid not in self.pods or not self.local_volumes.stale(pod):
             return
-        for message in self.local_volumes.set_up(pod):
+        for message in await self.local_volumes.set_up(pod):
             self.recorder.record("Pod", pod.namespace, pod.name, WARNING, "FailedMount",
                                  message, "kubelet", host=self.node_name)
 
@@ -505,7 +530,7 @@ class Kubelet:
         self.sandbox_backoff.succeeded(uid)
         self._sandbox_failed.discard(uid)
 
-    def _wait(self, pod: Resource, reason: str, message: str) -> bool:
+    async def _wait(self, pod: Resource, reason: str, message: str) -> bool:
         """The pod stays Pending (ContainerCreating) for ``reason`` (an event reason)."""
         uid = pod.metadata.uid
         if self.waiting.get(uid) == message:
@@ -514,13 +539,13 @@ class Kubelet:
         self.recorder.record("Pod", pod.namespace, pod.name, WARNING, reason, message,
                              "kubelet", host=self.node_name)
 
-        def write() -> None:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> None:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             write_waiting(current, reason=reason, message=message, now=self._now())
             observe(current)
-            self.api.update_status(current)
+            await self.client.update_status(current)
         try:
-            retry_on_conflict(write)
+            await retry_on_conflict_async(write)
         except NotFound:
             pass
         except Conflict as err:  # the status manager writes it again on the next pass
@@ -535,7 +560,7 @@ class Kubelet:
             return self.cache.get(kind, name, namespace)
         return config_errors(pod, lookup)
 
-    def _wait_for_config(self, pod: Resource, record: PodRecord) -> bool:
+    async def _wait_for_config(self, pod: Resource, record: PodRecord) -> bool:
         """The pod's sandbox runs but a container's ConfigMap or Secret is missing: the
         other containers start, that one waits (CreateContainerConfigError, a ``Failed``
         event) until the object appears (config_news.py wakes the pod then;
@@ -553,16 +578,16 @@ class Kubelet:
         record_events(self.recorder, pod, self.node_name, [
             e for c, m in errors.items() for e in config_error_events(pod, c, m)])
         now = self._now()
-        host_ip = self._node_ip()
+        host_ip = await self._node_ip()
 
-        def write() -> None:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> None:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             write_started(current, errors=errors, sandbox_id=record.sandbox_id,
                           host_ip=host_ip, ips=record.ips, now=now)
             observe(current)
-            self.api.update_status(current)
+            await self.client.update_status(current)
         try:
-            retry_on_conflict(write)
+            await retry_on_conflict_async(write)
         except NotFound:
             pass
         except Conflict as err:  # written again on the next pass
@@ -579,22 +604,22 @@ class Kubelet:
                 else:
                     self.config_waits.pop(key, None)
 
-    def _node_ip(self) -> str:
+    async def _node_ip(self) -> str:
         """The node's InternalIP (the one it had, when its Node was deleted)."""
         with contextlib.suppress(NotFound):
-            node = self.api.get("Node", self.node_name)
+            node = await self.client.get("Node", self.node_name)
             self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
                                   if a.get("type") == "InternalIP"), "")
         return self._host_ip
 
-    def _run_init(self, pod: Resource, record: PodRecord) -> InitStep:
+    async def _run_init(self, pod: Resource, record: PodRecord) -> InitStep:
         """The pod's init containers one step on (init_containers.py); its events
         recorded, and the pod woken when a ConfigMap or Secret it waits for appears."""
         try:
-            step = run_init_step(self.api, pod, sandbox_id=record.sandbox_id,
-                                 host_ip=self._node_ip(), ips=record.ips,
-                                 now=self.clock.now(), backoff=self.crash_backoff,
-                                 lookup=lambda kind, ns, name: self.cache.get(kind, name, ns))
+            step = await run_init_step(
+                self.client, pod, sandbox_id=record.sandbox_id, host_ip=await self._node_ip(),
+                ips=record.ips, now=self.clock.now(), backoff=self.crash_backoff,
+                lookup=lambda kind, ns, name: self.cache.get(kind, name, ns))
         except Conflict as err:  # the next pass tries again
             log.warning("status of pod %s not written: %s", pod.name, err)
             return InitStep()
@@ -605,22 +630,22 @@ class Kubelet:
         record_events(self.recorder, pod, self.node_name, step.events)
         return step
 
-    def _set_running(self, pod: Resource, record: PodRecord) -> None:
-        host_ip = self._node_ip()
+    async def _set_running(self, pod: Resource, record: PodRecord) -> None:
+        host_ip = await self._node_ip()
         now = self._now()
 
-        def write() -> None:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> None:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             write_started(current, errors={}, sandbox_id=record.sandbox_id, host_ip=host_ip,
                           ips=record.ips, now=now)
             refresh_readiness(current, self.clock.now())
             observe(current)
-            self.api.update_status(current)
-        retry_on_conflict(write)
+            await self.client.update_status(current)
+        await retry_on_conflict_async(write)
         if self.on_pod_started is not None and pod.metadata.creation_timestamp:
             self.on_pod_started(parse_time(pod.metadata.creation_timestamp), self.clock.now())
 
-    def _follow_spec(self, pod: Resource) -> bool:
+    async def _follow_spec(self, pod: Resource) -> bool:
         """A running pod this kubelet runs follows its spec: changed images restart
         their containers (image_change.py), due exits and restarts happen
         (container_exit.py), and readiness is what its containers and readiness gates
@@ -630,12 +655,12 @@ class Kubelet:
         if record is None or not record.sandbox_id:
             return False
         now = self.clock.now()
-        changed = exit_due_containers(self.api, pod, now, self.crash_backoff,
-                                      self.recorder, self.node_name)
+        changed = await exit_due_containers(self.client, pod, now, self.crash_backoff,
+                                            self.recorder, self.node_name)
         # the prober (prober.py): failed probes reported, failed liveness/startup kills
         self.probe_events.record(pod, now)
-        changed |= kill_failed_containers(self.api, pod, now, self.crash_backoff,
-                                          self.recorder, self.node_name)
+        changed |= await kill_failed_containers(self.client, pod, now, self.crash_backoff,
+                                                self.recorder, self.node_name)
         # both only touch the status: a copy of it is enough to ask (never the cached pod's)
         probe = Resource(kind="Pod", metadata=pod.metadata, spec=pod.spec,
                          status=copy.deepcopy(pod.status))
@@ -644,10 +669,10 @@ class Kubelet:
             return changed  # (the common case, read for every running pod on every pass)
         events: list[ContainerEvent] = []
 
-        def write() -> bool:
+        async def write() -> bool:
             events.clear()
             try:
-                current = self.api.get("Pod", pod.name, pod.namespace)
+                current = await self.client.get("Pod", pod.name, pod.namespace)
             except NotFound:
                 return False
             if current.metadata.uid != pod.metadata.uid:
@@ -656,10 +681,10 @@ class Kubelet:
             if not refresh_readiness(current, now) and not events and not stale(current):
                 return False
             observe(current)
-            self.api.update_status(current)
+            await self.client.update_status(current)
             return True
         try:
-            written = bool(retry_on_conflict(write))
+            written = bool(await retry_on_conflict_async(write))
         except Conflict as err:  # the next pass tries again
             log.warning("status of pod %s not written: %s", pod.name, err)
             return changed
@@ -671,16 +696,16 @@ class Kubelet:
         containers are killed, its sandbox stopped and its volumes unmounted."""
         now = self.clock.now()
 
-        def write() -> bool:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> bool:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             if current.metadata.uid != pod.metadata.uid or \
                     not fail_past_deadline(current, now):
                 return False
             observe(current)
-            self.api.update_status(current)
+            await self.client.update_status(current)
             return True
         try:
-            if not retry_on_conflict(write):
+            if not await retry_on_conflict_async(write):
                 return False
         except NotFound:
             return False
@@ -729,7 +754,7 @@ class Kubelet:
         uid = pod.metadata.uid
         record = self.pods.get(uid, PodRecord())
         retry = await self._tear_down(pod, record, killed=True)
-        self._write_terminal_status(pod)  # its containers are killed: Completed or Error
+        await self._write_terminal_status(pod)  # its containers are killed: Completed or Error
         if retry:
             return True
         self.pods.pop(uid, None)
@@ -747,21 +772,22 @@ class Kubelet:
             log.warning("removing the directory of pod %s failed: %s", pod.name, err)
         await self.sync_node_status()
         with contextlib.suppress(NotFound):
-            self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0, uid=uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0,
+                                     uid=uid)
         return True
 
-    def _write_terminal_status(self, pod: Resource) -> None:
+    async def _write_terminal_status(self, pod: Resource) -> None:
         """The status a pod being deleted ends with (pod_termination.py), written before
         the final delete; nothing when it is gone already or was not running."""
         now = self.clock.now()
 
-        def write() -> None:
-            current = self.api.get("Pod", pod.name, pod.namespace)
+        async def write() -> None:
+            current = await self.client.get("Pod", pod.name, pod.namespace)
             if current.metadata.uid == pod.metadata.uid and terminate_deleted_pod(current, now):
                 observe(current)
-                self.api.update_status(current)
+                await self.client.update_status(current)
         try:
-            retry_on_conflict(write)
+            await retry_on_conflict_async(write)
         except (NotFound, Conflict) as err:  # gone, or the final delete follows anyway
             log.debug("terminal status of pod %s not written: %s", pod.name, err)
 

@@ -39,8 +39,9 @@ from typing import Any
 from kubelet_sim.api.errors import ApiError
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import Quantity, QuantityError
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.shared_cache import shared_cache
+from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 from kubelet_sim.kubelet.atomic_writer import FileProjection, Payload, write_payload
 from kubelet_sim.kubelet.host_path import HostPathError, set_up_host_path
 from kubelet_sim.kubelet.paths import (
@@ -96,9 +97,12 @@ class LocalVolumes:
     """The node's emptyDir, configMap, secret, downwardAPI, projected and hostPath
     volumes (see the module's text)."""
 
-    def __init__(self, api: APIServer, paths: KubeletPaths, node_name: str, node_root: Path,
-                 clock: Clock, tokens: TokenManager) -> None:
-        self.api = api
+    def __init__(self, client: KubeClient, paths: KubeletPaths, node_name: str,
+                 node_root: Path, clock: Clock, tokens: TokenManager) -> None:
+        self.client = client
+        # ConfigMaps, Secrets and the Node read from the informer cache, as the kubelet's
+        # watch-based managers do
+        self.cache: SharedCache = shared_cache(feed_source(client))
         self.paths = paths
         self.node_name = node_name
         self.node_root = node_root
@@ -111,7 +115,7 @@ class LocalVolumes:
 
     # -- set up ------------------------------------------------------------------------
 
-    def set_up(self, pod: Resource) -> list[str]:
+    async def set_up(self, pod: Resource) -> list[str]:
         """Make (or bring up to date) every local volume of ``pod``; the kubelet's
         FailedMount messages of those that failed (empty when all are set up)."""
         seen = _Seen()
@@ -122,14 +126,14 @@ class LocalVolumes:
                 continue
             name = str(volume.get("name", ""))
             try:
-                self._set_up_one(pod, source, name, volume.get(source) or {}, seen)
+                await self._set_up_one(pod, source, name, volume.get(source) or {}, seen)
             except (PayloadError, HostPathError, ApiError, OSError, ValueError) as err:
                 failures.append(f'MountVolume.SetUp failed for volume "{name}" : {err}')
         self._seen[pod.metadata.uid] = seen
         return failures
 
-    def _set_up_one(self, pod: Resource, source: str, name: str, spec: JSON,
-                    seen: _Seen) -> None:
+    async def _set_up_one(self, pod: Resource, source: str, name: str, spec: JSON,
+                          seen: _Seen) -> None:
         if source == "hostPath":
             set_up_host_path(self.node_root, spec)
             return
@@ -146,7 +150,7 @@ class LocalVolumes:
             payload = downward_api_payload(spec.get("items") or [], pod, self._allocatable(),
                                            default_mode_of(spec))
         elif source == "projected":
-            payload = self._projected_payload(pod, spec, seen)
+            payload = await self._projected_payload(pod, spec, seen)
         directory = self.volume_dir(pod.metadata.uid, source, name)
         if not directory.is_dir():
             make_dirs(directory.parent)
@@ -164,7 +168,7 @@ class LocalVolumes:
                         default_mode: int, seen: _Seen) -> Payload:
         name = str(spec.get("name", ""))
         optional = bool(spec.get("optional"))
-        found = shared_cache(self.api).get(kind, name, pod.namespace)
+        found = self.cache.get(kind, name, pod.namespace)
         seen.sources[(kind, pod.namespace, name)] = (
             found.metadata.resource_version if found is not None else None)
         if found is None and not optional:
@@ -173,7 +177,7 @@ class LocalVolumes:
             return config_map_payload(items, found, default_mode, optional)
         return secret_payload(items, found, default_mode, optional)
 
-    def _projected_payload(self, pod: Resource, spec: JSON, seen: _Seen) -> Payload:
+    async def _projected_payload(self, pod: Resource, spec: JSON, seen: _Seen) -> Payload:
         default_mode = default_mode_of(spec)
         payload: Payload = {}
         errors: list[str] = []
@@ -195,8 +199,8 @@ class LocalVolumes:
                         (source["downwardAPI"] or {}).get("items") or [], pod,
                         self._allocatable(), default_mode))
                 elif "serviceAccountToken" in source:
-                    path, projection = self._token_file(pod, source["serviceAccountToken"] or {},
-                                                        default_mode, seen)
+                    path, projection = await self._token_file(
+                        pod, source["serviceAccountToken"] or {}, default_mode, seen)
                     payload[path] = projection
                 # clusterTrustBundle: not served here; skipped
             except (PayloadError, ApiError) as err:
@@ -205,14 +209,14 @@ class LocalVolumes:
             raise PayloadError(aggregate(errors))
         return payload
 
-    def _token_file(self, pod: Resource, spec: JSON, default_mode: int,
-                    seen: _Seen) -> tuple[str, FileProjection]:
+    async def _token_file(self, pod: Resource, spec: JSON, default_mode: int,
+                          seen: _Seen) -> tuple[str, FileProjection]:
         audience = str(spec.get("audience") or "")
         audiences = [audience] if audience else []
         seconds = int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS)
         info = pod_info(pod)
         try:
-            status = self.tokens.token(info, audiences, seconds)
+            status = await self.tokens.token(info, audiences, seconds)
         except ApiError as err:  # the kubelet's token manager's wording
             raise PayloadError(f"failed to fetch token: {err}") from None
         due = self.tokens.refresh_due(info, audiences, seconds)
@@ -223,7 +227,7 @@ class LocalVolumes:
         return str(spec.get("path", "")), FileProjection(str(status["token"]).encode(), mode)
 
     def _allocatable(self) -> dict[str, Any]:
-        node = shared_cache(self.api).get("Node", self.node_name)
+        node = self.cache.get("Node", self.node_name)
         return dict((node.status.get("allocatable") if node is not None else None) or {})
 
     # -- keeping them current ------------------------------------------------------------
@@ -235,7 +239,7 @@ class LocalVolumes:
         seen = self._seen.get(pod.metadata.uid)
         if seen is None:
             return any(local_source(v) for v in pod.spec.get("volumes") or [])
-        cache = shared_cache(self.api)
+        cache = self.cache
         for (kind, namespace, name), version in seen.sources.items():
             found = cache.get(kind, name, namespace)
             if (found.metadata.resource_version if found is not None else None) != version:

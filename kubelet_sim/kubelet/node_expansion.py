@@ -8,13 +8,13 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.api.pvc_resize import clear_resize_state, file_system_resize_pending
 from kubelet_sim.api.quantity import bytes_quantity, parse_storage
-from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import NORMAL, EventRecorder
-from kubelet_sim.client.pod_claims import pod_claims
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.pod_volumes import pod_info
 from kubelet_sim.kubelet.volume_manager import VolumeManager
 from kubelet_sim.utils.clock import RealClock
@@ -25,23 +25,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def finish_node_expansion(api: APIServer, pvc: Resource, new_size: int) -> Resource | None:
+async def finish_node_expansion(client: KubeClient, pvc: Resource,
+                                new_size: int) -> Resource | None:
     """The last step after NodeExpandVolume succeeded: ``status.capacity`` becomes
     ``new_size`` (bytes) and the FileSystemResizePending condition and NodeResizePending
     status go. Retries on Conflict; returns the updated claim (None when nothing changed)."""
-    def attempt() -> Resource | None:
-        obj = api.get("PersistentVolumeClaim", pvc.name, pvc.namespace)
+    async def attempt() -> Resource | None:
+        obj = await client.get("PersistentVolumeClaim", pvc.name, pvc.namespace)
         before = obj.to_dict()
         obj.status.setdefault("capacity", {})["storage"] = bytes_quantity(new_size)
         clear_resize_state(obj.status)
         if obj.to_dict() == before:
             return None
-        return api.update_status(obj)
+        return await client.update_status(obj)
 
-    return retry_on_conflict(attempt, clock=RealClock())
+    return await retry_on_conflict_async(attempt, clock=RealClock())
 
 
-async def finish_expansions(api: APIServer, volumes: VolumeManager,
+async def claims_of(client: KubeClient, pod: Resource) -> list[Resource]:
+    """Each existing claim a ``persistentVolumeClaim`` volume of ``pod`` names, in the
+    pod's volume order; one that does not exist (yet) is passed over."""
+    claims: list[Resource] = []
+    for volume in pod.spec.get("volumes") or []:
+        name = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if not name:
+            continue
+        try:
+            claims.append(await client.get("PersistentVolumeClaim", str(name), pod.namespace))
+        except NotFound:
+            continue
+    return claims
+
+
+async def finish_expansions(client: KubeClient, volumes: VolumeManager,
                             records: Mapping[str, PodRecord], pods: list[Resource],
                             recorder: EventRecorder, node_name: str) -> bool:
     """NodeExpandVolume for mounted volumes whose claim waits for the file system resize;
@@ -51,21 +67,21 @@ async def finish_expansions(api: APIServer, volumes: VolumeManager,
         record = records.get(pod.metadata.uid)
         if record is None or not record.volumes:
             continue
-        for pvc in pod_claims(api, pod):
+        for pvc in await claims_of(client, pod):
             if not file_system_resize_pending(pvc.status):
                 continue
             volume = next((v for v in record.volumes
                            if v.spec_name == pvc.spec.get("volumeName")), None)
             if volume is None:
                 continue
-            pv = api.get("PersistentVolume", volume.spec_name)
+            pv = await client.get("PersistentVolume", volume.spec_name)
             size = parse_storage(pv.spec.get("capacity", {}).get("storage", "0"))
             try:
                 await volumes.expand(volume, size, pod_info(pod))
             except Exception as err:
                 log.warning("NodeExpandVolume of %s failed: %s", volume.spec_name, err)
                 continue
-            finish_node_expansion(api, pvc, size)
+            await finish_node_expansion(client, pvc, size)
             message = (f'MountVolume.NodeExpandVolume succeeded for volume "{volume.spec_name}" '
                        f"{node_name}")
             for kind, name in (("Pod", pod.name), ("PersistentVolumeClaim", pvc.name)):

@@ -14,7 +14,8 @@ from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.api.node_conditions import NODE_LEASE_NAMESPACE
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.utils.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -30,40 +31,42 @@ def micro_time(moment: datetime) -> str:
 
 
 def ensure_lease_namespace(api: APIServer) -> None:
+    """The cluster's bootstrap of ``kube-node-lease`` in the in-process server (a
+    kube-apiserver, and our ``apiserver`` process, make it themselves)."""
     with contextlib.suppress(AlreadyExists):
         api.create(builders.namespace(LEASE_NAMESPACE))
 
 
-def renew_node_lease(api: APIServer, node_name: str, now: datetime,
-                     duration_seconds: int = LEASE_DURATION_SECONDS) -> Resource:
+async def renew_node_lease(client: KubeClient, node_name: str, now: datetime,
+                           duration_seconds: int = LEASE_DURATION_SECONDS) -> Resource:
     """Create the node's Lease (``leaseDurationSeconds``: ``duration_seconds``), or move
     its ``renewTime`` to ``now``."""
-    def attempt() -> Resource:
+    async def attempt() -> Resource:
         try:
-            lease = api.get("Lease", node_name, LEASE_NAMESPACE)
+            lease = await client.get("Lease", node_name, LEASE_NAMESPACE)
         except NotFound:
-            node = api.get("Node", node_name)
+            node = await client.get("Node", node_name)
             lease = builders.lease(node_name, LEASE_NAMESPACE, node_name,
                                    duration_seconds, micro_time(now))
             lease.metadata.owner_references = [{"apiVersion": "v1", "kind": "Node",
                                                 "name": node_name,
                                                 "uid": node.metadata.uid}]
-            return api.create(lease)
+            return await client.create(lease)
         lease.spec["renewTime"] = micro_time(now)
-        return api.update(lease)
+        return await client.update(lease)
 
-    return retry_on_conflict(attempt)
+    return await retry_on_conflict_async(attempt)
 
 
-async def keep_lease(api: APIServer, node_name: str, clock: Clock, duration_seconds: int,
-                     stop: asyncio.Event) -> None:
+async def keep_lease(client: KubeClient, node_name: str, clock: Clock,
+                     duration_seconds: int, stop: asyncio.Event) -> None:
     """Renew the node's Lease every quarter of its duration (10 s of 40) until ``stop``;
     a failure is retried sooner."""
     interval = duration_seconds * RENEW_FRACTION
     while not stop.is_set():
         wait = interval
         try:
-            renew_node_lease(api, node_name, clock.now(), duration_seconds)
+            await renew_node_lease(client, node_name, clock.now(), duration_seconds)
         except NotFound as err:  # its Node was deleted: no owner for a new Lease
             log.warning("kubelet %s: failed to get node when trying to set owner ref to the "
                         "node lease: %s", node_name, err)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 
-from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import Resource
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.plugin_watcher import (
     NODE_ID_ANNOTATION,
     CsiNodeRegistration,
@@ -20,24 +20,25 @@ from kubelet_sim.kubelet.plugin_watcher import (
 )
 
 
-def _csinode(api: APIServer, node_name: str) -> Resource:
+async def _csinode(client: KubeClient, node_name: str) -> Resource:
     """The node's CSINode, created (owned by the Node) when it does not exist yet."""
     try:
-        return api.get("CSINode", node_name)
+        return await client.get("CSINode", node_name)
     except NotFound:
-        node = api.get("Node", node_name)
-        api.create({
-            "kind": "CSINode",
-            "metadata": {
-                "name": node_name,
-                "ownerReferences": [{
-                    "apiVersion": "v1", "kind": "Node", "name": node_name,
-                    "uid": node.metadata.uid,
-                }],
-            },
-            "spec": {"drivers": []},
-        })
-        return api.get("CSINode", node_name)
+        node = await client.get("Node", node_name)
+        with contextlib.suppress(AlreadyExists):  # made meanwhile: read it below
+            await client.create(Resource.from_dict({
+                "kind": "CSINode",
+                "metadata": {
+                    "name": node_name,
+                    "ownerReferences": [{
+                        "apiVersion": "v1", "kind": "Node", "name": node_name,
+                        "uid": node.metadata.uid,
+                    }],
+                },
+                "spec": {"drivers": []},
+            }))
+        return await client.get("CSINode", node_name)
 
 
 def _set_node_id(node: Resource, driver: str, node_id: str | None) -> None:
@@ -48,31 +49,32 @@ def _set_node_id(node: Resource, driver: str, node_id: str | None) -> None:
         node.metadata.annotations[NODE_ID_ANNOTATION] = value
 
 
-def record_registration(api: APIServer, node_name: str, reg: CsiNodeRegistration) -> None:
-    def write_csinode() -> None:
-        csinode = _csinode(api, node_name)
+async def record_registration(client: KubeClient, node_name: str,
+                              reg: CsiNodeRegistration) -> None:
+    async def write_csinode() -> None:
+        csinode = await _csinode(client, node_name)
         csinode.spec["drivers"] = csinode_drivers_with(csinode.spec.get("drivers", []), reg)
-        api.update(csinode)
+        await client.update(csinode)
 
-    def annotate() -> None:
-        node = api.get("Node", node_name)
+    async def annotate() -> None:
+        node = await client.get("Node", node_name)
         _set_node_id(node, reg.driver, reg.node_id)
         node.metadata.labels.update(topology_labels(reg))
-        api.update(node)
+        await client.update(node)
 
-    retry_on_conflict(write_csinode)
-    retry_on_conflict(annotate)
+    await retry_on_conflict_async(write_csinode)
+    await retry_on_conflict_async(annotate)
 
 
-def forget_registration(api: APIServer, node_name: str, driver: str) -> None:
-    def write() -> None:
+async def forget_registration(client: KubeClient, node_name: str, driver: str) -> None:
+    async def write() -> None:
         with contextlib.suppress(NotFound):
-            csinode = api.get("CSINode", node_name)
+            csinode = await client.get("CSINode", node_name)
             csinode.spec["drivers"] = csinode_drivers_without(
                 csinode.spec.get("drivers", []), driver)
-            api.update(csinode)
-        node = api.get("Node", node_name)
+            await client.update(csinode)
+        node = await client.get("Node", node_name)
         _set_node_id(node, driver, None)
-        api.update(node)
+        await client.update(node)
 
-    retry_on_conflict(write)
+    await retry_on_conflict_async(write)

@@ -6,7 +6,7 @@ changed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from kubelet_sim.api.model import JSON
 from kubelet_sim.api.node_conditions import (
@@ -15,7 +15,7 @@ from kubelet_sim.api.node_conditions import (
     PRESSURE_CONDITIONS,
     network_unavailable,
 )
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.kubelet.node_info import node_info
 from kubelet_sim.runtime.containerd import NetworkCondition
 
@@ -62,17 +62,17 @@ def status_events(old: dict[str, JSON], wanted: list[JSON]) -> list[str]:
             and old.get(c["type"], {}).get("status") != c["status"]]
 
 
-def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition,
+def node_status_writer(client: KubeClient, node_name: str, network: NetworkCondition,
                        in_use: list[str], now: str,
                        on_events: Callable[[list[str]], None] | None = None
-                       ) -> Callable[[], bool]:
-    """One attempt at writing the status (for ``retry_on_conflict``); False when the
+                       ) -> Callable[[], Awaitable[bool]]:
+    """One attempt at writing the status (for ``retry_on_conflict_async``); False when the
     node already says all of it. ``on_events`` is told the status events of a write."""
     wanted = wanted_conditions(network)
     info = node_info(node_name)
 
-    def write() -> bool:
-        node = api.get("Node", node_name)
+    async def write() -> bool:
+        node = await client.get("Node", node_name)
         status = node.status
         old = {c.get("type"): c for c in status.get("conditions", [])}
         same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
@@ -88,7 +88,7 @@ def node_status_writer(api: APIServer, node_name: str, network: NetworkCondition
             for c in wanted)]
         status["volumesInUse"] = in_use
         status["nodeInfo"] = info
-        api.update_status(node)
+        await client.update_status(node)
         if on_events is not None:
             on_events(status_events(old, wanted))
         return True

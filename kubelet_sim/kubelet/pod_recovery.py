@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.csi.volume_spec import CsiVolume
 from kubelet_sim.kubelet.pod_volumes import resolve
 from kubelet_sim.kubelet.volume_manager import VolumeManager
@@ -28,17 +28,17 @@ class Recovery:
     orphaned_sandboxes: tuple[str, ...]  # ready sandboxes of pods no longer in the API
 
 
-def recover(api: APIServer, runtime: ContainerRuntime, volumes: VolumeManager,
-            node_name: str) -> Recovery:
+async def recover(client: KubeClient, runtime: ContainerRuntime, volumes: VolumeManager,
+                  node_name: str) -> Recovery:
     volumes.reconstruct()
     ready = {s.uid: s for s in runtime.list_pod_sandboxes() if s.state == SANDBOX_READY}
     pods = {p.metadata.uid: p for p in
-            api.list("Pod", field_selector=f"spec.nodeName={node_name}").items}
+            (await client.list("Pod", field_selector=f"spec.nodeName={node_name}")).items}
     found = []
     for uid, sandbox in ready.items():
         pod = pods.get(uid)
         if pod is not None:
             found.append(RecoveredPod(uid, sandbox.id, tuple(sandbox.ips),
-                                      tuple(resolve(api, pod, node_name).volumes)))
+                                      tuple((await resolve(client, pod, node_name)).volumes)))
     orphans = tuple(s.id for uid, s in ready.items() if uid not in pods)
     return Recovery(tuple(found), orphans)

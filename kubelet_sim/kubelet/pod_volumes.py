@@ -45,7 +45,8 @@ from typing import Any
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.csi.driver_policy import DriverPolicy, selinux_mount_label
 from kubelet_sim.csi.naming import attachment_name
@@ -78,18 +79,10 @@ def pod_info(pod: Resource) -> PodInfo:
     )
 
 
-def csi_driver_object(api: APIServer, driver: str) -> JSON:
-    """The CSIDriver spec, or {} when none exists (Kubernetes' defaults then apply)."""
-    try:
-        return api.get("CSIDriver", driver).spec
-    except NotFound:
-        return {}
-
-
-def driver_policy(api: APIServer, driver: str) -> DriverPolicy:
+async def driver_policy(client: KubeClient, driver: str) -> DriverPolicy:
     """The CSIDriver object's fields (Kubernetes' defaults when there is none)."""
     try:
-        return DriverPolicy.from_spec(api.get("CSIDriver", driver).spec)
+        return DriverPolicy.from_spec((await client.get("CSIDriver", driver)).spec)
     except NotFound:
         return DriverPolicy.from_spec(None)
 
@@ -113,27 +106,27 @@ def _pod_fields(pod: Resource, name: str, policy: DriverPolicy,
     }
 
 
-def resolve(api: APIServer, pod: Resource, node_name: str) -> ResolvedVolumes:
+async def resolve(client: KubeClient, pod: Resource, node_name: str) -> ResolvedVolumes:
     """Every CSI volume of ``pod`` as ``node_name``'s kubelet mounts it, or why it waits."""
     out = ResolvedVolumes()
     for vol in pod.spec.get("volumes", []):
         try:
             if "csi" in vol:
-                out.volumes.append(_inline(api, pod, vol))
+                out.volumes.append(await _inline(client, pod, vol))
             elif "persistentVolumeClaim" in vol:
-                out.volumes.append(_claimed(api, pod, vol, node_name))
+                out.volumes.append(await _claimed(client, pod, vol, node_name))
         except NotReady as why:
             out.waiting.append(str(why))
     return out
 
 
-def _inline(api: APIServer, pod: Resource, vol: JSON) -> CsiVolume:
+async def _inline(client: KubeClient, pod: Resource, vol: JSON) -> CsiVolume:
     src = vol["csi"]
     driver = src.get("driver", "")
     publish_ref = src.get("nodePublishSecretRef")
     if publish_ref:  # a LocalObjectReference: the pod's namespace
         publish_ref = {"name": publish_ref.get("name", ""), "namespace": pod.namespace}
-    policy = driver_policy(api, driver)
+    policy = await driver_policy(client, driver)
     name = str(vol.get("name", ""))
     return CsiVolume(
         driver=driver,
@@ -148,21 +141,23 @@ def _inline(api: APIServer, pod: Resource, vol: JSON) -> CsiVolume:
     )
 
 
-def _claimed(api: APIServer, pod: Resource, vol: JSON, node_name: str) -> CsiVolume:
+async def _claimed(client: KubeClient, pod: Resource, vol: JSON, node_name: str) -> CsiVolume:
     claim = vol["persistentVolumeClaim"]
     claim_name = claim.get("claimName", "")
-    pv = _bound_pv(api, pod.namespace, claim_name)
+    pv = await _bound_pv(client, pod.namespace, claim_name)
     _check_volume_mode(pod, str(vol.get("name", "")), pv)
     csi = pv.spec.get("csi")
     if not csi:
         raise NotReady(f'persistentvolume "{pv.name}" is not a CSI volume')
     driver, handle = csi.get("driver", ""), csi.get("volumeHandle", "")
-    policy = driver_policy(api, driver)
+    policy = await driver_policy(client, driver)
     access_modes = tuple(str(m) for m in pv.spec.get("accessModes") or ())
     publish_context: dict[str, str] = {}
     if policy.attach_required:  # attachRequired: false: no VolumeAttachment to wait for
-        _check_reported_attached(api, pv.name, unique_volume_name(driver, handle), node_name)
-        publish_context = _attachment_metadata(api, pv.name, handle, driver, node_name)
+        _check_reported_attached(client, pv.name, unique_volume_name(driver, handle),
+                                 node_name)
+        publish_context = await _attachment_metadata(client, pv.name, handle, driver,
+                                                     node_name)
     return CsiVolume(
         driver=driver,
         spec_name=pv.name,
@@ -194,36 +189,37 @@ def _check_volume_mode(pod: Resource, volume: str, pv: Resource) -> None:
             raise NotReady(f"volume {volume} has volumeMode {mode}, but is specified in {use}")
 
 
-def _bound_pv(api: APIServer, namespace: str, claim_name: str) -> Resource:
+async def _bound_pv(client: KubeClient, namespace: str, claim_name: str) -> Resource:
     try:
-        pvc = api.get("PersistentVolumeClaim", claim_name, namespace)
+        pvc = await client.get("PersistentVolumeClaim", claim_name, namespace)
     except NotFound:
         raise NotReady(f'persistentvolumeclaim "{claim_name}" not found') from None
     pv_name = pvc.spec.get("volumeName")
     if pvc.status.get("phase") != "Bound" or not pv_name:
         raise NotReady(f'persistentvolumeclaim "{claim_name}" is not bound')
     try:
-        return api.get("PersistentVolume", pv_name)
+        return await client.get("PersistentVolume", pv_name)
     except NotFound:
         raise NotReady(f'persistentvolume "{pv_name}" not found') from None
 
 
-def _check_reported_attached(api: APIServer, pv_name: str, unique: str,
+def _check_reported_attached(client: KubeClient, pv_name: str, unique: str,
                              node_name: str) -> None:
     """The kubelet's VerifyControllerAttachedVolume: an attachable volume is mounted only
     once the attach/detach controller lists it in the node's ``status.volumesAttached``."""
-    node = shared_cache(api).get("Node", node_name)  # no copy of a long volume list
+    # from the informer cache: no copy of a long volume list
+    node = shared_cache(feed_source(client)).get("Node", node_name)
     if node is None:
         raise NotReady(f'node "{node_name}" not found')
     if not any(e.get("name") == unique for e in node.status.get("volumesAttached") or []):
         raise NotReady(f'Volume not attached according to node status for volume "{pv_name}"')
 
 
-def _attachment_metadata(api: APIServer, pv_name: str, handle: str, driver: str,
-                         node_name: str) -> dict[str, str]:
+async def _attachment_metadata(client: KubeClient, pv_name: str, handle: str, driver: str,
+                               node_name: str) -> dict[str, str]:
     va_name = attachment_name(handle, driver, node_name)
     try:
-        va = api.get("VolumeAttachment", va_name)
+        va = await client.get("VolumeAttachment", va_name)
     except NotFound:
         raise NotReady(f'volume "{pv_name}" waits for VolumeAttachment {va_name}') from None
     if not va.status.get("attached"):

@@ -19,9 +19,9 @@ from datetime import datetime
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, format_time
-from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
-from kubelet_sim.client.retry import retry_on_conflict
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.retry import retry_on_conflict_async
 from kubelet_sim.kubelet.container_events import ContainerEvent, pull_policy, record_events
 from kubelet_sim.kubelet.container_exit import Exits, end_pod, restart_container
 from kubelet_sim.kubelet.crash_loop_backoff import (
@@ -86,9 +86,9 @@ def kill_failed(pod: Resource, now: datetime, backoff: CrashLoopBackOff) -> Exit
     return out
 
 
-def kill_failed_containers(api: APIServer, pod: Resource, now: datetime,
-                           backoff: CrashLoopBackOff, recorder: EventRecorder,
-                           node: str) -> bool:
+async def kill_failed_containers(client: KubeClient, pod: Resource, now: datetime,
+                                 backoff: CrashLoopBackOff, recorder: EventRecorder,
+                                 node: str) -> bool:
     """Write the probe kills of ``pod`` that are due (and record their events); True when
     written."""
     containers = pod.spec.get("containers") or []
@@ -98,10 +98,10 @@ def kill_failed_containers(api: APIServer, pod: Resource, now: datetime,
         return False
     done: list[Exits] = []
 
-    def write() -> bool:
+    async def write() -> bool:
         done.clear()
         try:
-            current = api.get("Pod", pod.name, pod.namespace)
+            current = await client.get("Pod", pod.name, pod.namespace)
         except NotFound:
             return False
         if current.metadata.uid != pod.metadata.uid:
@@ -110,11 +110,11 @@ def kill_failed_containers(api: APIServer, pod: Resource, now: datetime,
         if not out:
             return False
         observe(current)
-        api.update_status(current)
+        await client.update_status(current)
         done.append(out)
         return True
 
-    if not retry_on_conflict(write):
+    if not await retry_on_conflict_async(write):
         return False
     done[-1].commit(backoff)
     record_events(recorder, pod, node, done[-1].events)

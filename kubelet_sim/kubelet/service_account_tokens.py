@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, parse_time
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.csi.volume_spec import PodInfo
 from kubelet_sim.utils.clock import Clock
 
@@ -47,15 +47,15 @@ class _Key:
 class TokenManager:
     """The kubelet's token manager: TokenRequest answers, kept until due for refresh."""
 
-    def __init__(self, api: APIServer, clock: Clock,
+    def __init__(self, client: KubeClient, clock: Clock,
                  random: Callable[[], float] = random_module.random) -> None:
-        self.api = api
+        self.client = client
         self.clock = clock
         self.random = random  # uniform in [0, 1), as Go's rand.Float64
         self._cache: dict[_Key, JSON] = {}
 
-    def token(self, pod: PodInfo, audiences: list[str],
-              expiration_seconds: int | None) -> JSON:
+    async def token(self, pod: PodInfo, audiences: list[str],
+                    expiration_seconds: int | None) -> JSON:
         """The status (``token``, ``expirationTimestamp``) of a token for ``pod``'s
         ServiceAccount bound to ``pod``."""
         key = _Key(pod.namespace, pod.service_account, tuple(audiences), expiration_seconds,
@@ -68,9 +68,9 @@ class TokenManager:
                                          "uid": pod.uid}}
         if expiration_seconds is not None:
             spec["expirationSeconds"] = expiration_seconds
-        answered = self.api.request_token(pod.namespace, pod.service_account,
-                                          {"apiVersion": "authentication.k8s.io/v1",
-                                           "kind": "TokenRequest", "spec": spec})
+        answered = await self.client.request_token(
+            pod.namespace, pod.service_account,
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
         self._cache[key] = answered
         return dict(answered["status"])
 
@@ -101,26 +101,26 @@ def refresh_time(answered: JSON) -> datetime:
     return min(issued + MAX_TTL, expires - timedelta(seconds=seconds * 20 // 100))
 
 
-def driver_spec(api: APIServer, driver: str) -> JSON | None:
+async def driver_spec(client: KubeClient, driver: str) -> JSON | None:
     try:
-        return api.get("CSIDriver", driver).spec
+        return (await client.get("CSIDriver", driver)).spec
     except NotFound:
         return None
 
 
-def token_attributes(api: APIServer, tokens: TokenManager, driver: str,
-                     pod: PodInfo) -> dict[str, str]:
+async def token_attributes(client: KubeClient, tokens: TokenManager, driver: str,
+                           pod: PodInfo) -> dict[str, str]:
     """The volume_context entry the kubelet adds for ``driver``'s ``tokenRequests``
     (``{}`` without any); an error of TokenRequest fails the publish."""
-    spec = driver_spec(api, driver)
+    spec = await driver_spec(client, driver)
     requests = (spec or {}).get("tokenRequests") or []
     if not requests:
         return {}
     outputs: dict[str, JSON] = {}
     for request in requests:
         audience = str(request.get("audience") or "")
-        status = tokens.token(pod, [audience] if audience else [],
-                              request.get("expirationSeconds"))
+        status = await tokens.token(pod, [audience] if audience else [],
+                                    request.get("expirationSeconds"))
         outputs[audience] = {"token": status["token"],
                              "expirationTimestamp": status["expirationTimestamp"]}
     # Go's json.Marshal: the map's keys sorted, a struct's fields in their order, no spaces
@@ -128,9 +128,9 @@ def token_attributes(api: APIServer, tokens: TokenManager, driver: str,
     return {TOKENS_KEY: json.dumps(ordered, separators=(",", ":"))}
 
 
-def requires_republish(api: APIServer, driver: str) -> bool:
+async def requires_republish(client: KubeClient, driver: str) -> bool:
     """The CSIDriver's ``requiresRepublish`` (false without the object)."""
-    return bool((driver_spec(api, driver) or {}).get("requiresRepublish"))
+    return bool((await driver_spec(client, driver) or {}).get("requiresRepublish"))
 
 
 class RepublishSchedule:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections import deque
 from typing import TYPE_CHECKING
 
-from kubelet_sim.apiserver.watch import Watch
+from kubelet_sim.api.model import Resource
 from kubelet_sim.kubelet.config_news import ConfigNews
 from kubelet_sim.kubelet.node_lease import keep_lease
 from kubelet_sim.kubelet.pod_workers import PodWorkers
@@ -36,17 +36,15 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
     Pods are synced by :class:`PodWorkers`, up to ``kubelet.parallel_pods`` at once;
     news for a pod whose worker is busy is handed back when it is done. Each pod's
     sync carries what triggered it (sync_triggers), which the kubelet counts for the
-    pods it starts. Beside it: the node's Lease renewed every 10 s (the node lease
+    pods it starts. A pod's news comes from the informer cache the kubelet reads its
+    pods from (a change of a pod bound to this node reaching it), never from a watch
+    of its own. Beside it: the node's Lease renewed every 10 s (the node lease
     controller), so a long pass never holds back the heartbeat, and the runtime's
     network status asked every ``runtime_status_period`` (runtime_status.py)."""
     await kubelet.start()
     clock = kubelet.clock
     dirty = asyncio.Event()
     news: dict[str, str] = {}  # uid -> why it needs a sync, since the last pass
-
-    def touched(uid: str) -> None:
-        news[uid] = EVENT
-        dirty.set()
 
     def done(uid: str, changed: bool, again: str | None) -> None:
         why = again or (FOLLOW_UP if changed else None)
@@ -55,7 +53,7 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
             dirty.set()
 
     heartbeat = asyncio.create_task(
-        keep_lease(kubelet.api, kubelet.node_name, clock,
+        keep_lease(kubelet.client, kubelet.node_name, clock,
                    kubelet.lease_duration_seconds, stop),
         name=f"lease-{kubelet.node_name}")
     runtime = asyncio.create_task(keep_runtime_status(kubelet, stop, dirty.set),
@@ -63,14 +61,19 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
     workers = PodWorkers(kubelet.parallel_pods, on_done=done)
     volumes = VolumeNews(kubelet.cache, kubelet.node_name, dirty)
     configs = ConfigNews(kubelet.cache, kubelet.config_waits, dirty)
-    watch = kubelet.api.watch("Pod", field_selector=f"spec.nodeName={kubelet.node_name}")
-    events = asyncio.create_task(_follow(watch, touched))
+    changed_pods: deque[str] = deque()  # uids, appended from the committing thread
+
+    def bound_here(pod: Resource) -> None:
+        if pod.spec.get("nodeName") == kubelet.node_name:
+            changed_pods.append(pod.metadata.uid)
+
+    stop_pod_news = kubelet.cache.notify(["Pod"], dirty, bound_here)  # sets dirty too
     full_at = clock.monotonic()  # the first pass looks at every pod
     try:
         while not stop.is_set():
             dirty.clear()
-            for event in watch.drain():  # news already delivered is this pass's news
-                touched(event.object.metadata.uid)
+            while changed_pods:  # news already delivered is this pass's news
+                news[changed_pods.popleft()] = EVENT
             if volumes.take():  # what the waiting pods' volumes wait for moved
                 for uid in kubelet.waiting:
                     news.setdefault(uid, VOLUME)
@@ -88,16 +91,11 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
                 log.exception("kubelet %s sync failed", kubelet.node_name)
             await wait_any(stop, dirty, clock.sleep(period))
     finally:
-        watch.stop()
+        stop_pod_news()
         await volumes.close()
         await configs.close()
-        for task in (heartbeat, runtime, events):
+        for task in (heartbeat, runtime):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await workers.wait()  # a sandbox half made would be left to GC otherwise
-
-
-async def _follow(watch: Watch, touched: Callable[[str], None]) -> None:
-    async for event in watch:
-        touched(event.object.metadata.uid)

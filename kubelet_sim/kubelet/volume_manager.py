@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from csi_protos import csi_pb2
@@ -69,7 +69,7 @@ from kubelet_sim.kubelet.volume_reconstruction import VolumeKey, reconstruct_fro
 from kubelet_sim.utils.clock import Clock, RealClock
 
 ClientFor = Callable[[str], CsiClient]
-PublishAttributes = Callable[[PodInfo, CsiVolume], dict[str, str]]
+PublishAttributes = Callable[[PodInfo, CsiVolume], Awaitable[dict[str, str]]]
 
 
 class VolumeManager:
@@ -258,7 +258,7 @@ class VolumeManager:
             context.update(pod_info_attributes(pod, ephemeral=volume.ephemeral))
         if self._publish_attributes is not None and not volume.block:
             try:
-                context.update(self._publish_attributes(pod, volume))
+                context.update(await self._publish_attributes(pod, volume))
             except ApiError as err:  # transient: the next attempt asks again
                 raise RuntimeError("mounter.SetUpAt failed to get service account token "
                                    f"attributes: {err}") from None

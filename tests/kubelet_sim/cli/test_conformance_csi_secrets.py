@@ -54,7 +54,10 @@ async def test_the_secret_cases_fail_when_the_co_hands_over_no_secret_data(
 async def test_the_token_case_fails_when_the_kubelet_leaves_the_tokens_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(kubelet_module, "token_attributes", lambda *args: {})
+    async def no_tokens(*args: object) -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(kubelet_module, "token_attributes", no_tokens)
     report = Report(focus="token-requests")
 
     await run_csi_suite(CsiTarget(csidriver=TOKENS), report)

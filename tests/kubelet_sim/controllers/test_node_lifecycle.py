@@ -14,6 +14,7 @@ from kubelet_sim.api.model import JSON, Resource, condition, format_time
 from kubelet_sim.api.taints import NO_EXECUTE, NO_SCHEDULE, NOT_READY, UNREACHABLE
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.controllers.node_lifecycle import NodeLifecycleController
 from kubelet_sim.controllers.taint_eviction import TaintEvictionController
 from kubelet_sim.kubelet.node_lease import ensure_lease_namespace, renew_node_lease
@@ -68,12 +69,12 @@ async def test_a_node_that_stops_heartbeating_is_unknown_tainted_and_its_pods_no
 ) -> None:
     api.create(builders.node("n1"))
     post_ready(api, "n1", clock.now())
-    renew_node_lease(api, "n1", clock.now())
+    await renew_node_lease(as_client(api), "n1", clock.now())
     running_pod(api, "web", "n1")
     nlc = NodeLifecycleController(api, clock=clock, recorder=recorder, grace_period=50)
 
     clock.advance(40)
-    renew_node_lease(api, "n1", clock.now())  # the Lease alone keeps it alive
+    await renew_node_lease(as_client(api), "n1", clock.now())  # the Lease alone keeps it alive
     clock.advance(49)
     await nlc.sync_once()
     assert condition(api.get("Node", "n1"), "Ready")["status"] == "True"  # type: ignore[index]
@@ -100,7 +101,7 @@ async def test_a_node_that_stops_heartbeating_is_unknown_tainted_and_its_pods_no
     assert [(e.reason, e.count) for e in recorder.for_object("Node", "n1")] == [
         ("RegisteredNode", 1), ("NodeNotReady", 1)]
 
-    renew_node_lease(api, "n1", clock.now())  # the kubelet is back
+    await renew_node_lease(as_client(api), "n1", clock.now())  # the kubelet is back
     post_ready(api, "n1", clock.now())
     await nlc.sync_once()
     assert taints(api, "n1") == []
@@ -114,7 +115,7 @@ async def test_the_kubelets_ready_condition_drives_the_not_ready_taints(
     node.spec["taints"] = [{"key": "example.com/gpu", "effect": NO_SCHEDULE}]
     api.update(node)
     post_ready(api, "n1", clock.now(), status="False")  # e.g. CNI STATUS failing
-    renew_node_lease(api, "n1", clock.now())
+    await renew_node_lease(as_client(api), "n1", clock.now())
     nlc = NodeLifecycleController(api, clock=clock)
     await nlc.sync_once()
     assert taints(api, "n1") == [("example.com/gpu", NO_SCHEDULE), (NOT_READY, NO_SCHEDULE),

@@ -10,6 +10,7 @@ import pytest
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import new
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.kubelet.csi_node_updater import CsiNodeUpdater
 from kubelet_sim.kubelet.node_registration import record_registration
@@ -31,11 +32,12 @@ class Setup:
         registration = CsiNodeRegistration(driver=DRIVER, endpoint="/tmp/x.sock",
                                            versions=("1.0.0",), node_id=NODE, topology={},
                                            max_volumes_per_node=10)
-        record_registration(self.api, NODE, registration)
+        self.registration = registration
         self.registered = {DRIVER: RegisteredDriver(
             registration, (1, 0, 0), FakeCsiClient(self.driver, trace=Trace(), node=NODE),
             Path("/tmp/x-reg.sock"))}
-        self.updater = CsiNodeUpdater(api=self.api, node_name=NODE, clock=self.clock,
+        self.updater = CsiNodeUpdater(client=as_client(self.api), node_name=NODE,
+                                      clock=self.clock,
                                       drivers=lambda: self.registered)
 
     def csidriver(self, period: int | None) -> None:
@@ -53,8 +55,10 @@ class Setup:
 
 
 @pytest.fixture
-def setup() -> Setup:
-    return Setup()
+async def setup() -> Setup:
+    made = Setup()
+    await record_registration(as_client(made.api), NODE, made.registration)
+    return made
 
 
 async def test_the_count_is_refreshed_once_every_period_and_not_before(setup: Setup) -> None:

@@ -10,6 +10,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource, condition
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.kubelet.empty_dir_eviction import EmptyDirEviction
 from kubelet_sim.kubelet.local_volumes import LocalVolumes
 from kubelet_sim.kubelet.paths import KubeletPaths
@@ -29,24 +30,25 @@ def running_pod(api: APIServer) -> Resource:
     return api.update_status(pod)
 
 
-def test_a_pod_over_its_empty_dir_limit_is_evicted_once_the_check_is_due(
+async def test_a_pod_over_its_empty_dir_limit_is_evicted_once_the_check_is_due(
         tmp_path: Path) -> None:
     clock = FakeClock()
     api = APIServer(clock=clock)
     recorder = EventRecorder(api)
-    volumes = LocalVolumes(api, KubeletPaths(tmp_path / "kubelet"), "node-1",
-                           tmp_path / "rootfs", clock, TokenManager(api, clock))
-    eviction = EmptyDirEviction(api, recorder, "node-1", volumes, clock)
+    client = as_client(api)
+    volumes = LocalVolumes(client, KubeletPaths(tmp_path / "kubelet"), "node-1",
+                           tmp_path / "rootfs", clock, TokenManager(client, clock))
+    eviction = EmptyDirEviction(client, recorder, "node-1", volumes, clock)
     pod = running_pod(api)
-    volumes.set_up(pod)
-    assert not eviction.check([pod])  # under the limit
+    await volumes.set_up(pod)
+    assert not await eviction.check([pod])  # under the limit
 
     scratch = volumes.volume_dir(pod.metadata.uid, "emptyDir", "scratch")
     (scratch / "data").write_bytes(b"x" * 1025)
     clock.advance(9)
-    assert not eviction.check([pod])  # not due yet: every 10 s
+    assert not await eviction.check([pod])  # not due yet: every 10 s
     clock.advance(1)
-    assert eviction.check([pod])
+    assert await eviction.check([pod])
 
     [event] = recorder.warnings("Pod", "web", "default")
     assert (event.reason, event.message) == ("Evicted", MESSAGE)
@@ -60,4 +62,4 @@ def test_a_pod_over_its_empty_dir_limit_is_evicted_once_the_check_is_due(
     assert container["state"]["terminated"]["exitCode"] == 137
 
     clock.advance(10)
-    assert not eviction.check([evicted])  # a Failed pod is not evicted again
+    assert not await eviction.check([evicted])  # a Failed pod is not evicted again

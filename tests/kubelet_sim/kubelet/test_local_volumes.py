@@ -20,6 +20,7 @@ from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.api.quantity import Quantity
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.kubelet.atomic_writer import DATA_DIR_NAME
 from kubelet_sim.kubelet.local_volumes import LocalVolumes, remove_orphaned_pod_dirs
 from kubelet_sim.kubelet.paths import KubeletPaths
@@ -57,8 +58,9 @@ def node(tmp_path: Path, signer: TokenSigner) -> Node:
     api.token_signer = signer
     api.create(builders.node("node-1", "10.244.1.0/24", "10.0.0.11"))
     api.create(new("ServiceAccount", "default", "default"))
-    volumes = LocalVolumes(api, KubeletPaths(tmp_path / "kubelet"), "node-1",
-                           tmp_path / "rootfs", clock, TokenManager(api, clock))
+    client = as_client(api)
+    volumes = LocalVolumes(client, KubeletPaths(tmp_path / "kubelet"), "node-1",
+                           tmp_path / "rootfs", clock, TokenManager(client, clock))
     return Node(api, clock, signer, volumes, tmp_path / "rootfs")
 
 
@@ -73,12 +75,12 @@ def config_map(name: str = "app-config", **data: str) -> Resource:
 # -- emptyDir ----------------------------------------------------------------------------
 
 
-def test_an_empty_dir_is_an_empty_world_writable_directory_under_the_plugin_dir(
+async def test_an_empty_dir_is_an_empty_world_writable_directory_under_the_plugin_dir(
         node: Node) -> None:
     pod = node.pod({"name": "scratch", "emptyDir": {}},
                    {"name": "fast", "emptyDir": {"medium": "Memory"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     for name in ("scratch", "fast"):
         directory = node.dir(pod, "emptyDir", name)
@@ -87,10 +89,10 @@ def test_an_empty_dir_is_an_empty_world_writable_directory_under_the_plugin_dir(
         assert mode(directory) == 0o777
 
 
-def test_an_empty_dir_over_its_size_limit_is_reported_with_the_eviction_message(
+async def test_an_empty_dir_over_its_size_limit_is_reported_with_the_eviction_message(
         node: Node) -> None:
     pod = node.pod({"name": "scratch", "emptyDir": {"sizeLimit": "1Ki"}})
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     assert node.volumes.empty_dir_over_limit(pod) == []
 
     (node.dir(pod, "emptyDir", "scratch") / "big").write_bytes(b"x" * 2048)
@@ -102,12 +104,12 @@ def test_an_empty_dir_over_its_size_limit_is_reported_with_the_eviction_message(
 # -- configMap ---------------------------------------------------------------------------
 
 
-def test_a_config_map_volume_has_a_file_per_key_through_the_atomic_writer_links(
+async def test_a_config_map_volume_has_a_file_per_key_through_the_atomic_writer_links(
         node: Node) -> None:
     node.api.create(config_map(**{"app.conf": "debug=true\n", "level": "info"}))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "configMap", "config")
     assert directory.parent.name == "kubernetes.io~configmap"
@@ -120,14 +122,14 @@ def test_a_config_map_volume_has_a_file_per_key_through_the_atomic_writer_links(
     assert mode(directory / data_target / "level") == 0o644
 
 
-def test_config_map_items_choose_keys_paths_and_modes(node: Node) -> None:
+async def test_config_map_items_choose_keys_paths_and_modes(node: Node) -> None:
     node.api.create(config_map(a="1", b="2"))
     pod = node.pod({"name": "config", "configMap": {
         "name": "app-config", "defaultMode": 0o400,
         "items": [{"key": "a", "path": "dir/first"}, {"key": "b", "path": "second",
                                                        "mode": 0o600}]}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "configMap", "config")
     assert sorted(p.name for p in directory.iterdir() if not p.name.startswith("..")) == \
@@ -137,38 +139,38 @@ def test_config_map_items_choose_keys_paths_and_modes(node: Node) -> None:
     assert mode(directory / "second") == 0o600
 
 
-def test_a_missing_config_map_fails_the_mount_with_the_kubelets_message(node: Node) -> None:
+async def test_a_missing_config_map_fails_the_mount_with_the_kubelets_message(node: Node) -> None:
     pod = node.pod({"name": "config", "configMap": {"name": "absent"}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "config" : configmap "absent" not found']
     assert not node.dir(pod, "configMap", "config").exists()
 
 
-def test_an_optional_missing_config_map_gives_an_empty_directory(node: Node) -> None:
+async def test_an_optional_missing_config_map_gives_an_empty_directory(node: Node) -> None:
     pod = node.pod({"name": "config", "configMap": {"name": "absent", "optional": True,
                                                     "items": [{"key": "a", "path": "a"}]}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "configMap", "config")
     assert [p.name for p in directory.iterdir() if not p.name.startswith("..")] == []
 
 
-def test_an_item_naming_a_key_the_config_map_lacks_fails_unless_optional(node: Node) -> None:
+async def test_an_item_naming_a_key_the_config_map_lacks_fails_unless_optional(node: Node) -> None:
     node.api.create(config_map(a="1"))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config",
                                                     "items": [{"key": "nope", "path": "x"}]}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "config" : '
         "configmap references non-existent config key: nope"]
 
 
-def test_a_changed_config_map_makes_the_pod_stale_and_its_file_follows(node: Node) -> None:
+async def test_a_changed_config_map_makes_the_pod_stale_and_its_file_follows(node: Node) -> None:
     node.api.create(config_map(level="info"))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config"}})
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     directory = node.dir(pod, "configMap", "config")
     first = os.readlink(directory / DATA_DIR_NAME)
     assert not node.volumes.stale(pod)
@@ -179,7 +181,7 @@ def test_a_changed_config_map_makes_the_pod_stale_and_its_file_follows(node: Nod
     node.clock.advance(5)
 
     assert node.volumes.stale(pod)
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     assert (directory / "level").read_text() == "debug"
     assert (directory / "extra").read_text() == "yes"
     assert os.readlink(directory / DATA_DIR_NAME) != first
@@ -187,30 +189,30 @@ def test_a_changed_config_map_makes_the_pod_stale_and_its_file_follows(node: Nod
     assert not node.volumes.stale(pod)
 
 
-def test_a_key_removed_from_the_config_map_loses_its_link(node: Node) -> None:
+async def test_a_key_removed_from_the_config_map_loses_its_link(node: Node) -> None:
     node.api.create(config_map(a="1", b="2"))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config"}})
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     current = node.api.get("ConfigMap", "app-config", "default")
     current.body["data"] = {"a": "1"}
     node.api.update(current)
 
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
 
     directory = node.dir(pod, "configMap", "config")
     assert not os.path.lexists(directory / "b")
     assert (directory / "a").read_text() == "1"
 
 
-def test_an_unchanged_payload_is_not_written_again(node: Node) -> None:
+async def test_an_unchanged_payload_is_not_written_again(node: Node) -> None:
     node.api.create(config_map(a="1"))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config"}})
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     directory = node.dir(pod, "configMap", "config")
     first = os.readlink(directory / DATA_DIR_NAME)
 
     node.clock.advance(60)
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
 
     assert os.readlink(directory / DATA_DIR_NAME) == first
 
@@ -218,11 +220,11 @@ def test_an_unchanged_payload_is_not_written_again(node: Node) -> None:
 # -- secret ------------------------------------------------------------------------------
 
 
-def test_a_secret_volume_decodes_its_data_with_default_mode_0644(node: Node) -> None:
+async def test_a_secret_volume_decodes_its_data_with_default_mode_0644(node: Node) -> None:
     node.api.create(builders.secret("creds", "default", {"user": "admin", "pass": "s3cr3t"}))
     pod = node.pod({"name": "creds", "secret": {"secretName": "creds"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "secret", "creds")
     assert directory.parent.name == "kubernetes.io~secret"
@@ -230,13 +232,13 @@ def test_a_secret_volume_decodes_its_data_with_default_mode_0644(node: Node) -> 
     assert mode(directory / "user") == 0o644
 
 
-def test_secret_items_and_default_mode(node: Node) -> None:
+async def test_secret_items_and_default_mode(node: Node) -> None:
     node.api.create(builders.secret("creds", "default", {"user": "admin", "pass": "s3cr3t"}))
     pod = node.pod({"name": "creds", "secret": {
         "secretName": "creds", "defaultMode": 0o400,
         "items": [{"key": "pass", "path": "db/password"}]}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "secret", "creds")
     assert (directory / "db" / "password").read_text() == "s3cr3t"
@@ -244,19 +246,19 @@ def test_secret_items_and_default_mode(node: Node) -> None:
     assert not os.path.lexists(directory / "user")
 
 
-def test_a_missing_secret_fails_with_the_kubelets_message(node: Node) -> None:
+async def test_a_missing_secret_fails_with_the_kubelets_message(node: Node) -> None:
     pod = node.pod({"name": "creds", "secret": {"secretName": "absent"}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "creds" : secret "absent" not found']
 
 
-def test_a_secret_item_naming_a_missing_key_fails(node: Node) -> None:
+async def test_a_secret_item_naming_a_missing_key_fails(node: Node) -> None:
     node.api.create(builders.secret("creds", "default", {"user": "admin"}))
     pod = node.pod({"name": "creds", "secret": {"secretName": "creds",
                                                 "items": [{"key": "pass", "path": "p"}]}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "creds" : references non-existent secret key: pass']
 
 
@@ -288,13 +290,13 @@ def downward_pod(node: Node) -> Resource:
     return node.api.create(pod)
 
 
-def test_downward_api_files_hold_the_pods_fields_and_resources(node: Node) -> None:
+async def test_downward_api_files_hold_the_pods_fields_and_resources(node: Node) -> None:
     current = node.api.get("Node", "node-1")
     current.status["allocatable"] = {"cpu": "4", "memory": "8Gi"}
     node.api.update_status(current)
     pod = downward_pod(node)
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "downwardAPI", "info")
     assert directory.parent.name == "kubernetes.io~downward-api"
@@ -311,9 +313,9 @@ def test_downward_api_files_hold_the_pods_fields_and_resources(node: Node) -> No
     }
 
 
-def test_changed_labels_make_a_downward_api_pod_stale(node: Node) -> None:
+async def test_changed_labels_make_a_downward_api_pod_stale(node: Node) -> None:
     pod = downward_pod(node)
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     assert not node.volumes.stale(pod)
 
     pod = node.api.get("Pod", "web", "default")
@@ -321,15 +323,15 @@ def test_changed_labels_make_a_downward_api_pod_stale(node: Node) -> None:
     pod = node.api.update(pod)
 
     assert node.volumes.stale(pod)
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     assert (node.dir(pod, "downwardAPI", "info") / "app").read_text() == "web-2"
 
 
-def test_an_unsupported_field_path_fails_the_mount(node: Node) -> None:
+async def test_an_unsupported_field_path_fails_the_mount(node: Node) -> None:
     pod = node.pod({"name": "info", "downwardAPI": {"items": [
         {"path": "node", "fieldRef": {"fieldPath": "spec.nodeName"}}]}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "info" : unsupported fieldPath: spec.nodeName']
 
 
@@ -356,13 +358,13 @@ def claims(node: Node, token: str, audience: str) -> dict[str, Any]:
     return found
 
 
-def test_a_projected_volume_merges_its_sources_with_a_token_bound_to_the_pod(
+async def test_a_projected_volume_merges_its_sources_with_a_token_bound_to_the_pod(
         node: Node) -> None:
     node.api.create(config_map(level="info"))
     node.api.create(builders.secret("creds", "default", {"user": "admin"}))
     pod = node.pod(projected(defaultMode=0o440))
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     directory = node.dir(pod, "projected", "all-in-one")
     assert directory.parent.name == "kubernetes.io~projected"
@@ -382,13 +384,13 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's gro
 
 
 @needs_root
-def test_a_projected_token_is_0600_then_group_readable_when_the_pod_has_an_fs_group(
+async def test_a_projected_token_is_0600_then_group_readable_when_the_pod_has_an_fs_group(
         node: Node) -> None:
     node.api.create(config_map(level="info"))
     node.api.create(builders.secret("creds", "default", {"user": "admin"}))
     pod = node.pod(projected(), securityContext={"fsGroup": 2000})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     token = node.dir(pod, "projected", "all-in-one") / "token"
     assert mode(token) == 0o640  # 0600, then SetVolumeOwnership's group read
@@ -396,13 +398,13 @@ def test_a_projected_token_is_0600_then_group_readable_when_the_pod_has_an_fs_gr
 
 
 @needs_root
-def test_an_fs_group_owns_the_volumes_read_only_except_an_empty_dir(node: Node) -> None:
+async def test_an_fs_group_owns_the_volumes_read_only_except_an_empty_dir(node: Node) -> None:
     node.api.create(builders.secret("creds", "default", {"pass": "s3cr3t"}))
     pod = node.pod({"name": "creds", "secret": {"secretName": "creds", "defaultMode": 0o400}},
                    {"name": "scratch", "emptyDir": {}},
                    securityContext={"fsGroup": 3000})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     secret_dir = node.dir(pod, "secret", "creds")
     password = secret_dir / "pass"
@@ -412,11 +414,11 @@ def test_an_fs_group_owns_the_volumes_read_only_except_an_empty_dir(node: Node) 
     assert (scratch.stat().st_gid, mode(scratch)) == (3000, 0o777 | stat.S_ISGID)
 
 
-def test_a_projected_token_is_refreshed_past_80_percent_of_its_life(node: Node) -> None:
+async def test_a_projected_token_is_refreshed_past_80_percent_of_its_life(node: Node) -> None:
     node.api.create(config_map(level="info"))
     node.api.create(builders.secret("creds", "default", {"user": "admin"}))
     pod = node.pod(projected())
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     token_file = node.dir(pod, "projected", "all-in-one") / "token"
     first = token_file.read_text()
 
@@ -425,17 +427,17 @@ def test_a_projected_token_is_refreshed_past_80_percent_of_its_life(node: Node) 
     node.clock.advance(1)
     assert node.volumes.stale(pod)
 
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     second = token_file.read_text()
     assert second != first
     assert claims(node, second, "vault")["iat"] == claims(node, first, "vault")["iat"] + 2881
     assert not node.volumes.stale(pod)
 
 
-def test_every_failing_projected_source_is_reported_in_one_aggregate(node: Node) -> None:
+async def test_every_failing_projected_source_is_reported_in_one_aggregate(node: Node) -> None:
     pod = node.pod(projected())
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "all-in-one" : '
         '[configmap "app-config" not found, secret "creds" not found]']
 
@@ -443,22 +445,22 @@ def test_every_failing_projected_source_is_reported_in_one_aggregate(node: Node)
 # -- hostPath ----------------------------------------------------------------------------
 
 
-def test_host_path_directory_or_create_makes_it_in_the_nodes_root(node: Node) -> None:
+async def test_host_path_directory_or_create_makes_it_in_the_nodes_root(node: Node) -> None:
     pod = node.pod({"name": "logs", "hostPath": {"path": "/var/log/app",
                                                  "type": "DirectoryOrCreate"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     made = node.root / "var" / "log" / "app"
     assert made.is_dir() and mode(made) == 0o755
     assert not (node.volumes.paths.pods_dir / pod.metadata.uid / "volumes").exists()
 
 
-def test_host_path_file_or_create_makes_an_empty_file(node: Node) -> None:
+async def test_host_path_file_or_create_makes_an_empty_file(node: Node) -> None:
     (node.root / "etc").mkdir(parents=True)
     pod = node.pod({"name": "f", "hostPath": {"path": "/etc/app.lock", "type": "FileOrCreate"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
 
     assert (node.root / "etc" / "app.lock").read_bytes() == b""
     assert mode(node.root / "etc" / "app.lock") == 0o644
@@ -469,25 +471,25 @@ def test_host_path_file_or_create_makes_an_empty_file(node: Node) -> None:
     ("Socket", "is not a socket file"), ("CharDevice", "is not a character device"),
     ("BlockDevice", "is not a block device"),
 ])
-def test_host_path_type_checks_fail_with_the_kubelets_message(node: Node, kind: str,
+async def test_host_path_type_checks_fail_with_the_kubelets_message(node: Node, kind: str,
                                                              what: str) -> None:
     (node.root / "srv").mkdir(parents=True)
     (node.root / "srv" / "plain").write_text("x")
     path = "/srv" if kind == "File" else "/srv/plain"
     pod = node.pod({"name": "h", "hostPath": {"path": path, "type": kind}})
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: {path} {what}']
 
 
-def test_host_path_without_a_type_checks_nothing(node: Node) -> None:
+async def test_host_path_without_a_type_checks_nothing(node: Node) -> None:
     pod = node.pod({"name": "h", "hostPath": {"path": "/not/there"}})
 
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
     assert not (node.root / "not").exists()
 
 
-def test_a_host_path_leading_out_of_the_nodes_root_fails_without_touching_it(
+async def test_a_host_path_leading_out_of_the_nodes_root_fails_without_touching_it(
         node: Node, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -495,7 +497,7 @@ def test_a_host_path_leading_out_of_the_nodes_root_fails_without_touching_it(
     (node.root / "escape").symlink_to(outside)
     pod = node.pod({"name": "h", "hostPath": {"path": "/escape/new", "type": "DirectoryOrCreate"}})
 
-    [failure] = node.volumes.set_up(pod)
+    [failure] = await node.volumes.set_up(pod)
 
     assert failure.startswith('MountVolume.SetUp failed for volume "h" : hostPath /escape/new '
                               "resolves to")
@@ -506,29 +508,29 @@ def test_a_host_path_leading_out_of_the_nodes_root_fails_without_touching_it(
 # -- several volumes ---------------------------------------------------------------------
 
 
-def test_a_failing_volume_does_not_keep_the_others_from_being_set_up(node: Node) -> None:
+async def test_a_failing_volume_does_not_keep_the_others_from_being_set_up(node: Node) -> None:
     pod = node.pod({"name": "scratch", "emptyDir": {}},
                    {"name": "config", "configMap": {"name": "absent"}})
 
-    assert len(node.volumes.set_up(pod)) == 1
+    assert len(await node.volumes.set_up(pod)) == 1
     assert node.dir(pod, "emptyDir", "scratch").is_dir()
 
     node.api.create(config_map("absent", a="1"))
     assert node.volumes.stale(pod)
-    assert node.volumes.set_up(pod) == []
+    assert await node.volumes.set_up(pod) == []
     assert (node.dir(pod, "configMap", "config") / "a").read_text() == "1"
 
 
-def test_a_pod_not_set_up_since_the_kubelet_started_is_stale(node: Node) -> None:
+async def test_a_pod_not_set_up_since_the_kubelet_started_is_stale(node: Node) -> None:
     pod = node.pod({"name": "scratch", "emptyDir": {}})
     assert node.volumes.stale(pod)
-    node.volumes.set_up(pod)
+    await node.volumes.set_up(pod)
     assert not node.volumes.stale(pod)
     node.volumes.forget(pod.metadata.uid)
     assert node.volumes.stale(pod)
 
 
-def test_an_item_path_climbing_out_of_the_volume_fails_and_writes_nothing(node: Node) -> None:
+async def test_an_item_path_climbing_out_of_the_volume_fails_and_writes_nothing(node: Node) -> None:
     node.api.create(config_map(a="1"))
     pod = node.pod({"name": "config", "configMap": {"name": "app-config",
                                                     "items": [{"key": "a", "path": "x"}]}})
@@ -536,14 +538,14 @@ def test_an_item_path_climbing_out_of_the_volume_fails_and_writes_nothing(node: 
     # e.g. against a pod stored by an API server that let it through
     pod.spec["volumes"][0]["configMap"]["items"][0]["path"] = "../x"
 
-    [failure] = node.volumes.set_up(pod)
+    [failure] = await node.volumes.set_up(pod)
 
     assert failure.startswith('MountVolume.SetUp failed for volume "config" : invalid path')
     volumes_dir = node.dir(pod, "configMap", "config").parent
     assert not (volumes_dir / "x").exists()
 
 
-def test_orphaned_pod_dirs_go_at_start_unless_they_hold_a_csi_volume(node: Node) -> None:
+async def test_orphaned_pod_dirs_go_at_start_unless_they_hold_a_csi_volume(node: Node) -> None:
     paths = node.volumes.paths
     for uid in ("running", "gone", "gone-with-csi"):
         (paths.pods_dir / uid / "volumes" / "kubernetes.io~empty-dir" / "v").mkdir(parents=True)
@@ -555,10 +557,10 @@ def test_orphaned_pod_dirs_go_at_start_unless_they_hold_a_csi_volume(node: Node)
     assert sorted(p.name for p in paths.pods_dir.iterdir()) == ["gone-with-csi", "running"]
 
 
-def test_a_token_for_a_missing_service_account_fails_the_mount(node: Node) -> None:
+async def test_a_token_for_a_missing_service_account_fails_the_mount(node: Node) -> None:
     pod = node.pod({"name": "tok", "projected": {"sources": [
         {"serviceAccountToken": {"path": "token"}}]}}, serviceAccountName="ghost")
 
-    assert node.volumes.set_up(pod) == [
+    assert await node.volumes.set_up(pod) == [
         'MountVolume.SetUp failed for volume "tok" : failed to fetch token: '
         'serviceaccounts "ghost" not found']

@@ -10,6 +10,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.errors import Invalid
 from kubelet_sim.api.model import new
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.kubelet.node_lease import (
     LEASE_NAMESPACE,
     ensure_lease_namespace,
@@ -17,19 +18,19 @@ from kubelet_sim.kubelet.node_lease import (
 )
 
 
-def test_the_lease_is_created_owned_by_the_node_then_renewed() -> None:
+async def test_the_lease_is_created_owned_by_the_node_then_renewed() -> None:
     api = APIServer()
     node = api.create(builders.node("node-1", ready=True))
     ensure_lease_namespace(api)
     ensure_lease_namespace(api)  # idempotent
     first = datetime(2026, 12, 3, 12, 0, 0, 123456, tzinfo=UTC)
-    lease = renew_node_lease(api, "node-1", first)
+    lease = await renew_node_lease(as_client(api), "node-1", first)
     assert lease.namespace == LEASE_NAMESPACE and lease.name == "node-1"
     assert lease.spec == {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
                           "renewTime": "2026-12-03T12:00:00.123456Z"}
     assert lease.metadata.owner_references == [
         {"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": node.metadata.uid}]
-    renewed = renew_node_lease(api, "node-1", first + timedelta(seconds=10))
+    renewed = await renew_node_lease(as_client(api), "node-1", first + timedelta(seconds=10))
     assert renewed.spec["renewTime"] == "2026-12-03T12:00:10.123456Z"
     assert renewed.metadata.uid == lease.metadata.uid
     assert int(renewed.metadata.resource_version or 0) > int(lease.metadata.resource_version

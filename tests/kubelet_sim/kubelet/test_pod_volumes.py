@@ -11,6 +11,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.kubelet.pod_volumes import resolve
 
@@ -76,12 +77,12 @@ def claim_pod(read_only: bool = False, mounted_read_only: bool = False) -> Resou
         builders.pvc_volume("data", "data", read_only=read_only)])
 
 
-def test_a_pv_gives_handle_spec_name_fs_type_access_mode_options_and_context(
+async def test_a_pv_gives_handle_spec_name_fs_type_access_mode_options_and_context(
     api: APIServer,
 ) -> None:
     bound_claim(api, mountOptions=["noatime"])
 
-    resolved = resolve(api, claim_pod(), NODE)
+    resolved = await resolve(as_client(api), claim_pod(), NODE)
 
     [volume] = resolved.volumes
     assert resolved.waiting == []
@@ -92,7 +93,7 @@ def test_a_pv_gives_handle_spec_name_fs_type_access_mode_options_and_context(
     assert dict(volume.publish_context) == {"devicePath": "/dev/x"}
 
 
-def test_node_secret_references_are_the_pvs_for_the_volume_manager_to_read(
+async def test_node_secret_references_are_the_pvs_for_the_volume_manager_to_read(
     api: APIServer,
 ) -> None:
     stage = {"name": "stage", "namespace": "kube-system"}
@@ -101,29 +102,29 @@ def test_node_secret_references_are_the_pvs_for_the_volume_manager_to_read(
     bound_claim(api, csi={"nodeStageSecretRef": stage, "nodePublishSecretRef": publish,
                           "nodeExpandSecretRef": expand})
 
-    [volume] = resolve(api, claim_pod(), NODE).volumes
+    [volume] = (await resolve(as_client(api), claim_pod(), NODE)).volumes
 
     assert volume.node_stage_secret_ref == stage
     assert volume.node_publish_secret_ref == publish
     assert volume.node_expand_secret_ref == expand
 
 
-def test_the_publish_context_is_the_attachment_metadata_only_when_attach_is_required(
+async def test_the_publish_context_is_the_attachment_metadata_only_when_attach_is_required(
     api: APIServer,
 ) -> None:
     bound_claim(api, attached=False)
     report_attached(api)
-    assert resolve(api, claim_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), claim_pod(), NODE)).waiting == [
         f'volume "pvc-0a1b" waits for VolumeAttachment '
         f'{attachment_name("vol-77", DRIVER, NODE)}']
 
     api.create(builders.csi_driver(DRIVER, attach_required=False))
 
-    [volume] = resolve(api, claim_pod(), NODE).volumes
+    [volume] = (await resolve(as_client(api), claim_pod(), NODE)).volumes
     assert dict(volume.publish_context) == {}
 
 
-def test_an_attached_volume_is_mounted_only_once_the_node_status_lists_it(
+async def test_an_attached_volume_is_mounted_only_once_the_node_status_lists_it(
     api: APIServer,
 ) -> None:
     """VerifyControllerAttachedVolume: the attachment alone is not enough, the attach/detach
@@ -136,32 +137,33 @@ def test_an_attached_volume_is_mounted_only_once_the_node_status_lists_it(
     va.status.update(attached=True)
     api.update_status(va)
 
-    assert resolve(api, claim_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), claim_pod(), NODE)).waiting == [
         'Volume not attached according to node status for volume "pvc-0a1b"']
 
     report_attached(api)
-    assert [v.spec_name for v in resolve(api, claim_pod(), NODE).volumes] == ["pvc-0a1b"]
+    resolved = await resolve(as_client(api), claim_pod(), NODE)
+    assert [v.spec_name for v in resolved.volumes] == ["pvc-0a1b"]
 
 
-def test_read_only_is_the_pods_claim_read_only_not_the_pv_csi_source_nor_the_mount(
+async def test_read_only_is_the_pods_claim_read_only_not_the_pv_csi_source_nor_the_mount(
     api: APIServer,
 ) -> None:
     bound_claim(api, csi={"readOnly": True})
 
-    [writable] = resolve(api, claim_pod(mounted_read_only=True), NODE).volumes
-    [read_only] = resolve(api, claim_pod(read_only=True), NODE).volumes
+    [writable] = (await resolve(as_client(api), claim_pod(mounted_read_only=True), NODE)).volumes
+    [read_only] = (await resolve(as_client(api), claim_pod(read_only=True), NODE)).volumes
 
     assert writable.read_only is False
     assert read_only.read_only is True
 
 
-def test_pod_info_on_mount_comes_from_the_csidriver_object(
+async def test_pod_info_on_mount_comes_from_the_csidriver_object(
     api: APIServer,
 ) -> None:
     bound_claim(api)
-    [without] = resolve(api, claim_pod(), NODE).volumes
+    [without] = (await resolve(as_client(api), claim_pod(), NODE)).volumes
     api.create(builders.csi_driver(DRIVER, pod_info_on_mount=True))
-    [with_info] = resolve(api, claim_pod(), NODE).volumes
+    [with_info] = (await resolve(as_client(api), claim_pod(), NODE)).volumes
 
     assert (without.pod_info_on_mount, with_info.pod_info_on_mount) == (False, True)
 
@@ -173,53 +175,53 @@ def device_pod() -> Resource:
         builders.pvc_volume("data", "data")])
 
 
-def test_a_block_pv_is_a_block_volume(api: APIServer) -> None:
+async def test_a_block_pv_is_a_block_volume(api: APIServer) -> None:
     bound_claim(api, volumeMode="Block")
 
-    [volume] = resolve(api, device_pod(), NODE).volumes
+    [volume] = (await resolve(as_client(api), device_pod(), NODE)).volumes
 
     assert volume.block is True
 
 
-def test_a_block_pv_in_volume_mounts_makes_the_pod_wait_with_the_kubelets_reason(
+async def test_a_block_pv_in_volume_mounts_makes_the_pod_wait_with_the_kubelets_reason(
     api: APIServer,
 ) -> None:
     bound_claim(api, volumeMode="Block")
 
-    resolved = resolve(api, claim_pod(), NODE)
+    resolved = await resolve(as_client(api), claim_pod(), NODE)
 
     assert resolved.volumes == []
     assert resolved.waiting == [
         "volume data has volumeMode Block, but is specified in volumeMounts"]
 
 
-def test_a_filesystem_pv_in_volume_devices_makes_the_pod_wait_before_any_attach(
+async def test_a_filesystem_pv_in_volume_devices_makes_the_pod_wait_before_any_attach(
     api: APIServer,
 ) -> None:
     bound_claim(api, attached=False)  # no volumeMode: Filesystem
 
-    assert resolve(api, device_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), device_pod(), NODE)).waiting == [
         "volume data has volumeMode Filesystem, but is specified in volumeDevices"]
 
 
-def test_a_pv_without_a_csi_source_makes_the_pod_wait(
+async def test_a_pv_without_a_csi_source_makes_the_pod_wait(
     api: APIServer,
 ) -> None:
     bound_claim(api, attached=False, nfs={"server": "nfs.example.com", "path": "/"})
 
-    assert resolve(api, claim_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), claim_pod(), NODE)).waiting == [
         'persistentvolume "pvc-0a1b" is not a CSI volume']
 
 
-def test_a_missing_or_unbound_claim_makes_the_pod_wait(
+async def test_a_missing_or_unbound_claim_makes_the_pod_wait(
     api: APIServer,
 ) -> None:
-    assert resolve(api, claim_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), claim_pod(), NODE)).waiting == [
         'persistentvolumeclaim "data" not found']
 
     api.create(builders.persistent_volume_claim("data", "team-a", storage="1Gi"))
 
-    assert resolve(api, claim_pod(), NODE).waiting == [
+    assert (await resolve(as_client(api), claim_pod(), NODE)).waiting == [
         'persistentvolumeclaim "data" is not bound']
 
 
@@ -229,13 +231,13 @@ def inline_pod(**csi: Any) -> Resource:
     return builders.pod("app", "team-a", volumes=[volume])
 
 
-def test_an_inline_volume_is_ephemeral_with_its_secret_in_the_pods_namespace(
+async def test_an_inline_volume_is_ephemeral_with_its_secret_in_the_pods_namespace(
     api: APIServer,
 ) -> None:
     api.create(builders.csi_driver(DRIVER, pod_info_on_mount=True))
 
-    [volume] = resolve(api, inline_pod(readOnly=True, nodePublishSecretRef={"name": "creds"}),
-                       NODE).volumes
+    pod = inline_pod(readOnly=True, nodePublishSecretRef={"name": "creds"})
+    [volume] = (await resolve(as_client(api), pod, NODE)).volumes
 
     assert volume.ephemeral and volume.spec_name == "scratch" and volume.read_only
     assert volume.handle_for("uid-1").startswith("csi-")
@@ -244,9 +246,9 @@ def test_an_inline_volume_is_ephemeral_with_its_secret_in_the_pods_namespace(
     assert volume.pod_info_on_mount is True
 
 
-def test_an_inline_volume_is_writable_unless_its_csi_source_says_read_only(
+async def test_an_inline_volume_is_writable_unless_its_csi_source_says_read_only(
     api: APIServer,
 ) -> None:
-    [volume] = resolve(api, inline_pod(), NODE).volumes
+    [volume] = (await resolve(as_client(api), inline_pod(), NODE)).volumes
 
     assert volume.read_only is False

@@ -10,6 +10,7 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.kubelet.container_exit import exited
 from kubelet_sim.kubelet.crash_loop_backoff import CrashLoopBackOff
 from kubelet_sim.kubelet.probe_events import ProbeEvents
@@ -216,7 +217,7 @@ def test_a_container_without_probes_is_left_to_the_other_rules() -> None:
     assert not refresh_readiness(pod, clock.now() + timedelta(hours=1))
 
 
-def test_a_written_probe_kill_says_which_generation_of_the_pod_the_kubelet_acted_on() -> None:
+async def test_a_written_probe_kill_says_which_generation_of_the_pod_the_kubelet_acted_on() -> None:
     clock = FakeClock()
     api = APIServer(clock=clock)
     pod = running(clock, livenessProbe=http(periodSeconds=1, failureThreshold=1))
@@ -226,8 +227,9 @@ def test_a_written_probe_kill_says_which_generation_of_the_pod_the_kubelet_acted
     created.status = status
     stored = api.update_status(created)
     assert "observedGeneration" not in stored.status
-    assert kill_failed_containers(api, stored, clock.now() + timedelta(seconds=1.5),
-                                  CrashLoopBackOff(), EventRecorder(api), "node-1")
+    assert await kill_failed_containers(as_client(api), stored,
+                                        clock.now() + timedelta(seconds=1.5),
+                                        CrashLoopBackOff(), EventRecorder(api), "node-1")
     after = api.get("Pod", "p", stored.namespace)
     assert after.status["containerStatuses"][0]["restartCount"] == 1
     assert after.status["observedGeneration"] == after.metadata.generation == 1

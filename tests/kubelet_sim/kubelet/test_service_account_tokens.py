@@ -22,6 +22,7 @@ from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.token_request import ISSUER
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.kubelet.service_account_tokens import (
@@ -81,12 +82,12 @@ def node(tmp_path: Path) -> Iterator[Node]:
     driver = FakeCsiDriver(name=DRIVER)
     driver.add_volume("vol-1")
     client = FakeCsiClient(driver, trace=Trace(), node="node-1")
-    tokens = TokenManager(api, clock)
+    tokens = TokenManager(as_client(api), clock)
     manager = VolumeManager(
         node_name="node-1", paths=KubeletPaths(tmp_path / "kubelet"),
         client_for=lambda _name: client, clock=clock,
-        publish_attributes=lambda info, volume: token_attributes(api, tokens, volume.driver,
-                                                                  info))
+        publish_attributes=lambda info, volume: token_attributes(as_client(api), tokens,
+                                                                  volume.driver, info))
     info = PodInfo(name="web", namespace="default", uid=pod.metadata.uid,
                    service_account="app")
     yield Node(api, clock, driver, signer, manager, info)
@@ -207,29 +208,29 @@ async def test_a_failed_republish_is_reported_once_and_not_retried_with_a_backof
     assert len(node.driver.requests_of("NodePublishVolume")) == 1
 
 
-def token_of(tokens: TokenManager, pod: PodInfo, seconds: int) -> str:
-    return str(tokens.token(pod, ["vault"], seconds)["token"])
+async def token_of(tokens: TokenManager, pod: PodInfo, seconds: int) -> str:
+    return str((await tokens.token(pod, ["vault"], seconds))["token"])
 
 
 @pytest.mark.parametrize(("draw", "jitter"), [(0.0, 0), (0.5, 5), (0.999, 9)])
-def test_a_token_is_refreshed_up_to_a_whole_second_jitter_before_80_percent_of_its_life(
+async def test_a_token_is_refreshed_up_to_a_whole_second_jitter_before_80_percent_of_its_life(
         node: Node, draw: float, jitter: int) -> None:
-    tokens = TokenManager(node.api, node.clock, random=lambda: draw)
-    first = token_of(tokens, node.pod, 3600)
+    tokens = TokenManager(as_client(node.api), node.clock, random=lambda: draw)
+    first = await token_of(tokens, node.pod, 3600)
 
     node.clock.advance(2880 - jitter)  # the 80% point less the jitter: not past it
-    assert token_of(tokens, node.pod, 3600) == first
+    assert await token_of(tokens, node.pod, 3600) == first
     node.clock.advance(0.5)
-    assert token_of(tokens, node.pod, 3600) != first
+    assert await token_of(tokens, node.pod, 3600) != first
 
 
-def test_a_long_lived_token_is_refreshed_a_jitter_before_it_is_24_hours_old(
+async def test_a_long_lived_token_is_refreshed_a_jitter_before_it_is_24_hours_old(
         node: Node) -> None:
-    tokens = TokenManager(node.api, node.clock, random=lambda: 0.75)  # 7 s
+    tokens = TokenManager(as_client(node.api), node.clock, random=lambda: 0.75)  # 7 s
     week = 7 * 24 * 3600
-    first = token_of(tokens, node.pod, week)
+    first = await token_of(tokens, node.pod, week)
 
     node.clock.advance(24 * 3600 - 7)
-    assert token_of(tokens, node.pod, week) == first
+    assert await token_of(tokens, node.pod, week) == first
     node.clock.advance(0.5)
-    assert token_of(tokens, node.pod, week) != first
+    assert await token_of(tokens, node.pod, week) != first

@@ -9,6 +9,7 @@ import pytest
 from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import condition
+from kubelet_sim.client.in_process import as_client
 from kubelet_sim.kubelet.node_expansion import finish_node_expansion
 from tests.kubelet_sim.controller_cluster import Cluster
 
@@ -59,7 +60,8 @@ async def test_finish_node_expansion_sets_capacity_and_clears_the_pending_state(
     request_size(bound, "20Gi")
     await bound.settle()
 
-    finish_node_expansion(bound.api, bound.get("PersistentVolumeClaim", "data"), 20 << 30)
+    claim = bound.get("PersistentVolumeClaim", "data")
+    await finish_node_expansion(as_client(bound.api), claim, 20 << 30)
     await bound.settle()
 
     pvc = bound.get("PersistentVolumeClaim", "data")
@@ -74,7 +76,8 @@ async def test_finish_node_expansion_retries_on_conflict(bound: Cluster) -> None
     await bound.settle()
     bound.api.inject_conflicts("PersistentVolumeClaim", 2)
 
-    finish_node_expansion(bound.api, bound.get("PersistentVolumeClaim", "data"), 20 << 30)
+    claim = bound.get("PersistentVolumeClaim", "data")
+    await finish_node_expansion(as_client(bound.api), claim, 20 << 30)
 
     assert bound.get("PersistentVolumeClaim", "data").status["capacity"] == {"storage": "20Gi"}
 
