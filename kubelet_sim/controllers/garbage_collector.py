@@ -42,6 +42,9 @@ from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.owner_graph import OwnerGraph
 
 ABSENT, WAITING, SOLID = "absent", "waiting", "solid"
+# changes kept between two passes at most; past it they are dropped and the next pass
+# rebuilds the graph from lists (a collector whose loop stopped keeps no growing backlog)
+MAX_PENDING_CHANGES = 100_000
 
 
 class GarbageCollector(Controller):
@@ -56,12 +59,13 @@ class GarbageCollector(Controller):
         # changes the monitors delivered, taken into the graph at the next pass (the
         # in-process feed delivers them inside commits, from whichever thread commits)
         self._changes: list[tuple[str, Resource]] = []
+        self._overflowed = False  # changes were dropped: relist at the next pass
         self._lock = threading.Lock()
         self._dirty: set[str] = set()  # uids to look at in the next pass
 
     async def reconcile(self) -> bool:
         await self._monitor()
-        self._observe()
+        await self._observe()
         changed = False
         pending, self._dirty = self._dirty, set()
         for uid in sorted(pending):
@@ -91,12 +95,25 @@ class GarbageCollector(Controller):
             owner_references=[dict(r) for r in meta.owner_references]),
             api_version=obj.api_version)
         with self._lock:
-            self._changes.append((event_type, kept))
+            if len(self._changes) >= MAX_PENDING_CHANGES:
+                self._changes.clear()
+                self._overflowed = True
+            if not self._overflowed:
+                self._changes.append((event_type, kept))
 
-    def _observe(self) -> None:
-        """Take the changes the monitors delivered since the last pass into the graph."""
+    async def _observe(self) -> None:
+        """Take the changes the monitors delivered since the last pass into the graph;
+        after an overflow, rebuild it from a list of every monitored kind."""
         with self._lock:
             changes, self._changes = self._changes, []
+            overflowed, self._overflowed = self._overflowed, False
+        if overflowed:
+            listed = [obj for kind in sorted(self._monitored)
+                      for obj in (await self.client.list(kind)).items]
+            self._dirty |= self.graph.reset(listed)
+            with self._lock:  # what came in meanwhile: applied after (the next change of
+                # an object sets its node right in any case)
+                changes, self._changes = self._changes, []
         for event_type, obj in changes:
             self._dirty |= self.graph.observe(event_type, obj)
 
