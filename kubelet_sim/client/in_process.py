@@ -224,12 +224,15 @@ class InProcessClient:
             plural = builtin_plural(kind)
             if plural is not None:
                 verbs = VERBS - {"deletecollection"} if kind == "Namespace" else VERBS
-                out.append(ServedKind(kind, info.api_version, plural, info.namespaced, verbs))
+                out.append(ServedKind(kind, info.api_version, plural, info.namespaced, verbs,
+                                      (info.api_version,)))
         for custom in self.api.custom.kinds():
             if not custom.adopts_builtin:
+                versions = tuple(f"{custom.group}/{v.name}" for v in custom.versions
+                                 if v.served)
                 out.append(ServedKind(custom.store_kind,
                                       f"{custom.group}/{custom.storage_version.name}",
-                                      custom.plural, custom.namespaced, VERBS))
+                                      custom.plural, custom.namespaced, VERBS, versions))
         return out
 
     async def close(self) -> None:

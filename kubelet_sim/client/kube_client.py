@@ -83,6 +83,8 @@ class ServedKind:
     plural: str
     namespaced: bool
     verbs: frozenset[str]
+    # every group version the kind is served in (the preferred one among them)
+    versions: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -98,6 +100,10 @@ class ServedKind:
     def custom(self) -> bool:
         """Served from a CustomResourceDefinition (or a kind the model does not know)."""
         return "." in self.kind
+
+    def served_in(self, api_version: str) -> bool:
+        """Is the kind served in ``api_version`` (an ownerReference's)?"""
+        return api_version == self.group_version or api_version in self.versions
 
     def allows(self, *verbs: str) -> bool:
         return all(v in self.verbs for v in verbs)

@@ -137,7 +137,7 @@ class GarbageCollector(Controller):
     async def _owner_state(self, dependent: Resource, ref: JSON) -> str:
         kind = stored_kind(str(ref.get("kind")), str(ref.get("apiVersion")))
         info = self.served.get(kind)  # custom kinds too
-        if info is None or info.group_version != ref.get("apiVersion"):
+        if info is None or not info.served_in(str(ref.get("apiVersion"))):
             return SOLID  # cannot be resolved: never taken as gone
         if info.namespaced and not dependent.namespace:
             return ABSENT  # a cluster-scoped object cannot be owned by a namespaced one

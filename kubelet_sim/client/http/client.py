@@ -30,7 +30,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from kubelet_sim.api.model import (
 from kubelet_sim.api.rest_names import plural as builtin_plural
 from kubelet_sim.apiserver.server import ResourceList
 from kubelet_sim.apiserver.watch import WatchEvent
-from kubelet_sim.client.http.discovery import kinds_in, preferred_group_versions
+from kubelet_sim.client.http.discovery import group_versions, kinds_in
 from kubelet_sim.client.kube_client import (
     APPLY_PATCH,
     BOOKMARK,
@@ -219,16 +219,25 @@ class HttpKubeClient:
         :data:`DISCOVERY_TTL` seconds; custom kinds become known to the object model."""
         if self._served is not None and time.monotonic() - self._served[0] < DISCOVERY_TTL:
             return list(self._served[1])
-        lists = [await self._send("GET", "/api/v1")]
-        for group_version in preferred_group_versions(await self._send("GET", "/apis")):
-            try:
-                lists.append(await self._send("GET", f"/apis/{group_version}"))
-            except NotFound:  # a group removed between the two reads
-                continue
+        groups = [[await self._send("GET", "/api/v1")]]
+        for versions in group_versions(await self._send("GET", "/apis")):
+            lists = []
+            for group_version in versions:
+                try:
+                    lists.append(await self._send("GET", f"/apis/{group_version}"))
+                except NotFound:  # a group removed between the two reads
+                    continue
+            groups.append(lists)
         out = []
-        for listed in lists:
-            for found in kinds_in(listed):
+        for preferred, *others in (g for g in groups if g):
+            also: dict[str, list[str]] = {}  # kind -> the other versions serving it
+            for listed in others:
+                for found in kinds_in(listed):
+                    also.setdefault(found.served.kind, []).append(found.served.group_version)
+            for found in kinds_in(preferred):
                 served = found.served
+                if served.kind in also:
+                    served = replace(served, versions=(*served.versions, *also[served.kind]))
                 if served.custom:
                     r = RestResource(served.kind, served.group_version, served.plural,
                                      served.namespaced)

@@ -30,13 +30,15 @@ class Discovered:
     has_status: bool
 
 
-def preferred_group_versions(group_list: Any) -> list[str]:
-    """``/apis``'s APIGroupList: each group's preferred groupVersion."""
+def group_versions(group_list: Any) -> list[list[str]]:
+    """``/apis``'s APIGroupList: each group's groupVersions, the preferred one first."""
     out = []
     for group in (group_list or {}).get("groups") or []:
-        preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+        preferred = str((group.get("preferredVersion") or {}).get("groupVersion") or "")
+        others = [str(v.get("groupVersion")) for v in group.get("versions") or []
+                  if v.get("groupVersion") and v.get("groupVersion") != preferred]
         if preferred:
-            out.append(str(preferred))
+            out.append([preferred, *others])
     return out
 
 
@@ -62,5 +64,5 @@ def kinds_in(resource_list: Any) -> list[Discovered]:
         else:
             key = custom_store_kind(kind, group)
         out.append(Discovered(ServedKind(key, group_version, name, bool(r.get("namespaced")),
-                                         verbs), f"{name}/status" in names))
+                                         verbs, (group_version,)), f"{name}/status" in names))
     return out

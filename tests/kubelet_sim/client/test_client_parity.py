@@ -171,6 +171,10 @@ async def test_discovery_lists_the_built_in_and_the_custom_kinds_on_both(side: S
     widgets = served["Widget.stable.example.com"]
     assert (widgets.resource, widgets.namespaced, widgets.custom) == (
         "widgets.stable.example.com", True, True)
+    assert widgets.group_version == "stable.example.com/v1"
+    assert widgets.served_in("stable.example.com/v1beta1") and not widgets.served_in(
+        "stable.example.com/v2")
+    assert served["Deployment"].served_in("apps/v1")
     assert "Binding" not in served and "ComponentStatus" not in served
     listed = await side.client.list("Widget.stable.example.com", "default")
     assert listed.items == []
