@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 from kubelet_sim.api.errors import NotFound
-from kubelet_sim.api.model import JSON, KINDS, ObjectMeta, Resource, stored_kind
+from kubelet_sim.api.model import JSON, ObjectMeta, Resource, stored_kind
 from kubelet_sim.apiserver.deletion_policy import (
     BACKGROUND,
     FOREGROUND,
@@ -49,7 +49,7 @@ MAX_PENDING_CHANGES = 100_000
 
 class GarbageCollector(Controller):
     name = "garbage-collector"
-    kinds = tuple(KINDS)
+    kinds = ()  # its monitors wake it (every kind discovery lists), not the cache
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,6 +100,7 @@ class GarbageCollector(Controller):
                 self._overflowed = True
             if not self._overflowed:
                 self._changes.append((event_type, kept))
+        self.wake()
 
     async def _observe(self) -> None:
         """Take the changes the monitors delivered since the last pass into the graph;
