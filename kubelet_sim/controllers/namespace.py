@@ -61,8 +61,11 @@ class NamespaceController(Controller):
         # discovery, as the controller's: the namespaced kinds it can list and delete
         served = {k.kind: k for k in await self.client.served_kinds()
                   if k.namespaced and k.allows("list", "delete")}
-        failures = await self._delete_contents(name, served)
-        remaining, unlisted = await self._contents(name, served)
+        failures, held = await self._delete_contents(name, served)
+        # nothing is created in a terminating namespace: only the kinds that had objects
+        # are listed again
+        remaining, unlisted = await self._contents(
+            name, {kind: served[kind] for kind in held if kind in served})
         failures = list(dict.fromkeys([*failures, *unlisted]))  # a kind failing twice: once
         changed = await self._write_conditions(ns, failures, remaining, served)
         if failures:
@@ -110,9 +113,11 @@ class NamespaceController(Controller):
         return found, failures
 
     async def _delete_contents(self, namespace: str, served: dict[str, ServedKind]
-                               ) -> list[str]:
-        """Delete what is not being deleted yet; the resources whose delete failed."""
+                               ) -> tuple[list[str], set[str]]:
+        """Delete what is not being deleted yet; the resources whose list or delete
+        failed, and the kinds that had objects."""
         contents, failures = await self._contents(namespace, served)
+        held = {obj.kind for obj in contents}
         for obj in contents:
             if obj.is_terminating:
                 continue
@@ -123,7 +128,7 @@ class NamespaceController(Controller):
                 continue
             except ApiError as err:
                 failures.append(f"{_resource(obj.kind, served)}: {err}")
-        return failures
+        return failures, held
 
     async def _write_conditions(self, ns: Resource, failures: list[str],
                                 remaining: list[Resource], served: dict[str, ServedKind]
