@@ -15,6 +15,7 @@ never a promise), and ``timeout_seconds`` ends a watch on this client's clock.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -24,7 +25,8 @@ from kubelet_sim.api.errors import (
     InvalidOptions,
     NotFound,
 )
-from kubelet_sim.api.model import JSON, Resource, format_time, kind_info
+from kubelet_sim.api.model import JSON, KINDS, Resource, format_time, kind_info
+from kubelet_sim.api.rest_names import plural as builtin_plural
 from kubelet_sim.apiserver.patch import (
     Write,
     apply,
@@ -47,10 +49,14 @@ from kubelet_sim.client.kube_client import (
     PATCH_TYPES,
     KubeClient,
     KubeWatch,
+    ServedKind,
     bookmark,
 )
 from kubelet_sim.utils.clock import Clock
 
+# what discovery lists for a stored kind (a Namespace goes one by one: no deletecollection)
+VERBS = frozenset({"create", "delete", "deletecollection", "get", "list", "patch", "update",
+                   "watch"})
 
 class InProcessClient:
     """The API server object, awaitable. ``bookmark_every``: seconds of quiet after
@@ -170,6 +176,26 @@ class InProcessClient:
             return watch  # the server's own watch is a KubeWatch already
         return _TimedWatch(self.api, kind, watch, timeout_seconds,
                            self.bookmark_every if allow_bookmarks else None, initial)
+
+    async def finalize(self, namespace: Resource) -> Resource:
+        return self.api.finalize(namespace)
+
+    async def served_kinds(self) -> builtins.list[ServedKind]:
+        out = []
+        for kind, info in KINDS.items():
+            plural = builtin_plural(kind)
+            if plural is not None:
+                verbs = VERBS - {"deletecollection"} if kind == "Namespace" else VERBS
+                out.append(ServedKind(kind, info.api_version, plural, info.namespaced, verbs,
+                                      (info.api_version,)))
+        for custom in self.api.custom.kinds():
+            if not custom.adopts_builtin:
+                versions = tuple(f"{custom.group}/{v.name}" for v in custom.versions
+                                 if v.served)
+                out.append(ServedKind(custom.store_kind,
+                                      f"{custom.group}/{custom.storage_version.name}",
+                                      custom.plural, custom.namespaced, VERBS, versions))
+        return out
 
     async def close(self) -> None:
         return None

@@ -25,7 +25,9 @@ simply ends when the server closes the stream; watching again from the last vers
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kubelet_sim.api.errors import ServiceUnavailable
@@ -49,6 +51,7 @@ __all__ = [
     "KubeClient",
     "KubeWatch",
     "ResourceList",
+    "ServedKind",
     "WatchEvent",
     "bookmark",
 ]
@@ -68,6 +71,42 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 class ApiUnreachable(ServiceUnavailable):
     """The API server could not be reached (connection refused, reset, or closed before
     an answer). A 503 to whoever treats it as one; nothing is known about the request."""
+
+
+@dataclass(frozen=True)
+class ServedKind:
+    """One resource discovery lists (its preferred version): ``kind`` as the object
+    model keys it (``Pod``, ``Widget.example.com``), with its REST names and verbs."""
+
+    kind: str
+    group_version: str
+    plural: str
+    namespaced: bool
+    verbs: frozenset[str]
+    # every group version the kind is served in (the preferred one among them)
+    versions: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        return self.group_version.rpartition("/")[0]
+
+    @property
+    def resource(self) -> str:
+        """``<plural>.<group>`` as kube-controller-manager names a resource (``pods.``,
+        ``deployments.apps``, ``widgets.example.com``)."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def custom(self) -> bool:
+        """Served from a CustomResourceDefinition (or a kind the model does not know)."""
+        return "." in self.kind
+
+    def served_in(self, api_version: str) -> bool:
+        """Is the kind served in ``api_version`` (an ownerReference's)?"""
+        return api_version == self.group_version or api_version in self.versions
+
+    def allows(self, *verbs: str) -> bool:
+        return all(v in self.verbs for v in verbs)
 
 
 def bookmark(kind: str, resource_version: str,
@@ -164,6 +203,18 @@ class KubeClient(Protocol):
         ``send_initial_events`` (a streaming list; bookmarks allowed) the current
         objects come first as ADDEDs, then a BOOKMARK annotated
         :data:`INITIAL_EVENTS_END` at the version they were listed at."""
+        ...
+
+    async def finalize(self, namespace: Resource) -> Resource:
+        """``PUT namespaces/<name>/finalize``: store the sent ``spec.finalizers`` (its
+        ``metadata.resourceVersion``, when set, a precondition); a terminating namespace
+        left with none goes (NotFound after that)."""
+        ...
+
+    async def served_kinds(self) -> builtins.list[ServedKind]:
+        """Discovery: every stored kind the server serves now (built-in and custom), in
+        its group's preferred version; the request-only ones (bindings, reviews) and the
+        same objects served again in another group (``events.k8s.io`` Events) left out."""
         ...
 
     async def close(self) -> None:

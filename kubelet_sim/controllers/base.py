@@ -69,6 +69,8 @@ class Controller(ABC):
         self.errors: dict[str, str] = {}  # object key -> last error, while it backs off
         self._next_retry: float | None = None
         self._retry_at: dict[str, float] = {}
+        # while :meth:`run` runs: its loop and the event that asks it for a pass
+        self._wake_target: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
 
     # -- one pass -----------------------------------------------------------------------
 
@@ -106,6 +108,23 @@ class Controller(ABC):
         if self._next_retry is None or delay < self._next_retry:
             self._next_retry = delay
 
+    def wake(self) -> None:
+        """Ask the running loop for a pass soon, from any thread: for a controller that
+        follows changes of its own (the garbage collector's monitors) besides
+        :attr:`kinds`. Nothing while :meth:`run` is not running."""
+        target = self._wake_target
+        if target is None:
+            return
+        loop, event = target
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            event.set()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
     def event(self, obj_kind: str, namespace: str, name: str, event_type: str, reason: str,
               message: str) -> None:
         self.recorder.record(obj_kind, namespace, name, event_type, reason, message, self.name)
@@ -140,6 +159,7 @@ class Controller(ABC):
         queue = _WorkQueue(self.keys_for) if targeted else None
         unsubscribe = self.cache.notify(self.kinds, dirty,
                                         queue.add if queue is not None else None)
+        self._wake_target = (asyncio.get_running_loop(), dirty)
         full_due: float | None = 0.0  # monotonic time of the next full pass; None: none due
         woken = True
         last_start = -math.inf
@@ -177,6 +197,7 @@ class Controller(ABC):
                 await wait_any(stop, dirty, self.clock.sleep(timeout))
                 woken = dirty.is_set()
         finally:
+            self._wake_target = None
             unsubscribe()
 
 
@@ -285,17 +306,21 @@ class ControllerManager:
 
     async def settle(self, max_rounds: int = 50) -> int:
         """Run every controller's pass, in order, until a whole round changes nothing (no
-        pass reports a change and the API server's resourceVersion did not move).
+        pass reports a change and the in-process API server's resourceVersion did not
+        move).
         Returns the number of rounds that changed something; raises :class:`NotSettled`
         after ``max_rounds`` busy rounds."""
+        # the in-process servers behind the controllers (over a client to another
+        # process there is none: only the passes' own reports count there)
+        servers = {id(c.api): c.api for c in self.controllers if isinstance(c.api, APIServer)}
         for rounds in range(max_rounds):
             changed = False
-            versions = {id(c.api): c.api.resource_version for c in self.controllers}
+            versions = {key: server.resource_version for key, server in servers.items()}
             for controller in self.controllers:
                 changed = await controller.sync_once() or changed
             # A step that failed after writing reports no change: the API server knows.
-            changed = changed or any(wrote_objects(c.api, versions[id(c.api)])
-                                     for c in self.controllers)
+            changed = changed or any(wrote_objects(server, versions[key])
+                                     for key, server in servers.items())
             if not changed:
                 return rounds
         raise NotSettled(f"controllers still changing after {max_rounds} rounds")

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from kubelet_sim.api.errors import AlreadyExists, NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, new
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.controllers.base import Controller
-from kubelet_sim.controllers.common import write_object
 from kubelet_sim.controllers.service_endpoints import (
     HEADLESS_LABEL,
     PodEndpoint,
@@ -96,7 +96,7 @@ class EndpointsController(Controller):
         if service is None:
             if current is not None and current.labels.get(MANAGED_BY_LABEL) == COMPONENT:
                 try:
-                    self.api.delete("Endpoints", name, namespace)
+                    await self.client.delete("Endpoints", name, namespace)
                 except NotFound:
                     return False
                 return True
@@ -115,7 +115,7 @@ class EndpointsController(Controller):
             if wanted:  # none: the field is left out (omitempty)
                 ep.body["subsets"] = wanted
             try:
-                self.api.create(ep)
+                await self.client.create(ep)
             except AlreadyExists:
                 return False
             return True
@@ -137,4 +137,4 @@ class EndpointsController(Controller):
             obj.metadata.annotations[TRIGGER_TIME] = now
             return True
 
-        return write_object(self.api, "Endpoints", name, namespace, mutate) is not None
+        return await write_object(self.client, "Endpoints", name, namespace, mutate) is not None

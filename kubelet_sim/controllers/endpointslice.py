@@ -19,8 +19,8 @@ from collections.abc import Iterable
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, new
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.controllers.base import Controller
-from kubelet_sim.controllers.common import write_object
 from kubelet_sim.controllers.service_endpoints import (
     HEADLESS_LABEL,
     SERVICE_NAME_LABEL,
@@ -132,7 +132,7 @@ class EndpointSliceController(Controller):
         owned = self._owned(service)
         if not service.spec.get("selector") or service.spec.get("type") == "ExternalName":
             for stale in owned:
-                self._delete(stale)
+                await self._delete(stale)
             return bool(owned)
         labels = self._labels(service)
         owner = owner_reference(service)
@@ -141,18 +141,18 @@ class EndpointSliceController(Controller):
         for ports, endpoints in self._wanted(service):
             match = next((s for s in left if (s.body.get("ports") or []) == ports), None)
             if match is None:
-                self._create(service, labels, owner, ports, endpoints)
+                await self._create(service, labels, owner, ports, endpoints)
                 changed = True
                 continue
             left.remove(match)
-            changed = self._update(match, labels, owner, ports, endpoints) or changed
+            changed = await self._update(match, labels, owner, ports, endpoints) or changed
         for stale in left:
-            self._delete(stale)
+            await self._delete(stale)
             changed = True
         return changed
 
     # -- writes ------------------------------------------------------------------------
-    def _create(self, service: Resource, labels: dict[str, str], owner: JSON,
+    async def _create(self, service: Resource, labels: dict[str, str], owner: JSON,
                 ports: list[JSON], endpoints: list[JSON]) -> None:
         # an empty list reads back from etcd as null, as kube-apiserver shows it
         eps = new("EndpointSlice", "", service.namespace, labels=labels,
@@ -160,9 +160,10 @@ class EndpointSliceController(Controller):
         eps.metadata.generate_name = f"{service.name}-"
         eps.metadata.annotations[TRIGGER_TIME] = format_time(self.clock.now())
         eps.metadata.owner_references = [owner]
-        self.api.create(eps)  # a generated name taken (AlreadyExists): the retry picks another
+        # a generated name taken (AlreadyExists): the retry picks another
+        await self.client.create(eps)
 
-    def _update(self, current: Resource, labels: dict[str, str], owner: JSON,
+    async def _update(self, current: Resource, labels: dict[str, str], owner: JSON,
                 ports: list[JSON], endpoints: list[JSON]) -> bool:
         def same(obj: Resource) -> bool:
             return (obj.body.get("endpoints") or []) == endpoints and \
@@ -182,9 +183,9 @@ class EndpointSliceController(Controller):
             obj.metadata.owner_references = [*others, owner]
             return True
 
-        return write_object(self.api, "EndpointSlice", current.name, current.namespace,
-                            mutate) is not None
+        return await write_object(self.client, "EndpointSlice", current.name,
+                                  current.namespace, mutate) is not None
 
-    def _delete(self, eps: Resource) -> None:
+    async def _delete(self, eps: Resource) -> None:
         with contextlib.suppress(NotFound):
-            self.api.delete("EndpointSlice", eps.name, eps.namespace)
+            await self.client.delete("EndpointSlice", eps.name, eps.namespace)

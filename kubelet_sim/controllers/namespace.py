@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from kubelet_sim.api.errors import ApiError, Conflict, NotFound
-from kubelet_sim.api.model import JSON, Resource, kind_info, parse_time, set_condition
+from kubelet_sim.api.model import JSON, Resource, parse_time, set_condition
 from kubelet_sim.apiserver.create_defaults import NAMESPACE_FINALIZER
+from kubelet_sim.client.kube_client import ServedKind
 from kubelet_sim.controllers.base import Controller
 
 COMPONENT = "namespace-controller"
@@ -52,14 +53,21 @@ class NamespaceController(Controller):
 
     async def _sync(self, name: str) -> bool:
         try:
-            ns = self.api.get("Namespace", name)
+            ns = await self.client.get("Namespace", name)
         except NotFound:
             return False
         if NAMESPACE_FINALIZER not in (ns.spec.get("finalizers") or []):
-            return self._delete_namespace(ns)
-        failures = self._delete_contents(name)
-        remaining = self.api.namespace_contents(name)
-        changed = self._write_conditions(ns, failures, remaining)
+            return await self._delete_namespace(ns)
+        # discovery, as the controller's: the namespaced kinds it can list and delete
+        served = {k.kind: k for k in await self.client.served_kinds()
+                  if k.namespaced and k.allows("list", "delete")}
+        failures, held = await self._delete_contents(name, served)
+        # nothing is created in a terminating namespace: only the kinds that had objects
+        # are listed again
+        remaining, unlisted = await self._contents(
+            name, {kind: served[kind] for kind in held if kind in served})
+        failures = list(dict.fromkeys([*failures, *unlisted]))  # a kind failing twice: once
+        changed = await self._write_conditions(ns, failures, remaining, served)
         if failures:
             raise RuntimeError(f"failed to delete all resource types, {len(failures)} "
                                f"remaining: {', '.join(failures)}")
@@ -67,61 +75,64 @@ class NamespaceController(Controller):
             # looked at again in half the longest grace period left plus a second
             self._note_retry(f"namespace/{name}", _estimate(remaining, self.clock.now()) / 2 + 1)
             return changed
-        ns = self.api.get("Namespace", name)
+        ns = await self.client.get("Namespace", name)
         finalizers = [f for f in ns.spec.get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+        finalizing = ns.copy()
+        finalizing.spec["finalizers"] = finalizers
         try:
-            self.api.finalize({"apiVersion": "v1", "kind": "Namespace",
-                               "metadata": {"name": name,
-                                            "resourceVersion": ns.metadata.resource_version},
-                               "spec": {"finalizers": finalizers}})
+            await self.client.finalize(finalizing)
         except NotFound:
             return True  # it went with its last finalizer
         if finalizers:
             return True  # another finalizer of spec.finalizers is someone else's
         with contextlib.suppress(NotFound):  # gone with the finalize: nothing else held it
-            self._delete_namespace(self.api.get("Namespace", name))
+            await self._delete_namespace(await self.client.get("Namespace", name))
         return True
 
-    def _delete_namespace(self, ns: Resource) -> bool:
+    async def _delete_namespace(self, ns: Resource) -> bool:
         if ns.spec.get("finalizers"):
             return False
         try:
-            self.api.delete("Namespace", ns.name, uid=ns.metadata.uid)
+            await self.client.delete("Namespace", ns.name, uid=ns.metadata.uid)
         except (NotFound, Conflict):
             return False
         return True
 
-    def _delete_contents(self, namespace: str) -> list[str]:
-        """Delete what is not being deleted yet; the resources whose delete failed."""
+    async def _contents(self, namespace: str, served: dict[str, ServedKind]
+                        ) -> tuple[list[Resource], list[str]]:
+        """Every object left in ``namespace``, and the resources that could not be listed."""
+        found: list[Resource] = []
         failures: list[str] = []
-        for obj in self.api.namespace_contents(namespace):
+        for kind in served.values():
+            try:
+                found += (await self.client.list(kind.kind, namespace)).items
+            except NotFound:
+                continue  # its kind went meanwhile (a definition deleted)
+            except ApiError as err:
+                failures.append(f"{kind.resource}: {err}")
+        return found, failures
+
+    async def _delete_contents(self, namespace: str, served: dict[str, ServedKind]
+                               ) -> tuple[list[str], set[str]]:
+        """Delete what is not being deleted yet; the resources whose list or delete
+        failed, and the kinds that had objects."""
+        contents, failures = await self._contents(namespace, served)
+        held = {obj.kind for obj in contents}
+        for obj in contents:
             if obj.is_terminating:
                 continue
             try:
-                self.api.delete(obj.kind, obj.name, namespace, propagation_policy="Background")
+                await self.client.delete(obj.kind, obj.name, namespace,
+                                         propagation_policy="Background")
             except NotFound:
                 continue
             except ApiError as err:
-                failures.append(f"{self._resource(obj.kind)}: {err}")
-        return failures
+                failures.append(f"{_resource(obj.kind, served)}: {err}")
+        return failures, held
 
-    def _resource(self, kind: str) -> str:
-        """``<plural>.<group>`` as the controller names a resource (``pods.``)."""
-        served = self.api.custom.by_store_kind(kind)
-        if served is not None:
-            return f"{served.plural}.{served.group}"
-        group = kind_info(kind).api_version.rpartition("/")[0]
-        lower = kind.lower()
-        if lower.endswith("y"):
-            plural = lower[:-1] + "ies"
-        elif lower.endswith("s"):
-            plural = lower
-        else:
-            plural = lower + "s"
-        return f"{plural}.{group}"
-
-    def _write_conditions(self, ns: Resource, failures: list[str],
-                          remaining: list[Resource]) -> bool:
+    async def _write_conditions(self, ns: Resource, failures: list[str],
+                                remaining: list[Resource], served: dict[str, ServedKind]
+                                ) -> bool:
         found: dict[str, tuple[str, str, str]] = {
             kind: ("False", *ok) for kind, ok in OK_CONDITIONS.items()}
         if failures:
@@ -130,7 +141,7 @@ class NamespaceController(Controller):
                 f"Failed to delete all resource types, {len(failures)} remaining: "
                 + ", ".join(failures))
         if remaining:
-            per_resource = Counter(self._resource(o.kind) for o in remaining)
+            per_resource = Counter(_resource(o.kind, served) for o in remaining)
             found["NamespaceContentRemaining"] = (
                 "True", "SomeResourcesRemain", "Some resources are remaining: " + ", ".join(
                     f"{r} has {n} resource instances" for r, n in sorted(per_resource.items())))
@@ -148,8 +159,14 @@ class NamespaceController(Controller):
         updated.status["phase"] = "Terminating"
         if _same(updated.status, ns.status):
             return False
-        self.api.update_status(updated)
+        await self.client.update_status(updated)
         return True
+
+
+def _resource(kind: str, served: dict[str, ServedKind]) -> str:
+    """``<plural>.<group>`` as the controller names a resource (``pods.``)."""
+    found = served.get(kind)
+    return found.resource if found is not None else f"{kind.lower()}."
 
 
 def _estimate(remaining: list[Resource], now: datetime) -> float:

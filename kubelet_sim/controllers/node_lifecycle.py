@@ -29,8 +29,8 @@ from kubelet_sim.api.model import JSON, Resource, condition, format_time, parse_
 from kubelet_sim.api.node_conditions import CONDITION_TYPES, NODE_LEASE_NAMESPACE
 from kubelet_sim.api.taints import NO_EXECUTE, NO_SCHEDULE, NOT_READY, UNREACHABLE
 from kubelet_sim.client.events import WARNING
+from kubelet_sim.client.writes import get_or_none, write_object, write_status
 from kubelet_sim.controllers.base import Controller
-from kubelet_sim.controllers.common import get_or_none, write_object, write_status
 
 COMPONENT = "node-controller"
 MANAGED_TAINTS = (NOT_READY, UNREACHABLE)
@@ -52,7 +52,7 @@ class NodeLifecycleController(Controller):
 
     async def reconcile(self) -> bool:
         changed = False
-        nodes = self.api.list("Node").items
+        nodes = (await self.client.list("Node")).items
         for node in nodes:
             self._note_registered(node)
             changed = await self.step(f"node/{node.name}", self._sync_node, node) or changed
@@ -76,30 +76,30 @@ class NodeLifecycleController(Controller):
         now = self.clock.now()
         changed = False
         ready = condition(node, "Ready")
-        heartbeat, grace = self._last_heartbeat(node, ready)
+        heartbeat, grace = await self._last_heartbeat(node, ready)
         left = (heartbeat + timedelta(seconds=grace) - now).total_seconds()
         if left <= 0 and (ready or {}).get("status") != "Unknown":
-            changed |= self._mark_unknown(node, now)
-            ready = condition(self.api.get("Node", node.name), "Ready")
+            changed |= await self._mark_unknown(node, now)
+            ready = condition(await self.client.get("Node", node.name), "Ready")
         elif left > 0:
             self._note_retry(f"grace/{node.name}", left)  # wake when it would expire
-        changed |= self._sync_taints(node.name, (ready or {}).get("status", "Unknown"), now)
+        changed |= await self._sync_taints(node.name, (ready or {}).get("status", "Unknown"), now)
         if (ready or {}).get("status") != "True" and ready is not None:
-            changed |= self._mark_pods_not_ready(node.name, now)
+            changed |= await self._mark_pods_not_ready(node.name, now)
         return changed
 
-    def _last_heartbeat(self, node: Resource, ready: JSON | None) -> tuple[datetime, float]:
+    async def _last_heartbeat(self, node: Resource, ready: JSON | None) -> tuple[datetime, float]:
         """The node's newest sign of life, and the grace period that applies to it."""
         if ready is None or not ready.get("lastHeartbeatTime"):
             return parse_time(node.metadata.creation_timestamp or format_time(
                 self.clock.now())), self.startup_grace_period
         times = [parse_time(ready["lastHeartbeatTime"])]
-        lease = get_or_none(self.api, "Lease", node.name, NODE_LEASE_NAMESPACE)
+        lease = await get_or_none(self.client, "Lease", node.name, NODE_LEASE_NAMESPACE)
         if lease is not None and lease.spec.get("renewTime"):
             times.append(parse_time(str(lease.spec["renewTime"])))
         return max(times), self.grace_period
 
-    def _mark_unknown(self, node: Resource, now: datetime) -> bool:
+    async def _mark_unknown(self, node: Resource, now: datetime) -> bool:
         stamp = format_time(now)
 
         def mutate(obj: Resource) -> bool:
@@ -119,13 +119,13 @@ class NodeLifecycleController(Controller):
                                 lastTransitionTime=stamp)
             return True
 
-        if write_status(self.api, "Node", node.name, "", mutate) is None:
+        if await write_status(self.client, "Node", node.name, "", mutate) is None:
             return False
         self.event("Node", "", node.name, "Normal", "NodeNotReady",
                    f"Node {node.name} status is now: NodeNotReady")
         return True
 
-    def _sync_taints(self, node_name: str, ready_status: str, now: datetime) -> bool:
+    async def _sync_taints(self, node_name: str, ready_status: str, now: datetime) -> bool:
         wanted = TAINT_FOR_READY.get(ready_status)
 
         def mutate(obj: Resource) -> bool:
@@ -148,11 +148,12 @@ class NodeLifecycleController(Controller):
                 obj.spec.pop("taints", None)
             return True
 
-        return write_object(self.api, "Node", node_name, "", mutate) is not None
+        return await write_object(self.client, "Node", node_name, "", mutate) is not None
 
-    def _mark_pods_not_ready(self, node_name: str, now: datetime) -> bool:
+    async def _mark_pods_not_ready(self, node_name: str, now: datetime) -> bool:
         changed = False
-        for pod in self.api.list("Pod", field_selector=f"spec.nodeName={node_name}").items:
+        pods = await self.client.list("Pod", field_selector=f"spec.nodeName={node_name}")
+        for pod in pods.items:
             ready = condition(pod, "Ready")
             if ready is None or ready.get("status") == "False" or pod.is_terminating:
                 continue
@@ -164,7 +165,7 @@ class NodeLifecycleController(Controller):
                         return True
                 return False
 
-            if write_status(self.api, "Pod", pod.name, pod.namespace, mutate) is not None:
+            if await write_status(self.client, "Pod", pod.name, pod.namespace, mutate) is not None:
                 self.event("Pod", pod.namespace, pod.name, WARNING, "NodeNotReady",
                            "Node is not ready")
                 changed = True

@@ -21,6 +21,7 @@ from typing import Any
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.controllers.base import Controller
 
 COMPONENT = "pod-garbage-collector"
@@ -33,8 +34,8 @@ class PodGarbageCollector(Controller):
     name = COMPONENT
     kinds = ("Node", "Pod")
 
-    def __init__(self, api: APIServer, *, terminated_threshold: int = TERMINATED_POD_GC_THRESHOLD,
-                 **kwargs: Any) -> None:
+    def __init__(self, api: APIServer | KubeClient, *,
+                 terminated_threshold: int = TERMINATED_POD_GC_THRESHOLD, **kwargs: Any) -> None:
         super().__init__(api, **kwargs)
         self.terminated_threshold = terminated_threshold
         self._missing_since: dict[str, float] = {}  # node name -> when first seen missing
@@ -64,7 +65,7 @@ class PodGarbageCollector(Controller):
                 self._note_retry(f"node/{name}", left)
                 continue
             try:  # the cache may be late: only a Node the API does not have is gone
-                self.api.get("Node", name)
+                await self.client.get("Node", name)
                 continue
             except NotFound:
                 pass
@@ -77,7 +78,7 @@ class PodGarbageCollector(Controller):
     async def _delete_orphan(self, pod: Resource) -> bool:
         if pod.status.get("phase") not in TERMINAL_PHASES:
             try:
-                current = self.api.get("Pod", pod.name, pod.namespace)
+                current = await self.client.get("Pod", pod.name, pod.namespace)
             except NotFound:
                 return False
             current.status["phase"] = "Failed"
@@ -88,15 +89,15 @@ class PodGarbageCollector(Controller):
                 "message": "PodGC: node no longer exists",
                 "lastTransitionTime": format_time(self.clock.now())}]
             try:  # a Conflict is retried under the pod's backoff
-                self.api.update_status(current)
+                await self.client.update_status(current)
             except NotFound:
                 return False
         return await self._force_delete(pod)
 
     async def _force_delete(self, pod: Resource) -> bool:
         try:
-            self.api.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0,
-                            uid=pod.metadata.uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, grace_period_seconds=0,
+                                     uid=pod.metadata.uid)
         except NotFound:
             return False
         return True

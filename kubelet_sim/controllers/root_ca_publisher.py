@@ -13,6 +13,7 @@ from kubelet_sim.api.errors import AlreadyExists, Forbidden, NotFound
 from kubelet_sim.api.model import Resource, new
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.apiserver.service_account_admission import ROOT_CA_CONFIG_MAP
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.controllers.base import Controller
 
 COMPONENT = "root-ca-cert-publisher"
@@ -26,7 +27,7 @@ class RootCACertPublisher(Controller):
     name = COMPONENT
     kinds = ("Namespace", "ConfigMap")
 
-    def __init__(self, api: APIServer, root_ca: bytes, **kwargs: Any) -> None:
+    def __init__(self, api: APIServer | KubeClient, root_ca: bytes, **kwargs: Any) -> None:
         super().__init__(api, **kwargs)
         self.data = {"ca.crt": root_ca.decode()}
 
@@ -48,14 +49,14 @@ class RootCACertPublisher(Controller):
     async def _publish(self, namespace: str, found: Resource | None) -> bool:
         if found is None:
             try:
-                self.api.create(new("ConfigMap", ROOT_CA_CONFIG_MAP, namespace,
-                                    annotations={DESCRIPTION_ANNOTATION: DESCRIPTION},
-                                    data=dict(self.data)))
+                await self.client.create(new("ConfigMap", ROOT_CA_CONFIG_MAP, namespace,
+                                             annotations={DESCRIPTION_ANNOTATION: DESCRIPTION},
+                                             data=dict(self.data)))
             except (AlreadyExists, Forbidden, NotFound):
                 return False  # made meanwhile, or its namespace going or gone
             return True
         fixed = found.copy()
         fixed.body["data"] = dict(self.data)
         fixed.metadata.annotations[DESCRIPTION_ANNOTATION] = DESCRIPTION
-        self.api.update(fixed)  # a stale copy is a Conflict: backed off, looked at again
+        await self.client.update(fixed)  # a stale copy is a Conflict: backed off, looked at again
         return True

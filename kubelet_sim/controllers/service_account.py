@@ -28,7 +28,7 @@ class ServiceAccountController(Controller):
 
     async def _ensure(self, ns: Resource) -> bool:
         try:
-            self.api.create(new("ServiceAccount", DEFAULT_NAME, ns.name))
+            await self.client.create(new("ServiceAccount", DEFAULT_NAME, ns.name))
         except (AlreadyExists, Forbidden, NotFound):
             return False  # there already, or its namespace going or gone
         return True

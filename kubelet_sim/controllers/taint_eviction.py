@@ -8,7 +8,6 @@ added; one that tolerates them without a limit stays. Each deletion is recorded 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 from kubelet_sim.api.errors import NotFound
@@ -25,18 +24,19 @@ class TaintEvictionController(Controller):
     name = COMPONENT
     kinds = ("Node", "Pod")
 
-    def _exposed_pods(self) -> Iterator[tuple[Resource, list[JSON]]]:
+    async def _exposed_pods(self) -> list[tuple[Resource, list[JSON]]]:
         """Each running pod on a node with NoExecute taints, with those taints."""
-        for node in self.api.list("Node").items:
+        exposed: list[tuple[Resource, list[JSON]]] = []
+        for node in (await self.client.list("Node")).items:
             taints = [t for t in node.spec.get("taints") or [] if t.get("effect") == NO_EXECUTE]
             if taints:
-                for pod in self.api.list("Pod", field_selector=f"spec.nodeName={node.name}").items:
-                    if not pod.is_terminating:
-                        yield pod, taints
+                pods = await self.client.list("Pod", field_selector=f"spec.nodeName={node.name}")
+                exposed += [(pod, taints) for pod in pods.items if not pod.is_terminating]
+        return exposed
 
     async def reconcile(self) -> bool:
         changed = False
-        for pod, taints in list(self._exposed_pods()):
+        for pod, taints in await self._exposed_pods():
             key = f"pod/{pod.namespace}/{pod.name}"
             changed = await self.step(key, self._maybe_evict, pod, taints) or changed
         return changed
@@ -54,7 +54,7 @@ class TaintEvictionController(Controller):
         self.event("Pod", pod.namespace, pod.name, "Normal", "TaintManagerEviction",
                    f"Marking for deletion Pod {pod.namespace}/{pod.name}")
         try:
-            self.api.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
+            await self.client.delete("Pod", pod.name, pod.namespace, uid=pod.metadata.uid)
         except NotFound:
             return False
         return True

@@ -9,8 +9,8 @@ Model (flannel's ``host-gw`` backend, the simplest Kubernetes pod network):
 * a packet to another node's InternalIP goes straight onto the node segment.
 
 :meth:`ClusterNetwork.route` answers with the next hop; :meth:`ClusterNetwork.reach`
-combines routing with the NetworkPolicy verdict. Everything is computed from the API
-server's Node and Pod objects at the time of the call.
+combines routing with the NetworkPolicy verdict. Everything is computed from the Node
+and Pod objects of the shared informer cache over the API at the time of the call.
 """
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, node_internal_ip, node_pod_cidrs, pod_ips
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.network.netpol import NetworkPolicyEngine, Verdict, pod_holding_ip
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.network.netpol import (
+    POD_IPS,
+    NetworkPolicyEngine,
+    Verdict,
+    network_cache,
+    pod_holding_ip,
+)
 
 LOCAL, VIA, NODE, UNREACHABLE = "local", "via", "node", "unreachable"
 
@@ -81,17 +88,19 @@ class Reachability:
 
 
 class ClusterNetwork:
-    """Routing over the API server's Nodes; policy through :class:`NetworkPolicyEngine`."""
+    """Routing over the cluster's Nodes; policy through :class:`NetworkPolicyEngine`."""
 
-    def __init__(self, api: APIServer, policy: NetworkPolicyEngine | None = None) -> None:
-        self.api = api
+    def __init__(self, api: APIServer | KubeClient,
+                 policy: NetworkPolicyEngine | None = None) -> None:
+        self.cache = network_cache(api)
         self.policy = policy or NetworkPolicyEngine(api)
 
     def route_table(self, node_name: str) -> list[Route]:
         """``node_name``'s routes: its own pod CIDRs (local), then every other node's pod
         CIDRs via that node's InternalIP, sorted by node name. Nodes without an
         InternalIP get no route (flannel cannot program one)."""
-        self.api.get("Node", node_name)  # NotFound for an unknown node
+        if self.cache.get("Node", node_name) is None:
+            raise NotFound("Node", node_name)
         table: list[Route] = []
         for node in self._nodes():
             if node.name == node_name:
@@ -174,7 +183,7 @@ class ClusterNetwork:
 
     # ------------------------------------------------------------------ internals
     def _nodes(self) -> list[Resource]:
-        return self.api.list("Node").items
+        return self.cache.list("Node")
 
     def _locate(self, who: Resource | str) -> tuple[str, str | None]:
         """(IP, node name) of a pod or an IP."""
@@ -183,16 +192,16 @@ class ClusterNetwork:
             node = str(who.spec.get("nodeName") or "") or None
             return (ips[0] if ips else ""), node
         ip = str(ipaddress.ip_address(who))
-        pod = pod_holding_ip(self.api, ip)
+        pod = pod_holding_ip(self.cache, ip)
         if pod is not None and pod.spec.get("nodeName"):
             return ip, str(pod.spec["nodeName"])
         return ip, self.node_of_ip(ip)
 
     def _pod_holds(self, ip: str) -> bool:
-        return bool(self.api.list("Pod", where=lambda p: ip in pod_ips(p)).items)
+        return bool(self.cache.by_index("Pod", POD_IPS, ip))
 
 
-def node_route_table(api: APIServer, node_name: str) -> list[str]:
+def node_route_table(api: APIServer | KubeClient, node_name: str) -> list[str]:
     """``ip route``-style lines for ``node_name`` (for traces and the demo)."""
     try:
         return [str(r) for r in ClusterNetwork(api).route_table(node_name)]

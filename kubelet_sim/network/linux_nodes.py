@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.network.host_gw import ClusterNetwork
 
 NETNS_DIR = "/var/run/netns"
@@ -149,8 +150,8 @@ class LinuxNodes:
         self._sysctl(node.netns, "net.ipv4.ip_forward=1")
         return node
 
-    def sync_routes(self, api: APIServer) -> list[str]:
-        """Program host-gw routes from the API server's Nodes into every node namespace.
+    def sync_routes(self, api: APIServer | KubeClient) -> list[str]:
+        """Program host-gw routes from the cluster's Nodes into every node namespace.
 
         ``ip route replace`` makes this idempotent: called after each node is added,
         the earlier nodes learn the new node's podCIDR too. Returns the routes set,

@@ -24,6 +24,10 @@ Semantics (Kubernetes ``networking.k8s.io/v1``):
 * Exemptions Kubernetes documents: a pod may always reach itself, and traffic between a
   pod and the node it runs on is always allowed. Policies do not apply to hostNetwork
   pods, and pod/namespace selectors never match them (they are seen by node IP).
+
+The objects are read from the shared informer cache over the API (the in-process server's,
+current at every commit; over a client to another process, as its watches deliver them),
+as a policy agent (Calico, Cilium, kube-router) reads its informers.
 """
 
 from __future__ import annotations
@@ -33,12 +37,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource, node_addresses, pod_ips, resolve_named_port
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
+from kubelet_sim.client.in_process import as_client
+from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.shared_cache import SharedCache, shared_cache
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
+POD_IPS = "pod-ips"  # the cache index of pods by each of their IPs
 INGRESS, EGRESS = "Ingress", "Egress"
 
 
@@ -80,12 +88,19 @@ class Verdict:
         return self.allowed
 
 
-class NetworkPolicyEngine:
-    """Answers :meth:`may_connect` from the API server's current objects
-    (NetworkPolicy, Pod, Namespace, Node) at the time of the call."""
+def network_cache(api: APIServer | KubeClient) -> SharedCache:
+    """The shared informer cache of ``api``'s objects, with pods indexed by IP."""
+    cache = shared_cache(feed_source(as_client(api)))
+    cache.add_index("Pod", POD_IPS, pod_ips)
+    return cache
 
-    def __init__(self, api: APIServer) -> None:
-        self.api = api
+
+class NetworkPolicyEngine:
+    """Answers :meth:`may_connect` from the cached objects (NetworkPolicy, Pod,
+    Namespace, Node) at the time of the call."""
+
+    def __init__(self, api: APIServer | KubeClient) -> None:
+        self.cache = network_cache(api)
 
     # ------------------------------------------------------------------ public API
     def endpoint(self, who: Resource | str, family: int | None = None) -> Endpoint:
@@ -97,7 +112,7 @@ class NetworkPolicyEngine:
             ip = (same or ips or [""])[0]
             return Endpoint(ip) if who.spec.get("hostNetwork") else Endpoint(ip, who)
         ip = str(ipaddress.ip_address(who))
-        return Endpoint(ip, pod_holding_ip(self.api, ip))
+        return Endpoint(ip, pod_holding_ip(self.cache, ip))
 
     def may_connect(
         self, src: Resource | str, dst: Resource | str, port: int, protocol: str = "TCP"
@@ -110,7 +125,7 @@ class NetworkPolicyEngine:
         source = self.endpoint(src)
         family = ipaddress.ip_address(source.ip).version if source.ip else None
         dest = self.endpoint(dst, family)  # a dual-stack peer answers in the source's family
-        policies = self.api.list("NetworkPolicy").items
+        policies = self.cache.list("NetworkPolicy")
         egress = self._direction(EGRESS, source, dest, port, protocol, policies)
         ingress = self._direction(INGRESS, dest, source, port, protocol, policies)
         flow = f"{source.describe()} -> {dest.describe()} {port}/{protocol}"
@@ -120,7 +135,7 @@ class NetworkPolicyEngine:
 
     def isolating_policies(self, pod: Resource, direction: str) -> list[Resource]:
         """Policies in ``pod``'s namespace that select it for ``direction``."""
-        policies = self.api.list("NetworkPolicy", namespace=pod.namespace).items
+        policies = self.cache.list("NetworkPolicy", pod.namespace)
         return [p for p in policies if selects(p, pod, direction)]
 
     # ------------------------------------------------------------------ one direction
@@ -199,27 +214,23 @@ class NetworkPolicyEngine:
 
     # ------------------------------------------------------------------ lookups
     def _namespace_labels(self, pod: Resource) -> dict[str, str]:
-        try:
-            return self.api.get("Namespace", pod.namespace).labels
-        except NotFound:  # already gone: only its name label is known
+        namespace = self.cache.get("Namespace", pod.namespace)
+        if namespace is None:  # already gone: only its name label is known
             return {"kubernetes.io/metadata.name": pod.namespace}
+        return namespace.labels
 
     def _node_ips(self, pod: Resource) -> set[str]:
         node_name = pod.spec.get("nodeName")
         if not node_name:
             return set()
-        try:
-            node = self.api.get("Node", str(node_name))
-        except NotFound:
-            return set()
-        return set(node_addresses(node))
+        node = self.cache.get("Node", str(node_name))
+        return set() if node is None else set(node_addresses(node))
 
 
-def pod_holding_ip(api: APIServer, ip: str) -> Resource | None:
-    """The (non-hostNetwork) pod whose ``status.podIPs`` include ``ip``, or None."""
-    found = api.list(
-        "Pod", where=lambda p: not p.spec.get("hostNetwork") and ip in pod_ips(p)
-    ).items
+def pod_holding_ip(cache: SharedCache, ip: str) -> Resource | None:
+    """The (non-hostNetwork) pod whose ``status.podIPs`` include ``ip``, or None (a
+    :func:`network_cache`)."""
+    found = [p for p in cache.by_index("Pod", POD_IPS, ip) if not p.spec.get("hostNetwork")]
     return found[0] if found else None
 
 

@@ -25,10 +25,12 @@ Sleeps (Retry-After, back-off, the limiter) are on the injected clock.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from kubelet_sim.api.model import (
 from kubelet_sim.api.rest_names import plural as builtin_plural
 from kubelet_sim.apiserver.server import ResourceList
 from kubelet_sim.apiserver.watch import WatchEvent
+from kubelet_sim.client.http.discovery import group_versions, kinds_in
 from kubelet_sim.client.kube_client import (
     APPLY_PATCH,
     BOOKMARK,
@@ -55,6 +58,7 @@ from kubelet_sim.client.kube_client import (
     PATCH_TYPES,
     ApiUnreachable,
     KubeWatch,
+    ServedKind,
     bookmark,
 )
 from kubelet_sim.client.kubeconfig import ClientConfig, load_kubeconfig
@@ -68,6 +72,9 @@ MAX_RETRIES = 10  # client-go's rest client: at most 10 retries of one request
 # a GET's back-off after a connection error: 0.2 s doubling to 3.2 s
 CONNECTION_BACKOFF = Backoff(duration=0.2, factor=2.0, jitter=0.1, steps=MAX_RETRIES + 1,
                              cap=3.2)
+# how long one discovery is used again (real seconds; client-go's memory-cached
+# discovery is kept until invalidated, and the controllers re-read it every 30 s)
+DISCOVERY_TTL = 5.0
 READ_BUFFER = 4 << 20  # a watch line holds one object: up to the server's 3 MiB bodies
 USER_AGENT = "kubelet-sim/v0.0.0 (linux/amd64) kubernetes/client"
 CONNECTION_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
@@ -126,6 +133,7 @@ class HttpKubeClient:
         self.requests = 0  # attempts sent (retries included)
         self._session: aiohttp.ClientSession | None = None
         self._discovered: dict[str, RestResource] = {}
+        self._served: tuple[float, builtins.list[ServedKind]] | None = None  # (when, what)
 
     @classmethod
     def from_kubeconfig(cls, path: Path, context: str = "", **options: Any) -> HttpKubeClient:
@@ -205,6 +213,39 @@ class HttpKubeClient:
                 _know_kind(kind, found, f"{plural}/status" in names)
                 return found
         raise NotFound(kind, "the server could not find the requested resource")
+
+    async def served_kinds(self) -> builtins.list[ServedKind]:
+        """Discovery (``/api/v1``, ``/apis`` and each group's preferred version), kept
+        :data:`DISCOVERY_TTL` seconds; custom kinds become known to the object model."""
+        if self._served is not None and time.monotonic() - self._served[0] < DISCOVERY_TTL:
+            return list(self._served[1])
+        groups = [[await self._send("GET", "/api/v1")]]
+        for versions in group_versions(await self._send("GET", "/apis")):
+            lists = []
+            for group_version in versions:
+                try:
+                    lists.append(await self._send("GET", f"/apis/{group_version}"))
+                except NotFound:  # a group removed between the two reads
+                    continue
+            groups.append(lists)
+        out = []
+        for preferred, *others in (g for g in groups if g):
+            also: dict[str, list[str]] = {}  # kind -> the other versions serving it
+            for listed in others:
+                for found in kinds_in(listed):
+                    also.setdefault(found.served.kind, []).append(found.served.group_version)
+            for found in kinds_in(preferred):
+                served = found.served
+                if served.kind in also:
+                    served = replace(served, versions=(*served.versions, *also[served.kind]))
+                if served.custom:
+                    r = RestResource(served.kind, served.group_version, served.plural,
+                                     served.namespaced)
+                    self._discovered[served.kind] = r
+                    _know_kind(served.kind, r, found.has_status)
+                out.append(served)
+        self._served = (time.monotonic(), out)
+        return list(out)
 
     async def _where(self, kind: str, namespace: str | None) -> tuple[RestResource, str]:
         r = await self.resource(kind)
@@ -302,6 +343,12 @@ class HttpKubeClient:
                 "metadata": {"name": name, "namespace": ns}, "deleteOptions": options}
         await self._send("POST", r.path(ns, name, "eviction"), body=body, kind="Pod",
                          name=name, namespace=ns)
+
+    async def finalize(self, namespace: Resource) -> Resource:
+        r, _ = await self._where("Namespace", "")
+        return _object(await self._send("PUT", r.path(None, namespace.name, "finalize"),
+                                        body=_wire(namespace), kind="Namespace",
+                                        name=namespace.name), r)
 
     async def request_token(self, namespace: str, name: str, request: JSON) -> JSON:
         r, ns = await self._where("ServiceAccount", namespace)

@@ -4,7 +4,10 @@ API server is in the process or behind HTTPS, and the verbs answer the same obje
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+import yaml
 
 from kubelet_sim.api import builders as b
 from kubelet_sim.api.errors import (
@@ -18,6 +21,7 @@ from kubelet_sim.api.errors import (
 )
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.client.kube_client import APPLY_PATCH, JSON_PATCH, KubeClient
+from tests.fixtures.up_process import PROJECT_ROOT
 from tests.kubelet_sim.client.conftest import Side
 
 
@@ -133,3 +137,44 @@ async def test_a_quiet_watch_ends_after_its_timeout_seconds_on_both(side: Side) 
     watch = await side.client.watch("ConfigMap", ns, resource_version=listed.resource_version,
                                     timeout_seconds=1)
     assert [event async for event in watch] == []  # the server ended it, nothing sent
+
+
+async def test_finalize_of_a_terminating_namespace_without_finalizers_removes_it_on_both(
+        side: Side) -> None:
+    ns = await namespace(side.client, "parity-finalize")
+    await side.client.create(new("ConfigMap", "kept", ns))
+    await side.client.delete("Namespace", ns)
+    terminating = await side.client.get("Namespace", ns)
+    assert terminating.is_terminating and terminating.spec["finalizers"] == ["kubernetes"]
+    stale = terminating.copy()
+    terminating.spec["finalizers"] = []
+    stale.metadata.resource_version = "1"
+    with pytest.raises(Conflict):  # a resourceVersion sent is a precondition
+        await side.client.finalize(stale)
+    finalized = await side.client.finalize(terminating)
+    assert finalized.spec.get("finalizers") in (None, [])
+    with pytest.raises(NotFound):  # nothing held it any more
+        await side.client.get("Namespace", ns)
+
+
+async def test_discovery_lists_the_built_in_and_the_custom_kinds_on_both(side: Side) -> None:
+    crd = yaml.safe_load((PROJECT_ROOT / "tests" / "fixtures" / "widgets_crd.yaml").read_text())
+    with contextlib.suppress(AlreadyExists):
+        await side.client.create(Resource.from_dict(crd))
+    served = {s.kind: s for s in await side.client.served_kinds()}
+    pods, deployments = served["Pod"], served["Deployment"]
+    assert (pods.resource, pods.namespaced, pods.custom) == ("pods.", True, False)
+    assert deployments.resource == "deployments.apps" and deployments.allows("list", "watch",
+                                                                             "delete")
+    assert not served["Namespace"].allows("deletecollection")
+    assert not served["Node"].namespaced
+    widgets = served["Widget.stable.example.com"]
+    assert (widgets.resource, widgets.namespaced, widgets.custom) == (
+        "widgets.stable.example.com", True, True)
+    assert widgets.group_version == "stable.example.com/v1"
+    assert widgets.served_in("stable.example.com/v1beta1") and not widgets.served_in(
+        "stable.example.com/v2")
+    assert served["Deployment"].served_in("apps/v1")
+    assert "Binding" not in served and "ComponentStatus" not in served
+    listed = await side.client.list("Widget.stable.example.com", "default")
+    assert listed.items == []

@@ -11,7 +11,7 @@ import yaml
 from kubelet_sim.api.errors import Invalid, NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.controllers import ControllerManager
+from kubelet_sim.controllers import ControllerManager, garbage_collector
 from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from tests.fixtures.up_process import PROJECT_ROOT
 
@@ -179,3 +179,18 @@ async def test_custom_resources_are_collected_and_collect_as_owners(
     await gc.settle()
     assert [w.name for w in api.list("Widget.stable.example.com").items] == []
     assert not exists(api, "child")
+
+
+async def test_changes_past_the_backlog_bound_are_dropped_and_the_graph_relisted(
+        api: APIServer, gc: ControllerManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    collector = gc.get("garbage-collector")
+    assert isinstance(collector, GarbageCollector)
+    await gc.settle()  # the monitors are running
+    monkeypatch.setattr(garbage_collector, "MAX_PENDING_CHANGES", 3)
+    owner = lease(api, "owner")
+    for i in range(5):
+        lease(api, f"child-{i}", owner)
+    assert collector._overflowed  # more changes than the bound came in before a pass
+    api.delete("Lease", "owner", "default")
+    await gc.settle()
+    assert [name for name in (f"child-{i}" for i in range(5)) if exists(api, name)] == []

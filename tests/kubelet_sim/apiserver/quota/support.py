@@ -7,6 +7,7 @@ from typing import Any
 
 from kubelet_sim.api.model import JSON
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.kube_client import ServedKind
 from kubelet_sim.controllers.resource_quota import ResourceQuotaController
 
 
@@ -18,7 +19,10 @@ def quota(name: str, hard: dict[str, str], **spec: Any) -> JSON:
 def computed(api: APIServer, body: JSON) -> None:
     """Create the quota and write the status the resource quota controller computes."""
     created = api.create(body)
-    created.status = ResourceQuotaController(api).computed_status(created)
+    custom = [ServedKind(k.store_kind, f"{k.group}/{k.storage_version.name}", k.plural, True,
+                         frozenset()) for k in api.custom.kinds()
+              if k.namespaced and not k.adopts_builtin]
+    created.status = ResourceQuotaController(api).computed_status(created, custom)
     api.update_status(created)
 
 
