@@ -42,6 +42,7 @@ from csi_protos import csi_pb2
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists, ApiError
 from kubelet_sim.api.model import JSON, Resource, node_pod_cidrs
+from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.events import EventRecorder
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import ApiUnreachable, KubeClient
@@ -78,6 +79,7 @@ DEFAULT_NODE_IP_RANGE = "192.168.0.0/16"  # node i's InternalIP: the range's i-t
 NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "100Gi",
                  "pods": "110"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+CACHE_SYNC_SECONDS = 60.0
 KUBELET_QPS, KUBELET_BURST = 50.0, 100  # the kubelet's --kube-api-qps/--kube-api-burst
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
@@ -360,6 +362,22 @@ class NodeHosts:
                 trace=self.trace, recorder=self.recorder,
                 lease_duration_seconds=self.options.lease_duration_seconds,
                 sync_frequency=self.options.sync_frequency)
+        await self._wait_for_pods_listed()
+
+    async def _wait_for_pods_listed(self) -> None:
+        """A kubelet's start tells its pods from the orphans (whose dirs it removes) by
+        the shared cache: the Pod informer (one for all the nodes of this client) has its
+        first list in before any kubelet starts."""
+        first = self.nodes[0].kubelet if self.nodes else None
+        feed = feed_source(self.client)
+        if first is None or not isinstance(feed, ClientFeed):
+            return
+        first.cache.list("Pod")
+        try:
+            await asyncio.wait_for(feed.wait_synced(), CACHE_SYNC_SECONDS)
+        except TimeoutError:
+            raise KubeletRefused(f"the Pods were not listed within {CACHE_SYNC_SECONDS:g}s: "
+                                 "may this identity list and watch pods?", code=1) from None
 
     async def _prepare(self, index: int, node: SimulatedNode) -> None:
         options = self.options
@@ -422,6 +440,24 @@ class NodeHosts:
                 await asyncio.to_thread(node.plugin.stop)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.recorder.flush(), 5.0)
+        feed = feed_source(self.client)
+        if isinstance(feed, ClientFeed):
+            await feed.stop()
+
+
+UNIX_PATH_MAX = 107  # bytes of a unix socket path (sun_path less its NUL)
+
+
+def socket_path_problem(state_dir: Path, options: KubeletOptions) -> str:
+    """Why the nodes' sockets cannot live under ``state_dir`` ('' when they can)."""
+    for name in options.node_names:
+        dirs = NodeDirs(state_dir.resolve() / "nodes" / name)
+        for path in (dirs.plugin_dir(options.driver_name) / "csi.sock",
+                     dirs.plugins_registry / f"{options.driver_name}-reg.sock"):
+            if len(str(path).encode()) > UNIX_PATH_MAX:
+                return (f"socket path {path} is longer than the {UNIX_PATH_MAX}-byte unix "
+                        "limit: choose a shorter --state-dir (or shorter node names)")
+    return ""
 
 
 async def plugin_name(endpoint: str, trace: Trace, node: str) -> str:
@@ -480,6 +516,9 @@ async def run_kubelets(options: KubeletOptions, ready: asyncio.Event | None = No
             lock = StateDirLock.acquire(state_dir)
         except StateDirInUse as e:
             raise KubeletRefused(str(e)) from None
+        too_long = socket_path_problem(state_dir, options)
+        if too_long:
+            raise KubeletRefused(too_long)
         await reach_api_server(config, options.api_wait)
         client = HttpKubeClient(config, qps=options.qps, burst=options.burst)
         try:
