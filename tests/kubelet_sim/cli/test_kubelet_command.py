@@ -27,7 +27,7 @@ from kubelet_sim.kubelet_process import SIM_NODE_LABEL
 from kubelet_sim.node_host import DRIVER_NAME, install_cni_plugins
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.fixtures.kubelet_process import KubeletProcess
-from tests.fixtures.up_process import KUBECTL
+from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
 
 TAINT = "sim.cni-csi-mini.io/node=true:NoSchedule"
 CONVERSION_PENDING = pytest.mark.xfail(
@@ -52,7 +52,7 @@ def module_dir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def state(module_dir: Path, request: pytest.FixtureRequest) -> Path:
+def state(module_dir: Path) -> Path:
     """A kubelet's --state-dir of its own."""
     return Path(tempfile.mkdtemp(prefix="s-", dir=module_dir))
 
@@ -142,6 +142,21 @@ def test_each_node_has_its_own_csi_node_plugin_stopped_with_the_process(two_node
         assert not socket.exists()
     # the storage array the node plugins share: by default in the state dir
     assert (state / "storage-array").is_dir()
+
+
+def test_the_shipped_rbac_applies_binding_the_kubelet_sim_service_account(api):
+    kubectl(api, "apply", "-f", str(PROJECT_ROOT / "deploy" / "kubelet-rbac.yaml"))
+    subject = {"apiGroup": "", "kind": "ServiceAccount", "name": "kubelet-sim",
+               "namespace": "kube-system"}  # apiGroup defaulted as kube-apiserver does
+    binding = get(api, "clusterrolebinding", "kubelet-sim-node")
+    assert binding["subjects"] == [subject]
+    assert binding["roleRef"]["name"] == "kubelet-sim-node"
+    lease_binding = get(api, "rolebinding", "kubelet-sim-node-lease", "-n", "kube-node-lease")
+    assert lease_binding["subjects"] == [subject]
+    rules = get(api, "role", "kubelet-sim-node-lease", "-n", "kube-node-lease")["rules"]
+    assert rules == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                      "verbs": ["get", "create", "update"]}]
+    get(api, "serviceaccount", "kubelet-sim", "-n", "kube-system")
 
 
 # -- end to end: needs the converted Kubelet ----------------------------------------------
