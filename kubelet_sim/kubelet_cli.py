@@ -30,9 +30,9 @@ def add_parser(sub: Any) -> None:
                    "control plane allocates, else subnets of 10.244.0.0/16)")
     p.add_argument("--node-cidr-mask-size", type=int, default=24, metavar="MASK",
                    help="each node's share of --pod-cidr (default 24)")
-    p.add_argument("--pod-cidr-wait", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--pod-cidr-wait", type=float, default=5.0, metavar="SECONDS",
                    help="without --pod-cidr: how long to wait for the control plane's podCIDR "
-                   "(default 10)")
+                   "(default 5)")
     p.add_argument("--node-ip-range", default="192.168.0.0/16", metavar="CIDR",
                    help="node i's InternalIP is the i-th address of CIDR")
     p.add_argument("--node-labels", action="append", default=[], metavar="K=V[,K=V]",

@@ -102,7 +102,7 @@ class KubeletOptions:
     state_dir: Path | None = None  # None: a temp dir, removed at exit
     pod_cidr: str = ""  # "": the control plane's, else DEFAULT_POD_CIDR's subnets
     node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK
-    pod_cidr_wait: float = 10.0  # seconds to wait for the control plane's podCIDR
+    pod_cidr_wait: float = 5.0  # seconds to wait for the control plane's podCIDR
     node_ip_range: str = DEFAULT_NODE_IP_RANGE
     node_labels: dict[str, str] = field(default_factory=dict)
     taints: list[JSON] = field(default_factory=list)
@@ -289,21 +289,28 @@ async def ensure_csinode(client: KubeClient, node: Resource) -> None:
             "spec": {"drivers": []}}))
 
 
-async def settle_pod_cidr(client: KubeClient, node: Resource, fallback: str,
-                          wait: float) -> str:
-    """The node's podCIDR: the one its Node has (or gets from the control plane within
-    ``wait`` seconds), else ``fallback``, written to the Node."""
+async def settle_pod_cidrs(client: KubeClient, nodes: list[Resource],
+                           fallbacks: dict[str, str], wait: float) -> dict[str, str]:
+    """Each node's podCIDR: the one its Node has, or gets from the control plane within
+    ``wait`` seconds (one list of our Nodes every half second, however many wait), else
+    its ``fallbacks`` entry, written to the Node."""
+    found = {n.name: node_pod_cidrs(n)[0] for n in nodes if node_pod_cidrs(n)}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
-    while not node_pod_cidrs(node) and loop.time() < deadline:
-        await asyncio.sleep(0.5)
-        node = await client.get("Node", node.name)
-    found = node_pod_cidrs(node)
-    if found:
-        return found[0]
-    await client.patch("Node", node.name, {"spec": {"podCIDR": fallback,
-                                                     "podCIDRs": [fallback]}})
-    return fallback
+    while len(found) < len(nodes) and loop.time() < deadline:
+        await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
+        listed = await client.list("Node", label_selector=f"{SIM_NODE_LABEL}="
+                                   f"{SIM_NODE_LABEL_VALUE}")
+        found.update({n.name: node_pod_cidrs(n)[0] for n in listed.items
+                      if n.name in fallbacks and n.name not in found and node_pod_cidrs(n)})
+
+    async def write(name: str) -> None:
+        cidr = fallbacks[name]
+        await client.patch("Node", name, {"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}})
+        found[name] = cidr
+
+    await asyncio.gather(*(write(n.name) for n in nodes if n.name not in found))
+    return found
 
 
 # -- running ------------------------------------------------------------------------------
@@ -350,8 +357,9 @@ class NodeHosts:
         if self.options.cni_bin_dir is None:
             await asyncio.to_thread(install_cni_plugins, self.cni.bin_dir)
         self.csi_state_dir.mkdir(parents=True, exist_ok=True)
-        for index, node in enumerate(self.nodes):
-            await self._prepare(index, node)
+        await self._register()
+        for node in self.nodes:
+            await self._lay_out(node)
         for node in self.nodes:
             if node.plugin is not None:
                 await node.plugin.wait_ready()
@@ -363,6 +371,28 @@ class NodeHosts:
                 lease_duration_seconds=self.options.lease_duration_seconds,
                 sync_frequency=self.options.sync_frequency)
         await self._wait_for_pods_listed()
+
+    async def _register(self) -> None:
+        """The Nodes (all at once, the client's rate limit pacing them), their podCIDRs
+        and their CSINodes."""
+        options = self.options
+        mask = options.node_cidr_mask_size
+        given = [subnet(options.pod_cidr, i, mask, "--pod-cidr") if options.pod_cidr else None
+                 for i in range(len(self.nodes))]
+        registered = await asyncio.gather(*(
+            register_node(self.client, node_object(
+                node.name, node_ip(options.node_ip_range, i), options, given[i]))
+            for i, node in enumerate(self.nodes)))
+        fallbacks = {node.name: given[i] or subnet(DEFAULT_POD_CIDR, i, mask, "--pod-cidr")
+                     for i, node in enumerate(self.nodes)}
+        cidrs = await settle_pod_cidrs(self.client, list(registered), fallbacks,
+                                       0.0 if options.pod_cidr else options.pod_cidr_wait)
+        for i, node in enumerate(self.nodes):
+            node.pod_cidr = cidrs[node.name]
+            if given[i] and node.pod_cidr != given[i]:
+                log.warning("node %s keeps its podCIDR %s (spec.podCIDR is set once), not %s",
+                            node.name, node.pod_cidr, given[i])
+        await asyncio.gather(*(ensure_csinode(self.client, r) for r in registered))
 
     async def _wait_for_pods_listed(self) -> None:
         """A kubelet's start tells its pods from the orphans (whose dirs it removes) by
@@ -379,27 +409,16 @@ class NodeHosts:
             raise KubeletRefused(f"the Pods were not listed within {CACHE_SYNC_SECONDS:g}s: "
                                  "may this identity list and watch pods?", code=1) from None
 
-    async def _prepare(self, index: int, node: SimulatedNode) -> None:
-        options = self.options
-        mask = options.node_cidr_mask_size
-        given = subnet(options.pod_cidr, index, mask, "--pod-cidr") if options.pod_cidr else None
-        fallback = given or subnet(DEFAULT_POD_CIDR, index, mask, "--pod-cidr")
-        registered = await register_node(self.client, node_object(
-            node.name, node_ip(options.node_ip_range, index), options, given))
-        node.pod_cidr = await settle_pod_cidr(self.client, registered, fallback,
-                                              0.0 if given else options.pod_cidr_wait)
-        if given and node.pod_cidr != given:
-            log.warning("node %s keeps its podCIDR %s (spec.podCIDR is set once), not %s",
-                        node.name, node.pod_cidr, given)
-        await ensure_csinode(self.client, registered)
+    async def _lay_out(self, node: SimulatedNode) -> None:
+        """The node's CNI config, and its CSI node plugin started (or announced)."""
         write_network_config(self.cni, node.dirs, node.pod_cidr)
         node.dirs.plugins_registry.mkdir(parents=True, exist_ok=True)
-        endpoint = options.csi_node_endpoints.get(node.name)
+        endpoint = self.options.csi_node_endpoints.get(node.name)
         if endpoint:
             node.registrar = await register_running_plugin(
                 node.dirs, await plugin_name(endpoint, self.trace, node.name), endpoint)
         else:
-            node.plugin = node_plugin(node.name, node.dirs, options.driver_name,
+            node.plugin = node_plugin(node.name, node.dirs, self.options.driver_name,
                                       self.plugin_flags(), self.state_dir / "logs",
                                       die_with_parent=self.die_with_parent)
             node.plugin.start()
