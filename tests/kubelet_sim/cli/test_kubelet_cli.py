@@ -149,6 +149,13 @@ def test_a_missing_kubeconfig_exits_2_naming_it(tmp_path, capsys):
     assert f"cannot read kubeconfig {tmp_path / 'nope'}" in capsys.readouterr().err
 
 
+def test_a_kubeconfig_context_that_does_not_exist_exits_2_naming_it(tmp_path, capsys):
+    kubeconfig = unreachable_kubeconfig(tmp_path / "kubeconfig")
+    assert kubelet_sim_main(["kubelet", "--kubeconfig", str(kubeconfig), "--context", "prod",
+                             "--node-name", "a", "--state-dir", str(tmp_path / "s")]) == 2
+    assert "the kubeconfig has no context named 'prod'" in capsys.readouterr().err
+
+
 def unreachable_kubeconfig(path: Path) -> Path:
     """A kubeconfig for https://127.0.0.1:PORT where nothing listens."""
     with socket.socket() as s:

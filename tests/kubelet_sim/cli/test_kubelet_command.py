@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from kubelet_sim.kubelet_process import SIM_NODE_LABEL
-from kubelet_sim.node_host import DRIVER_NAME, install_cni_plugins
+from kubelet_sim.node_host import DRIVER_NAME, NodeDirs, install_cni_plugins, node_plugin
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.fixtures.kubelet_process import KubeletProcess
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
@@ -142,6 +142,26 @@ def test_each_node_has_its_own_csi_node_plugin_stopped_with_the_process(two_node
         assert not socket.exists()
     # the storage array the node plugins share: by default in the state dir
     assert (state / "storage-array").is_dir()
+
+
+async def test_a_running_node_plugin_given_by_endpoint_is_announced_and_left_running(
+        api, module_dir, state):
+    plugin = node_plugin("ext-1", NodeDirs(module_dir / "ext-plugin"), DRIVER_NAME,
+                         ["--driver-name", DRIVER_NAME, "--state-dir", str(state / "array")],
+                         module_dir / "ext-logs")
+    plugin.start()
+    try:
+        await plugin.wait_ready()
+        kubelet = KubeletProcess(api.kubeconfig, *kubelet_flags(
+            module_dir, state, "--node-name", "ext-1", "--pod-cidr", "10.248.0.0/24",
+            "--csi-node-endpoint", plugin.endpoint)).start()
+        assert kubelet.said[0] == (f"node ext-1: podCIDR 10.248.0.0/24, CSI node plugin "
+                                   f"{plugin.endpoint}, dir {state / 'nodes' / 'ext-1'}")
+        assert "kubelet down" in kubelet.stop()
+        assert not (state / "logs" / "csi-ext-1.log").exists()  # none of ours started
+        assert plugin.process is not None and plugin.process.poll() is None  # not ours to stop
+    finally:
+        plugin.stop()
 
 
 def test_the_shipped_rbac_applies_binding_the_kubelet_sim_service_account(api):
