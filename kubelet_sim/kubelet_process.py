@@ -82,7 +82,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 CACHE_SYNC_SECONDS = 60.0
 KUBELET_QPS, KUBELET_BURST = 50.0, 100  # the kubelet's --kube-api-qps/--kube-api-burst
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 
 class KubeletRefused(RuntimeError):
@@ -197,7 +197,7 @@ def parse_labels(specs: list[str]) -> dict[str, str]:
         if not item:
             continue
         key, sep, value = item.partition("=")
-        if not sep or not key or not _LABEL_NAME.fullmatch(value) or len(value) > 63:
+        if not sep or not key or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
             raise KubeletRefused(f"--node-labels wants key=value, not {item!r}")
         labels[key] = value
     return labels
