@@ -25,6 +25,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--state-dir", type=Path, metavar="DIR",
                    help="the nodes' dirs, plugin sockets and runtime state; started again on "
                    "DIR the kubelets recover their pods (default: a temp dir removed at exit)")
+    p.add_argument("--root-dir", type=Path, metavar="DIR",
+                   help="with --node-name: the kubelet's root dir; the node's other dirs (CNI "
+                   "config, IPAM, runtime state) go beside it, in DIR's parent, which is also "
+                   "the state dir unless --state-dir")
+    p.add_argument("--node-ip", default="", metavar="IP",
+                   help="with --node-name: the node's InternalIP (default: from "
+                   "--node-ip-range)")
+    p.add_argument("--dataplane", choices=("emulated", "linux"), default="emulated",
+                   help="emulated only: linux (real namespaces) needs `up --dataplane linux`")
     p.add_argument("--pod-cidr", default="", metavar="CIDR",
                    help="node i takes the i-th /MASK subnet of CIDR (default: the podCIDR the "
                    "control plane allocates, else subnets of 10.244.0.0/16)")

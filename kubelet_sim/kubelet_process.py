@@ -99,7 +99,9 @@ class KubeletOptions:
     kubeconfig: Path
     node_names: list[str]
     context: str = ""
-    state_dir: Path | None = None  # None: a temp dir, removed at exit
+    state_dir: Path | None = None  # None: root_dir's parent, else a temp dir removed at exit
+    root_dir: Path | None = None  # one node's kubelet root; its other dirs beside it
+    node_ip: str = ""  # one node's InternalIP ("": from node_ip_range)
     pod_cidr: str = ""  # "": the control plane's, else DEFAULT_POD_CIDR's subnets
     node_cidr_mask_size: int = DEFAULT_NODE_CIDR_MASK
     pod_cidr_wait: float = 5.0  # seconds to wait for the control plane's podCIDR
@@ -228,12 +230,25 @@ def options_from(args: argparse.Namespace) -> KubeletOptions:
     if args.pod_cidr:
         subnet(args.pod_cidr, len(names) - 1, args.node_cidr_mask_size, "--pod-cidr")
     node_ip(args.node_ip_range, len(names) - 1)
+    if args.dataplane != "emulated":
+        raise KubeletRefused(f"--dataplane {args.dataplane}: the kubelet command runs the "
+                             "emulated dataplane only (the linux one needs the cluster's "
+                             "host-gw routes: `up --dataplane linux`)")
+    for flag, value in (("--root-dir", args.root_dir), ("--node-ip", args.node_ip)):
+        if value and len(names) != 1:
+            raise KubeletRefused(f"{flag} is one node's: it goes with --node-name")
+    if args.node_ip:
+        try:
+            ipaddress.ip_address(args.node_ip)
+        except ValueError as err:
+            raise KubeletRefused(f"--node-ip {args.node_ip}: {err}") from None
     if args.max_pods < 0 or args.node_lease_duration_seconds < 1:
         raise KubeletRefused("--max-pods wants 0 or more, --node-lease-duration-seconds 1 "
                              "or more")
     return KubeletOptions(
         kubeconfig=args.kubeconfig, context=args.context, node_names=names,
-        state_dir=args.state_dir, pod_cidr=args.pod_cidr,
+        state_dir=args.state_dir, root_dir=args.root_dir, node_ip=args.node_ip,
+        pod_cidr=args.pod_cidr,
         node_cidr_mask_size=args.node_cidr_mask_size, pod_cidr_wait=args.pod_cidr_wait,
         node_ip_range=args.node_ip_range, node_labels=parse_labels(args.node_labels),
         taints=parse_taints(args.register_with_taints), max_pods=args.max_pods,
@@ -341,7 +356,7 @@ class NodeHosts:
         self.recorder = EventRecorder(client)
         self.cni = CniSetup(bin_dir=options.cni_bin_dir or state_dir / "opt-cni-bin",
                             faults=options.cni_faults)
-        self.nodes = [SimulatedNode(name, NodeDirs(state_dir / "nodes" / name))
+        self.nodes = [SimulatedNode(name, node_dirs(options, state_dir, name))
                       for name in options.node_names]
 
     @property
@@ -381,7 +396,8 @@ class NodeHosts:
                  for i in range(len(self.nodes))]
         registered = await asyncio.gather(*(
             register_node(self.client, node_object(
-                node.name, node_ip(options.node_ip_range, i), options, given[i]))
+                node.name, options.node_ip or node_ip(options.node_ip_range, i), options,
+                given[i]))
             for i, node in enumerate(self.nodes)))
         fallbacks = {node.name: given[i] or subnet(DEFAULT_POD_CIDR, i, mask, "--pod-cidr")
                      for i, node in enumerate(self.nodes)}
@@ -467,10 +483,18 @@ class NodeHosts:
 UNIX_PATH_MAX = 107  # bytes of a unix socket path (sun_path less its NUL)
 
 
+def node_dirs(options: KubeletOptions, state_dir: Path, name: str) -> NodeDirs:
+    """Node ``name``'s dirs: ``state_dir/nodes/<name>``, or beside ``--root-dir``."""
+    if options.root_dir is not None:
+        root = options.root_dir.resolve()
+        return NodeDirs(root.parent, kubelet_dir=root)
+    return NodeDirs(state_dir.resolve() / "nodes" / name)
+
+
 def socket_path_problem(state_dir: Path, options: KubeletOptions) -> str:
-    """Why the nodes' sockets cannot live under ``state_dir`` ('' when they can)."""
+    """Why the nodes' sockets cannot live where they go ('' when they can)."""
     for name in options.node_names:
-        dirs = NodeDirs(state_dir.resolve() / "nodes" / name)
+        dirs = node_dirs(options, state_dir, name)
         for path in (dirs.plugin_dir(options.driver_name) / "csi.sock",
                      dirs.plugins_registry / f"{options.driver_name}-reg.sock"):
             if len(str(path).encode()) > UNIX_PATH_MAX:
@@ -526,8 +550,10 @@ async def run_kubelets(options: KubeletOptions, ready: asyncio.Event | None = No
     """Run the nodes until SIGINT/SIGTERM; :class:`KubeletRefused` when they cannot
     start (what was started is stopped again)."""
     config = client_config(options)
-    own_dir = options.state_dir is None
-    state_dir = options.state_dir or Path(tempfile.mkdtemp(prefix="kubelet-sim-kubelet-"))
+    own_dir = options.state_dir is None and options.root_dir is None
+    state_dir = (options.state_dir
+                 or (options.root_dir.resolve().parent if options.root_dir else None)
+                 or Path(tempfile.mkdtemp(prefix="kubelet-sim-kubelet-")))
     lock: StateDirLock | None = None
     try:
         private_dir(state_dir)

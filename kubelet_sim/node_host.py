@@ -39,13 +39,15 @@ NETWORK_NAME = "mini-pod-network"
 
 @dataclass(frozen=True)
 class NodeDirs:
-    """Where one node keeps its state: ``work_dir/<node>``."""
+    """Where one node keeps its state: ``work_dir/<node>``; the kubelet's root dir is
+    ``root/kubelet`` unless given (the real kubelet's ``--root-dir``)."""
 
     root: Path
+    kubelet_dir: Path | None = None
 
     @property
     def kubelet_root(self) -> Path:
-        return self.root / "kubelet"
+        return self.kubelet_dir or self.root / "kubelet"
 
     @property
     def plugins_registry(self) -> Path:

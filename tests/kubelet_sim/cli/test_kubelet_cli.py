@@ -138,6 +138,19 @@ def test_a_bare_csi_node_endpoint_with_many_nodes_is_refused():
                                       "unix:///run/csi.sock")
 
 
+def test_a_root_dir_or_node_ip_with_many_nodes_is_refused():
+    assert "--root-dir is one node's" in refusal("--nodes", "2", "--root-dir", "/tmp/r")
+    assert "--node-ip is one node's" in refusal("--nodes", "2", "--node-ip", "10.0.0.1")
+
+
+def test_a_node_ip_that_is_no_address_is_refused():
+    assert "--node-ip 10.0.0.300" in refusal("--node-name", "a", "--node-ip", "10.0.0.300")
+
+
+def test_the_linux_dataplane_is_refused_saying_where_it_runs():
+    assert "emulated dataplane only" in refusal("--node-name", "a", "--dataplane", "linux")
+
+
 def test_bad_flags_exit_2_with_the_reason(capsys):
     assert kubelet_sim_main(["kubelet", "--kubeconfig", "k", "--nodes", "0"]) == 2
     assert "kubelet_sim: --nodes 0: at least 1" in capsys.readouterr().err

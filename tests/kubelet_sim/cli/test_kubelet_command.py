@@ -144,21 +144,30 @@ def test_each_node_has_its_own_csi_node_plugin_stopped_with_the_process(two_node
     assert (state / "storage-array").is_dir()
 
 
-async def test_a_running_node_plugin_given_by_endpoint_is_announced_and_left_running(
-        api, module_dir, state):
-    plugin = node_plugin("ext-1", NodeDirs(module_dir / "ext-plugin"), DRIVER_NAME,
-                         ["--driver-name", DRIVER_NAME, "--state-dir", str(state / "array")],
-                         module_dir / "ext-logs")
+async def test_a_node_with_a_root_dir_lays_out_beside_it_and_announces_the_given_plugin(
+        api, module_dir):
+    """The shape `up --processes` starts each node's kubelet in: its root dir, podCIDR,
+    InternalIP and the node plugin it started itself; no --state-dir."""
+    work = Path(tempfile.mkdtemp(prefix="w-", dir=module_dir))
+    node_dir = work / "ext-1"
+    plugin = node_plugin("ext-1", NodeDirs(node_dir), DRIVER_NAME,
+                         ["--driver-name", DRIVER_NAME, "--state-dir", str(work / "array")],
+                         work / "logs")
     plugin.start()
     try:
         await plugin.wait_ready()
-        kubelet = KubeletProcess(api.kubeconfig, *kubelet_flags(
-            module_dir, state, "--node-name", "ext-1", "--pod-cidr", "10.248.0.0/24",
-            "--csi-node-endpoint", plugin.endpoint)).start()
+        kubelet = KubeletProcess(
+            api.kubeconfig, "--node-name", "ext-1", "--root-dir", str(node_dir / "kubelet"),
+            "--pod-cidr", "10.248.0.0/24", "--node-ip", "10.1.2.3", "--csi-node-endpoint",
+            f"ext-1={plugin.endpoint}", "--cni-bin-dir", str(module_dir / "bin")).start()
         assert kubelet.said[0] == (f"node ext-1: podCIDR 10.248.0.0/24, CSI node plugin "
-                                   f"{plugin.endpoint}, dir {state / 'nodes' / 'ext-1'}")
+                                   f"{plugin.endpoint}, dir {node_dir}")
         assert "kubelet down" in kubelet.stop()
-        assert not (state / "logs" / "csi-ext-1.log").exists()  # none of ours started
+        conf = json.loads((node_dir / "net.d" / "10-mini.conflist").read_text())
+        assert conf["plugins"][0]["ipam"]["dataDir"] == str(node_dir / "ipam")
+        addresses = get(api, "node", "ext-1")["status"]["addresses"]
+        assert {"type": "InternalIP", "address": "10.1.2.3"} in addresses
+        assert not (node_dir / "logs" / "csi-ext-1.log").exists()  # none of ours started
         assert plugin.process is not None and plugin.process.poll() is None  # not ours to stop
     finally:
         plugin.stop()
