@@ -1,6 +1,7 @@
 """``python -m kubelet_sim``: ``demo [N]`` runs the scenarios; ``apply FILE`` applies manifests;
 ``up`` runs a cluster that serves the Kubernetes API until interrupted; ``apiserver`` serves
-the API alone (no nodes, no controllers); ``trace FILE`` draws a ``--trace-file`` as a
+the API alone (no nodes, no controllers); ``kubelet`` runs simulated nodes that join an API
+server over HTTPS; ``trace FILE`` draws a ``--trace-file`` as a
 sequence diagram (SVG, Mermaid)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim import kubelet_cli
 from kubelet_sim.apiserver.services.ranges import (
     DEFAULT_NODE_PORTS,
     DEFAULT_SERVICE_CIDR,
@@ -99,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                            metavar="CIDR", help="the Services' cluster IPs come from here")
     apiserver.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
                            metavar="FIRST-LAST", help="the Services' node ports come from here")
+    kubelet_cli.add_parser(sub)
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
                            "and/or Mermaid)")
@@ -237,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_trace(args.file, svg=args.svg, mermaid=args.mermaid, pod=args.pod)
     if args.command == "apiserver":
         return main_apiserver(args)
+    if args.command == "kubelet":
+        return kubelet_cli.main_kubelet(args)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)

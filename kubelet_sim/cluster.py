@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,16 +38,25 @@ from kubelet_sim.kubelet.kubelet import Kubelet
 from kubelet_sim.kubelet.node_info import default_labels
 from kubelet_sim.kubelet.node_lease import ensure_lease_namespace
 from kubelet_sim.network.linux_nodes import LinuxNodes
+from kubelet_sim.node_host import (
+    DRIVER_NAME,
+    CniSetup,
+    NodeDirs,
+    container_runtime,
+    fault_control,
+    install_cni_plugins,
+    network_config,
+    node_plugin,
+    register_running_plugin,
+    write_network_config,
+)
 from kubelet_sim.plugin_processes import DriverProcess
-from kubelet_sim.runtime.containerd import ContainerRuntime
-from kubelet_sim.runtime.libcni.api import LibCNI
-from kubelet_sim.runtime.libcni.conf import loopback_network
-from kubelet_sim.runtime.libcni.invoke import RealExec
-from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
-from node_driver_registrar.server import RegistrationServer, serve_registration
+from node_driver_registrar.server import RegistrationServer
 
-DRIVER_NAME = "csi-mini.example.com"
+__all__ = ["DRIVER_NAME", "Cluster", "ClusterConfig", "NodeSpec", "default_nodes",
+           "fault_control", "install_cni_plugins"]
+
 TOPOLOGY_NODE_KEY = f"topology.{DRIVER_NAME}/node"
 
 
@@ -173,8 +180,11 @@ class Cluster:
     def node_dir(self, node: str) -> Path:
         return self.work_dir / node
 
+    def node_dirs(self, node: str) -> NodeDirs:
+        return NodeDirs(self.node_dir(node))
+
     def cni_conf_dir(self, node: str) -> Path:
-        return self.node_dir(node) / "net.d"
+        return self.node_dirs(node).cni_conf_dir
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -216,10 +226,8 @@ class Cluster:
         for proc in self.node_plugins.values():
             await proc.wait_ready()
         for node, node_endpoint in cfg.csi_node_endpoints.items():
-            registry = self.node_dir(node) / "kubelet" / "plugins_registry"
-            self._registrars.append(await serve_registration(
-                registry / f"{self.driver_name}-reg.sock",
-                driver_name=self.driver_name, csi_endpoint=node_endpoint))
+            self._registrars.append(await register_running_plugin(
+                self.node_dirs(node), self.driver_name, node_endpoint))
         self.controller_endpoint = endpoint
         self.manager = cluster_controllers(self.api, controller_client, self.driver_name,
                                            recorder=self.events,
@@ -254,64 +262,29 @@ class Cluster:
             self.api.create(obj)
 
     def _start_node_plugin(self, spec: NodeSpec, root: Path, common: list[str]) -> None:
-        plugin_dir = root / "plugins" / self.driver_name
-        args = ["--mode", "node", "--node-id", spec.name,
-                "--registration-dir", str(root / "plugins_registry"), *common,
-                *fault_control(plugin_dir / "faults.sock")]
-        if spec.zone:
-            args += ["--topology-segment", f"topology.kubernetes.io/zone={spec.zone}"]
-        proc = DriverProcess(name=f"csi-node-plugin-{spec.name}", socket=plugin_dir / "csi.sock",
-                             args=args, log_path=self.work_dir / "logs" / f"csi-{spec.name}.log",
-                             die_with_parent=self.config.plugins_die_with_simulator)
+        proc = node_plugin(spec.name, self.node_dirs(spec.name), self.driver_name, common,
+                           self.work_dir / "logs", zone=spec.zone,
+                           die_with_parent=self.config.plugins_die_with_simulator)
         proc.start()
         self.node_plugins[spec.name] = proc
 
+    def cni_setup(self) -> CniSetup:
+        cfg = self.config
+        return CniSetup(bin_dir=self.cni_bin_dir, dataplane=cfg.dataplane,
+                        bridge_type=cfg.bridge_type, ipam_type=cfg.ipam_type,
+                        loopback_type=cfg.loopback_type, faults=cfg.cni_faults)
+
     def network_config(self, spec: NodeSpec) -> dict[str, object]:
         """The node's pod network: a bridge with host-local IPAM over its podCIDR."""
-        cfg = self.config
-        node_dir = self.node_dir(spec.name)
-        bridge: dict[str, object] = {
-            "type": cfg.bridge_type,
-            "bridge": "cni0",  # on linux, inside the node's own namespace
-            "isGateway": True,
-            "ipMasq": False,
-            "ipam": {
-                "type": cfg.ipam_type,
-                "ranges": [[{"subnet": spec.pod_cidr}]],
-                "routes": [{"dst": "0.0.0.0/0"}],
-                "dataDir": str(node_dir / "ipam"),
-            },
-        }
-        if cfg.bridge_type.startswith("emu-"):
-            bridge["dataplane"] = cfg.dataplane
-            bridge["dataplaneDir"] = str(node_dir / "dataplane")
-            if cfg.cni_faults is not None:
-                bridge["faults"] = str(cfg.cni_faults)
-        # The reference plugins packaged here (1.1.1) speak CNI up to 1.0.0: a 1.1.0 list
-        # would fail their STATUS/GC and keep the node NotReady.
-        version = "1.1.0" if cfg.bridge_type.startswith("emu-") else "1.0.0"
-        return {"cniVersion": version, "name": "mini-pod-network", "plugins": [bridge]}
+        return network_config(self.cni_setup(), self.node_dirs(spec.name), spec.pod_cidr)
 
     def write_cni_config(self, spec: NodeSpec) -> Path:
-        conf_dir = self.cni_conf_dir(spec.name)
-        conf_dir.mkdir(parents=True, exist_ok=True)
-        path = conf_dir / "10-mini.conflist"
-        path.write_text(json.dumps(self.network_config(spec), indent=2))
-        return path
+        return write_network_config(self.cni_setup(), self.node_dirs(spec.name), spec.pod_cidr)
 
     def _kubelet(self, spec: NodeSpec, root: Path) -> Kubelet:
-        node_dir = self.node_dir(spec.name)
         node_netns = self.linux_nodes.netns_path(spec.name) if self.linux_nodes else None
-        libcni = LibCNI([str(self.cni_bin_dir)], str(node_dir / "cni-cache"),
-                        RealExec(netns=node_netns), trace=self.trace, node=spec.name)
-        loopback_keys: dict[str, object] = {}
-        if self.config.loopback_type.startswith("emu-"):
-            loopback_keys = {"dataplane": self.config.dataplane,
-                             "dataplaneDir": str(node_dir / "dataplane")}
-        network = PodNetwork(libcni, str(self.cni_conf_dir(spec.name)),
-                             loopback=loopback_network(self.config.loopback_type, **loopback_keys))
-        runtime = ContainerRuntime(str(node_dir / "containerd"), network,
-                                   linux_netns=self.config.dataplane == "linux")
+        runtime = container_runtime(self.cni_setup(), self.node_dirs(spec.name), spec.name,
+                                    self.trace, netns=node_netns)
         return Kubelet(api=self.api, node_name=spec.name, root_dir=root, runtime=runtime,
                        trace=self.trace, runtime_status_period=self.config.runtime_status_period,
                        recorder=self.events,
@@ -391,23 +364,6 @@ class Cluster:
 
 
 _RETRY_POLL_SECONDS = 0.05
-
-
-def fault_control(socket: Path) -> list[str]:
-    """A driver's --fault-control flag (`python -m csi_driver faults --control SOCKET`
-    changes its fault rules while it runs); none where the path is too long for a unix
-    socket."""
-    return ["--fault-control", str(socket)] if len(str(socket)) < 100 else []
-
-
-def install_cni_plugins(bin_dir: Path) -> None:
-    """Lay our plugin executables into ``bin_dir`` the way a user does (``python -m
-    cni_plugin.install DIR``), so the simulator never imports the plugins' code."""
-    done = subprocess.run([sys.executable, "-m", "cni_plugin.install", str(bin_dir.resolve())],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"installing the CNI plugins into {bin_dir} failed: "
-                           f"{done.stderr.strip() or done.stdout.strip()}")
 
 
 def _detach_mounts_under(root: Path) -> None:
