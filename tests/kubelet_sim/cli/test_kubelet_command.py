@@ -2,10 +2,8 @@
 kubectl: the Nodes and CSINodes it registers (labels, taints, podCIDRs), each node's
 machine on disk with its own CNI config and CSI node plugin, the plugins stopped with it.
 
-The last test runs a pod end to end. They need the Kubelet converted to the awaited
-KubeClient (issue 25, in another branch): until that merges the kubelets of an HTTPS
-process stop at their first call to the in-process API server, so they are marked xfail
-(not strict); the lead removes the mark after merging."""
+The last test runs a pod end to end: both nodes Ready, a pod bound by spec.nodeName Running
+with an IP of its node's range, the same IP and sandbox after the process restarts."""
 
 from __future__ import annotations
 
@@ -30,10 +28,6 @@ from tests.fixtures.kubelet_process import KubeletProcess
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
 
 TAINT = "sim.cni-csi-mini.io/node=true:NoSchedule"
-CONVERSION_PENDING = pytest.mark.xfail(
-    strict=False, reason="needs the Kubelet converted to the awaited KubeClient (issue 25): "
-    "until then it calls the in-process API server and stops over HTTPS")
-
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[ApiServerProcess]:
@@ -222,7 +216,6 @@ def running_ip(api: ApiServerProcess, name: str) -> str:
     return str(status.get("podIP", "")) if status.get("phase") == "Running" else ""
 
 
-@CONVERSION_PENDING
 def test_two_nodes_go_ready_and_a_pod_bound_to_one_runs_with_an_ip_kept_across_a_restart(
         api, module_dir, state):
     flags = kubelet_flags(module_dir, state, "--nodes", "2", "--name-prefix", "e2e-",
