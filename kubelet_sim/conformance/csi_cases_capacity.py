@@ -7,9 +7,10 @@ from __future__ import annotations
 from csi_protos import csi_pb2
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import format_storage, parse_storage
+from kubelet_sim.client.in_process import as_client
+from kubelet_sim.client.writes import write_object
 from kubelet_sim.conformance.csi_run import CsiRun, CtrlRpc
 from kubelet_sim.conformance.report import Skip
-from kubelet_sim.controllers.common import write_object
 from kubelet_sim.controllers.storage_capacity_check import NOT_ENOUGH_SPACE
 
 GiB = 1 << 30
@@ -26,7 +27,7 @@ async def capacity_scheduling(run: CsiRun, ns: str) -> None:
     a 1Gi claim's pod runs (when some segment has room for it)."""
     run.needs_controller(CtrlRpc.GET_CAPACITY, "capacity reporting")
     run.needs_controller(CtrlRpc.CREATE_DELETE_VOLUME, "dynamic provisioning")
-    before = _set_storage_capacity(run, True)
+    before = await _set_storage_capacity(run, True)
     sc = run.storage_class(f"{ns}-sc", volume_binding_mode="WaitForFirstConsumer")
     try:
         await run.cluster.settle()
@@ -59,11 +60,11 @@ async def capacity_scheduling(run: CsiRun, ns: str) -> None:
         await run.delete_together("Pod", ["too-big", "fits"], ns)
         await run.delete_together("PersistentVolumeClaim", ["too-big", "fits"], ns)
         await run.delete("StorageClass", sc)
-        _set_storage_capacity(run, before)
+        await _set_storage_capacity(run, before)
         await run.cluster.settle()
 
 
-def _set_storage_capacity(run: CsiRun, value: bool) -> bool:
+async def _set_storage_capacity(run: CsiRun, value: bool) -> bool:
     """Set the CSIDriver's ``storageCapacity``; what it was before."""
     before = run.api.get("CSIDriver", run.driver).spec.get("storageCapacity") is True
 
@@ -73,7 +74,7 @@ def _set_storage_capacity(run: CsiRun, value: bool) -> bool:
         obj.spec["storageCapacity"] = value
         return True
 
-    write_object(run.api, "CSIDriver", run.driver, "", mutate)
+    await write_object(as_client(run.api), "CSIDriver", run.driver, "", mutate)
     return before
 
 

@@ -1,4 +1,4 @@
-"""Helpers the controllers share: conflict-retrying writes, names and annotations Kubernetes
+"""Helpers the controllers share: names and annotations Kubernetes
 uses, quantities, node IDs and topology, and the VolumeCapability of a PersistentVolume."""
 
 from __future__ import annotations
@@ -7,15 +7,11 @@ import json
 from collections.abc import Callable
 
 from csi_protos import csi_pb2
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.quantity import parse_storage
-from kubelet_sim.apiserver.server import APIServer
-from kubelet_sim.client.retry import retry_on_conflict
 from kubelet_sim.client.shared_cache import SharedCache
 from kubelet_sim.csi.client import CsiClient
 from kubelet_sim.csi.volume_spec import csi_access_mode
-from kubelet_sim.utils.clock import RealClock
 
 # Annotations and finalizers, spelled as Kubernetes spells them.
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -28,33 +24,7 @@ ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_NODE_ID = "csi.volume.kubernetes.io/nodeid"
 PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
 
-# Conflict retries are client-go's DefaultRetry (10 ms steps): real time even when the
-# controllers run on a fake clock, so a test's clock never has to move for them.
-_CONFLICT_CLOCK = RealClock()
-
 Mutation = Callable[[Resource], bool]
-
-
-def write_status(api: APIServer, kind: str, name: str, namespace: str,
-                 mutate: Mutation) -> Resource | None:
-    """Re-read the object, let ``mutate`` change its status (it returns False when nothing
-    needs writing) and ``update_status`` it, retrying on Conflict. None when unchanged."""
-    return _write(api, kind, name, namespace, mutate, status=True)
-
-
-def replace_status(api: APIServer, obj: Resource, status: JSON) -> bool:
-    """Write ``status`` as the whole status of ``obj`` (re-read, retried on Conflict), as a
-    workload controller writes the status it computed; False when it already is that, or
-    the object is gone."""
-    def mutate(current: Resource) -> bool:
-        if current.status == status:
-            return False
-        current.status = dict(status)
-        return True
-    try:
-        return write_status(api, obj.kind, obj.name, obj.namespace, mutate) is not None
-    except NotFound:
-        return False
 
 
 def status_replacing_error(status: JSON) -> Mutation:
@@ -67,30 +37,6 @@ def status_replacing_error(status: JSON) -> Mutation:
         obj.status = merged
         return True
     return mutate
-
-
-def write_object(api: APIServer, kind: str, name: str, namespace: str,
-                 mutate: Mutation) -> Resource | None:
-    """As :func:`write_status` for metadata/spec (``update``)."""
-    return _write(api, kind, name, namespace, mutate, status=False)
-
-
-def _write(api: APIServer, kind: str, name: str, namespace: str, mutate: Mutation,
-           *, status: bool) -> Resource | None:
-    def attempt() -> Resource | None:
-        obj = api.get(kind, name, namespace)
-        if not mutate(obj):
-            return None
-        return api.update_status(obj) if status else api.update(obj)
-
-    return retry_on_conflict(attempt, clock=_CONFLICT_CLOCK)
-
-
-def get_or_none(api: APIServer, kind: str, name: str, namespace: str = "") -> Resource | None:
-    try:
-        return api.get(kind, name, namespace)
-    except NotFound:
-        return None
 
 
 def storage_bytes(resources: JSON | None) -> int:
@@ -127,16 +73,6 @@ def remove_finalizer(obj: Resource, finalizer: str) -> bool:
         return False
     obj.metadata.finalizers = [f for f in obj.metadata.finalizers if f != finalizer]
     return True
-
-
-def drop_finalizer(api: APIServer, kind: str, name: str, namespace: str,
-                   finalizer: str) -> bool:
-    """Remove ``finalizer`` (the API server deletes a terminating object once none is left)."""
-    try:
-        return write_object(api, kind, name, namespace,
-                            lambda o: remove_finalizer(o, finalizer)) is not None
-    except NotFound:
-        return False
 
 
 def node_is_ready(node: Resource) -> bool:
