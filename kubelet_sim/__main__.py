@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelet_sim import control_plane_commands
 from kubelet_sim.apiserver.services.ranges import (
     DEFAULT_NODE_PORTS,
     DEFAULT_SERVICE_CIDR,
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                            metavar="CIDR", help="the Services' cluster IPs come from here")
     apiserver.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
                            metavar="FIRST-LAST", help="the Services' node ports come from here")
+    control_plane_commands.add_parsers(sub)
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
                            "and/or Mermaid)")
@@ -237,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_trace(args.file, svg=args.svg, mermaid=args.mermaid, pod=args.pod)
     if args.command == "apiserver":
         return main_apiserver(args)
+    if args.command in control_plane_commands.COMMANDS:
+        return control_plane_commands.run(args)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)

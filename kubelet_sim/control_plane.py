@@ -89,7 +89,8 @@ class LoopContext:
 class Loop:
     """One loop of the control plane: the names it is enabled by (kube-controller-
     manager's for its loops; several when one loop of ours does the work of several of
-    its controllers), their legacy aliases, and the component it runs in."""
+    its controllers), the legacy aliases kube-controller-manager still accepts (the
+    k-th is the k-th name's), and the component it runs in."""
 
     names: tuple[str, ...]
     component: str
