@@ -256,7 +256,9 @@ async def run_component(component: str, args: argparse.Namespace, build: Build) 
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(recorder.flush(), 5.0)
-        feed = feed_source(client)
-        if isinstance(feed, ClientFeed):
-            await feed.stop()
+        # the informers' watches end only when the server closes them: cancelled here
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
         await client.close()
