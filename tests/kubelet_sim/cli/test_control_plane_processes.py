@@ -19,7 +19,6 @@ import yaml
 
 from kubelet_sim.cluster import DRIVER_NAME
 from kubelet_sim.plugin_processes import DriverProcess
-
 from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.fixtures.component_process import ComponentProcess
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
