@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "Job controllers so a real kube-controller-manager can run them "
                     "(--controllers=deployment-controller,replicaset-controller,"
                     "statefulset-controller,daemonset-controller,job-controller)")
+    up.add_argument("--processes", action="store_true",
+                    help="run the API server and every component (controller-manager, "
+                    "scheduler, sidecars, one kubelet per node) as its own process over "
+                    "HTTPS, started again when it ends")
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
@@ -255,13 +259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          args.scenario or None, trace_file=args.trace_file)
     if args.command == "up":
         from kubelet_sim.up import UpOptions, UpRefused, run_up
+        from kubelet_sim.up_processes import run_up_processes
 
         refused = up_refusal(args)
         if refused:
             print(f"kubelet_sim: {refused}", file=sys.stderr)
             return 2
         try:
-            return asyncio.run(run_up(UpOptions(
+            return asyncio.run((run_up_processes if args.processes else run_up)(UpOptions(
                 nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
                 state_dir=args.state_dir, dataplane=args.dataplane,
                 node_monitor_grace_period=args.node_monitor_grace_period,

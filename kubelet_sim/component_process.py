@@ -40,6 +40,7 @@ from kubelet_sim.utils.clock import Backoff
 
 log = logging.getLogger(__name__)
 
+STOP_GRACE_SECONDS = 3.0
 PROBE_BACKOFF = Backoff(duration=0.2, factor=2.0, jitter=0.0, steps=4, cap=1.0)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -244,10 +245,17 @@ async def run_component(component: str, args: argparse.Namespace, build: Build) 
         identity = leader_identity()
         tasks = [asyncio.ensure_future(run_group(args.command, component, client, g, args,
                                                  identity, recorder, stop)) for g in groups]
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t.exception() for t in done if t.exception() is not None]
+        stopped = asyncio.ensure_future(stop.wait())
+        # a group ends on its own only by losing its Lease
+        await asyncio.wait([*tasks, stopped], return_when=asyncio.FIRST_COMPLETED)
         stop.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # releasing the Leases gets a few seconds: the API server may be gone too
+        _, late = await asyncio.wait(tasks, timeout=STOP_GRACE_SECONDS)
+        for task in late:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        failed = [r for r in results
+                  if isinstance(r, Exception) and not isinstance(r, asyncio.CancelledError)]
         if failed:
             print(f"kubelet_sim {args.command}: {failed[0]}", file=sys.stderr)
             return 1
@@ -255,7 +263,7 @@ async def run_component(component: str, args: argparse.Namespace, build: Build) 
         return 0
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(recorder.flush(), 5.0)
+            await asyncio.wait_for(recorder.flush(), STOP_GRACE_SECONDS)
         # the informers' watches end only when the server closes them: cancelled here
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in others:
