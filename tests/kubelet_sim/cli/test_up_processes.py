@@ -54,7 +54,7 @@ def test_up_processes_runs_each_component_as_a_child_restarts_one_that_dies_and_
         for name, pid in pids.items():
             # (the kubelet's own liveness is the end-to-end test's: here it may already
             # have ended and be waiting for its restart)
-            assert parent(pid) == up.proc.pid or not running(pid)
+            assert not running(pid) or parent(pid) == up.proc.pid
             assert running(pid) or name.startswith("kubelet-")
         namespaces = subprocess.run([str(KUBECTL), "--kubeconfig", kubeconfig, "get", "ns",
                                      "-o", "name"], capture_output=True, text=True,
