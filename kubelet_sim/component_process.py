@@ -41,6 +41,7 @@ from kubelet_sim.utils.clock import Backoff
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 3.0
+PROBE_SECONDS = 20.0
 PROBE_BACKOFF = Backoff(duration=0.2, factor=2.0, jitter=0.0, steps=4, cap=1.0)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -119,7 +120,10 @@ async def connect(args: argparse.Namespace) -> HttpKubeClient:
     probe = HttpKubeClient(config, qps=0, max_retries=len(PROBE_BACKOFF.delays()),
                            connection_backoff=PROBE_BACKOFF)
     try:
-        await probe.get("Namespace", "kube-system")
+        await asyncio.wait_for(probe.get("Namespace", "kube-system"), PROBE_SECONDS)
+    except TimeoutError:
+        raise ComponentRefused(f"the API server at {config.server} did not answer within "
+                               f"{PROBE_SECONDS:g}s") from None
     except ApiUnreachable as err:
         raise ComponentRefused(f"cannot reach the API server at {config.server}: {err}") \
             from None
@@ -137,6 +141,9 @@ class LeaseGroup:
     namespace: str
     name: str
     controllers: list[Controller]
+    # give the Lease up on a graceful stop (kube-scheduler does; kube-controller-manager
+    # and the CSI sidecars by default do not: a successor waits for it to run out)
+    release_on_cancel: bool = False
 
     @property
     def lease(self) -> str:
@@ -197,7 +204,8 @@ async def run_group(command: str, component: str, client: KubeClient, group: Lea
     elector = LeaderElector(client, LeaderElectionConfig(
         namespace=group.namespace, name=group.name, identity=identity,
         lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period, on_started_leading=lead, on_new_leader=new_leader))
+        retry_period=args.retry_period, release_on_cancel=group.release_on_cancel,
+        on_started_leading=lead, on_new_leader=new_leader))
     say(command, f"attempting to acquire leader lease {group.lease}...")
     stopper = asyncio.ensure_future(_stop_when(stop, elector))
     try:
@@ -249,7 +257,7 @@ async def run_component(component: str, args: argparse.Namespace, build: Build) 
         # a group ends on its own only by losing its Lease
         await asyncio.wait([*tasks, stopped], return_when=asyncio.FIRST_COMPLETED)
         stop.set()
-        # releasing the Leases gets a few seconds: the API server may be gone too
+        # releasing a Lease gets a few seconds: the API server may be gone too
         _, late = await asyncio.wait(tasks, timeout=STOP_GRACE_SECONDS)
         for task in late:
             task.cancel()

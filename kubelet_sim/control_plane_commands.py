@@ -208,7 +208,8 @@ async def _scheduler(args: argparse.Namespace, client: HttpKubeClient,
                      recorder: EventRecorder) -> list[LeaseGroup]:
     ctx = loop_context(client, recorder=recorder)
     return [LeaseGroup(args.leader_namespace, args.lease_name,
-                       build_loops(ctx, [lp for lp in LOOPS if lp.component == SCHEDULER]))]
+                       build_loops(ctx, [lp for lp in LOOPS if lp.component == SCHEDULER]),
+                       release_on_cancel=True)]
 
 
 async def _sidecars(args: argparse.Namespace, client: HttpKubeClient,

@@ -26,7 +26,9 @@ from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
 # the default QPS (5 for the sidecars, 20 for the controller-manager) queues the Lease
 # release on stop behind the informers' lists
 NO_RATE_LIMIT = ["--kube-api-qps", "100", "--kube-api-burst", "200"]
-FAST = ["--leader-elect-retry-period", "1s", *NO_RATE_LIMIT]
+# short Leases: the controller-manager does not release its Lease on stop (as upstream)
+FAST = ["--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+        "--leader-elect-retry-period", "1s", *NO_RATE_LIMIT]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def identity(line: str) -> str:
     return line.rsplit(" as ", 1)[1]
 
 
-def test_a_controller_manager_takes_its_leases_and_a_second_one_waits_until_it_stops(
+def test_a_controller_manager_takes_its_leases_and_a_second_one_takes_over_when_it_stops(
         server: ApiServerProcess, logs: Path) -> None:
     first = ComponentProcess(["controller-manager", "--kubeconfig", str(server.kubeconfig),
                               *FAST], logs / "cm1.log")
@@ -63,7 +65,7 @@ def test_a_controller_manager_takes_its_leases_and_a_second_one_waits_until_it_s
             "successfully acquired lease kube-system/kube-controller-manager"))
         spec = lease(server, "kube-controller-manager")
         assert spec["holderIdentity"] == leader
-        assert spec["leaseDurationSeconds"] == 15
+        assert spec["leaseDurationSeconds"] == 4
         # the snapshot-controller runs here under the Lease the upstream one takes
         first.wait_for("successfully acquired lease kube-system/snapshot-controller-leader")
         assert lease(server, "snapshot-controller-leader")["holderIdentity"] == leader
@@ -72,7 +74,7 @@ def test_a_controller_manager_takes_its_leases_and_a_second_one_waits_until_it_s
                                    str(server.kubeconfig), *FAST], logs / "cm2.log")
         second.wait_for(f"the lease kube-system/kube-controller-manager is held by {leader}")
         assert lease(server, "kube-controller-manager")["holderIdentity"] == leader
-        assert first.stop() == 0  # a graceful stop releases the Lease
+        assert first.stop() == 0  # its Lease runs out: the candidate takes it
         successor = identity(second.wait_for(
             "successfully acquired lease kube-system/kube-controller-manager"))
         assert successor != leader
@@ -95,7 +97,9 @@ def test_the_scheduler_takes_the_kube_scheduler_lease(server: ApiServerProcess,
         assert lease(server, "kube-scheduler")["holderIdentity"] == identity(line)
     finally:
         assert scheduler.stop() == 0
-    assert "holderIdentity" not in lease(server, "kube-scheduler")  # released on stop
+    # kube-scheduler releases its Lease on a graceful stop: no holder, a 1 s lease
+    released = lease(server, "kube-scheduler")
+    assert "holderIdentity" not in released and released["leaseDurationSeconds"] == 1
 
 
 def controller_plugin(work: Path) -> DriverProcess:
