@@ -131,6 +131,8 @@ def control_plane_argv(kubeconfig: Path, options: UpOptions, controller_endpoint
 
 def processes_refusal(options: UpOptions) -> str:
     """What `up --processes` cannot do yet ('' when it can start)."""
+    if options.dataplane != "emulated":
+        return "--processes runs the emulated dataplane only (the kubelet command's)"
     if options.metrics_address:
         return "--processes does not serve --metrics-address (each process would need its own)"
     faults = options.api_faults or {}

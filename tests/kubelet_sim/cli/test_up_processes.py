@@ -11,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kubelet_sim.up import UpOptions
+from kubelet_sim.up_processes import processes_refusal
 from tests.fixtures.component_process import ComponentProcess
 from tests.fixtures.up_process import KUBECTL
 
@@ -79,3 +81,12 @@ def test_up_processes_runs_each_component_as_a_child_restarts_one_that_dies_and_
             up.kill9()
         shutil.rmtree(state, ignore_errors=True)
         Path(state.parent / f"{state.name}.log").unlink(missing_ok=True)
+
+
+def test_up_processes_refuses_what_only_the_one_process_up_can_do() -> None:
+    assert processes_refusal(UpOptions()) == ""
+    assert "metrics" in processes_refusal(UpOptions(metrics_address="127.0.0.1:9100"))
+    assert "faults" in processes_refusal(UpOptions(api_faults={"writeDelaySeconds": 1.0}))
+    assert "emulated" in processes_refusal(UpOptions(dataplane="linux"))
+    assert "controller plugin" in processes_refusal(
+        UpOptions(cluster={"csi_controller_endpoint": "unix:///x.sock"}))
