@@ -44,18 +44,21 @@ def logs() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def kubectl(server: ApiServerProcess, *args: str) -> str:
+    return subprocess.run([str(KUBECTL), "--kubeconfig", str(server.kubeconfig), *args],
+                          capture_output=True, text=True, check=True, timeout=30).stdout
+
+
 def lease(server: ApiServerProcess, name: str, namespace: str = "kube-system") -> dict:
-    out = subprocess.run([str(KUBECTL), "--kubeconfig", str(server.kubeconfig), "get",
-                          "lease", name, "-n", namespace, "-o", "json"],
-                         capture_output=True, text=True, check=True, timeout=30)
-    return json.loads(out.stdout)["spec"]
+    return json.loads(kubectl(server, "get", "lease", name, "-n", namespace,
+                              "-o", "json"))["spec"]
 
 
 def identity(line: str) -> str:
     return line.rsplit(" as ", 1)[1]
 
 
-def test_a_controller_manager_takes_its_leases_and_a_second_one_takes_over_when_it_stops(
+def test_a_controller_manager_takes_its_leases_a_second_one_takes_over_and_a_lost_lease_ends_it(
         server: ApiServerProcess, logs: Path) -> None:
     first = ComponentProcess(["controller-manager", "--kubeconfig", str(server.kubeconfig),
                               *FAST], logs / "cm1.log")
@@ -81,10 +84,17 @@ def test_a_controller_manager_takes_its_leases_and_a_second_one_takes_over_when_
         spec = lease(server, "kube-controller-manager")
         assert spec["holderIdentity"] == successor
         assert spec["leaseTransitions"] == transitions + 1
+        # another holder writes itself in: the leader cannot renew, and ends (status 1)
+        kubectl(server, "patch", "lease", "kube-controller-manager", "-n", "kube-system",
+                "--type", "merge", "-p", json.dumps(
+                    {"spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 60}}))
+        assert second.wait() == 1
+        assert "leaderelection lost: kube-system/kube-controller-manager" in \
+            second.log_tail()
     finally:
         first.stop()
         if second is not None:
-            assert second.stop() == 0
+            second.stop()
 
 
 def test_the_scheduler_takes_the_kube_scheduler_lease(server: ApiServerProcess,
