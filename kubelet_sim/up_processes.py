@@ -353,11 +353,22 @@ async def run_up_processes(options: UpOptions) -> int:
                 DRIVER_NAME, attach_required=True, pod_info_on_mount=True,
                 volume_lifecycle_modes=["Persistent", "Ephemeral"]))
         supervisor.start_components(controller_endpoint, node_endpoints)
-        print(f"cluster up: {options.nodes} node(s), API server {supervisor.server_url} "
-              "(every component its own process)", flush=True)
+        # what `up` prints, the same way (the URL last on the first line)
+        print(f"cluster up: {options.nodes} node(s), API server {supervisor.server_url}",
+              flush=True)
         print(f"CSI controller plugin: {controller_endpoint}", flush=True)
         for node, endpoint in sorted(node_endpoints.items()):
             print(f"CSI node plugin on {node}: {endpoint}", flush=True)
+        cluster = options.cluster or {}
+        if cluster.get("sidecars") is False:
+            print("no CSI sidecars: run external-provisioner/-attacher/-snapshotter/-resizer "
+                  "with --kubeconfig and --csi-address of the controller plugin", flush=True)
+        if cluster.get("workload_controllers") is False:
+            print("no workload controllers: run kube-controller-manager with --kubeconfig "
+                  "and --controllers=deployment-controller,replicaset-controller,"
+                  "statefulset-controller,daemonset-controller,job-controller", flush=True)
+        if cluster.get("snapshot_controller") is False:
+            print("no snapshot-controller: run the real one with --kubeconfig", flush=True)
         for name, pid in supervisor.pids().items():
             print(f"process {name}: pid {pid}", flush=True)
         print(f"logs: {supervisor.logs}", flush=True)

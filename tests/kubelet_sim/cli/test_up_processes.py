@@ -48,6 +48,7 @@ def test_up_processes_runs_each_component_as_a_child_restarts_one_that_dies_and_
                           state.parent / f"{state.name}.log")
     try:
         export = up.wait_for("export KUBECONFIG=", timeout=120)
+        assert up.lines[0].startswith("cluster up: 1 node(s), API server https://127.0.0.1:")
         kubeconfig = export.split("=", 1)[1]
         assert kubeconfig == str(state / "kubeconfig")
         pids = {line.split()[1].rstrip(":"): int(line.split()[3])
