@@ -25,7 +25,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubelet_sim.api.errors import ApiError
@@ -144,6 +144,7 @@ class LeaseGroup:
     # give the Lease up on a graceful stop (kube-scheduler does; kube-controller-manager
     # and the CSI sidecars by default do not: a successor waits for it to run out)
     release_on_cancel: bool = False
+    names: list[str] = field(default_factory=list)  # the loops as the flags name them
 
     @property
     def lease(self) -> str:
@@ -248,7 +249,7 @@ async def run_component(component: str, args: argparse.Namespace, build: Build) 
             print(f"kubelet_sim {args.command}: nothing to run", file=sys.stderr)
             return 1
         say(args.command, f"API server {client.config.server}; "
-            + "; ".join(f"{g.lease}: {', '.join(c.name for c in g.controllers)}"
+            + "; ".join(f"{g.lease}: {', '.join(g.names or [c.name for c in g.controllers])}"
                         for g in groups))
         identity = leader_identity()
         tasks = [asyncio.ensure_future(run_group(args.command, component, client, g, args,

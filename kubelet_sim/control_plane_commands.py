@@ -37,7 +37,6 @@ from kubelet_sim.control_plane import (
     CONTROLLER_MANAGER,
     LOOPS,
     MANAGER_LOOPS,
-    PROVISIONER,
     SCHEDULER,
     SIDECAR_ROLES,
     SNAPSHOT_CONTROLLER,
@@ -195,13 +194,14 @@ async def _controller_manager(args: argparse.Namespace, client: HttpKubeClient,
         loops = [lp for lp in loops if lp.name != "root-ca-certificate-publisher-controller"]
     ctx = loop_context(client, recorder=recorder, root_ca_cert=root_ca,
                        node_monitor_grace_period=args.node_monitor_grace_period)
-    ns = args.leader_namespace
-    return [g for g in (
-        LeaseGroup(ns, args.lease_name, build_loops(
-            ctx, [lp for lp in loops if lp.component == CONTROLLER_MANAGER])),
-        LeaseGroup(ns, SNAPSHOT_CONTROLLER_LEASE, build_loops(
-            ctx, [lp for lp in loops if lp.component == SNAPSHOT_CONTROLLER])),
-    ) if g.controllers]
+    groups = []
+    for component, lease in ((CONTROLLER_MANAGER, args.lease_name),
+                             (SNAPSHOT_CONTROLLER, SNAPSHOT_CONTROLLER_LEASE)):
+        mine = [lp for lp in loops if lp.component == component]
+        if mine:
+            groups.append(LeaseGroup(args.leader_namespace, lease, build_loops(ctx, mine),
+                                     names=[lp.name for lp in mine]))
+    return groups
 
 
 async def _scheduler(args: argparse.Namespace, client: HttpKubeClient,
@@ -225,8 +225,8 @@ async def _sidecars(args: argparse.Namespace, client: HttpKubeClient,
         name = sidecar_lease_name(loop.component, driver)
         group = groups.setdefault(name, LeaseGroup(args.leader_namespace, name, []))
         group.controllers.extend(build_loops(ctx, [loop]))
-    print(f"csi-sidecars: driver {driver} at {args.csi_address}; "
-          f"{PROVISIONER} and the others as roles {','.join(args.roles)}", flush=True)
+        group.names.append(loop.name)
+    print(f"sidecars: driver {driver} at {args.csi_address}", flush=True)
     return list(groups.values())
 
 
