@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_sim import control_plane_commands
+from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.apiserver.services.ranges import (
     DEFAULT_NODE_PORTS,
     DEFAULT_SERVICE_CIDR,
@@ -104,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                            metavar="CIDR", help="the Services' cluster IPs come from here")
     apiserver.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
                            metavar="FIRST-LAST", help="the Services' node ports come from here")
+    apiserver.add_argument("--enable-admission-plugins", type=_admission_plugins, default=(),
+                           metavar="LIST", help="optional admission plugins to run: "
+                           f"{','.join(sorted(DEFAULT_PLUGINS))} (`up` runs both; default none)")
     control_plane_commands.add_parsers(sub)
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
@@ -115,6 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--mermaid", nargs="?", const="-", metavar="OUT.mmd",
                        help="write a Mermaid sequenceDiagram here (stdout without OUT.mmd)")
     return parser
+
+
+def _admission_plugins(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = sorted(set(names) - DEFAULT_PLUGINS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown admission plugin {unknown[0]!r} "
+                                         f"(known: {', '.join(sorted(DEFAULT_PLUGINS))})")
+    return names
 
 
 def _trace_file(p: argparse.ArgumentParser) -> None:
@@ -227,7 +240,8 @@ def main_apiserver(args: argparse.Namespace) -> int:
         return asyncio.run(run_apiserver(ApiServerOptions(
             state_dir=args.state_dir, port=args.port, kubeconfig=args.kubeconfig,
             service_cluster_ip_range=args.service_cluster_ip_range,
-            service_node_port_range=args.service_node_port_range)))
+            service_node_port_range=args.service_node_port_range,
+            admission_plugins=args.enable_admission_plugins)))
     except UpRefused as e:
         print(f"kubelet_sim: {e}", file=sys.stderr)
         return 2

@@ -34,6 +34,7 @@ from typing import Any
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.errors import AlreadyExists, ApiError
+from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.cluster import DRIVER_NAME, NodeSpec, default_nodes, fault_control
@@ -164,7 +165,9 @@ class Supervisor:
     async def start_apiserver(self) -> None:
         cluster = self.options.cluster or {}
         argv = ["apiserver", "--state-dir", str(self.state_dir), "--kubeconfig",
-                str(self.kubeconfig)]
+                str(self.kubeconfig),
+                # the plugins `up` runs: pods get kube-api-access volumes and priorities
+                "--enable-admission-plugins", ",".join(sorted(DEFAULT_PLUGINS))]
         if self.options.port:
             argv += ["--port", str(self.options.port)]
         for flag, key in (("--service-cluster-ip-range", "service_cluster_ip_range"),

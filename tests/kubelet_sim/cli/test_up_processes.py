@@ -63,6 +63,9 @@ def test_up_processes_runs_each_component_as_a_child_restarts_one_that_dies_and_
                                      "-o", "name"], capture_output=True, text=True,
                                     check=True, timeout=30).stdout.split()
         assert "namespace/kube-system" in namespaces
+        # the API server runs up's admission plugins (Priority keeps the system classes)
+        subprocess.run([str(KUBECTL), "--kubeconfig", kubeconfig, "get", "priorityclass",
+                        "system-node-critical"], capture_output=True, check=True, timeout=30)
 
         os.kill(pids["scheduler"], 9)
         up.wait_for("scheduler exited with -9; starting it again")
