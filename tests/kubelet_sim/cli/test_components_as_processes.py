@@ -121,15 +121,16 @@ def wait_node_ready(server: ApiServerProcess, kubelet: ComponentProcess,
     raise AssertionError(f"{NODE.name} not Ready within {timeout}s: {kubelet.log_tail()}")
 
 
-def running_pod(server: ApiServerProcess, timeout: float = 90) -> dict[str, Any]:
+def running_pod(server: ApiServerProcess, name: str = "db", timeout: float = 90
+                ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     pod: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        pod = get(server, "pod", "db")
+        pod = get(server, "pod", name)
         if pod["status"].get("phase") == "Running" and pod["status"].get("podIP"):
             return pod
         time.sleep(0.5)
-    raise AssertionError(f"pod db not Running within {timeout}s: {pod.get('status')}")
+    raise AssertionError(f"pod {name} not Running within {timeout}s: {pod.get('status')}")
 
 
 def volume_state(server: ApiServerProcess) -> tuple[str, bool]:
@@ -181,6 +182,16 @@ async def test_a_pod_with_a_volume_survives_a_kill_9_and_restart_of_every_compon
                 assert again["status"]["podIP"] == pod["status"]["podIP"], name
                 assert again["status"]["containerStatuses"][0]["restartCount"] == 0, name
                 assert volume_state(server) == (volume, True), name
+
+            # a leader that could not renew while the API server was down ended (status
+            # 1, as kube-controller-manager does): started again, as its supervisor would
+            for name in ("controller-manager", "scheduler", "sidecars"):
+                if processes.running[name].proc.poll() is not None:
+                    assert processes.running[name].wait() == 1, name
+                    processes.start(name)
+            # and the cluster still works: a new pod is scheduled and started
+            kubectl(server, "run", "after", "--image", "registry.k8s.io/pause:3.9")
+            running_pod(server, "after")
         finally:
             if processes is not None:
                 processes.stop()
