@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kubelet_sim import kubelet_cli
+from kubelet_sim import control_plane_commands, kubelet_cli
+from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.apiserver.services.ranges import (
     DEFAULT_NODE_PORTS,
     DEFAULT_SERVICE_CIDR,
@@ -64,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "Job controllers so a real kube-controller-manager can run them "
                     "(--controllers=deployment-controller,replicaset-controller,"
                     "statefulset-controller,daemonset-controller,job-controller)")
+    up.add_argument("--processes", action="store_true",
+                    help="run the API server and every component (controller-manager, "
+                    "scheduler, sidecars, one kubelet per node) as its own process over "
+                    "HTTPS, started again when it ends")
     up.add_argument("--node-monitor-grace-period", type=float, default=50.0, metavar="SECONDS",
                     help="seconds without a heartbeat before a node is Unknown and unreachable")
     up.add_argument("--metrics-address", default="", metavar="HOST:PORT",
@@ -102,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver.add_argument("--service-node-port-range", default=DEFAULT_NODE_PORTS,
                            metavar="FIRST-LAST", help="the Services' node ports come from here")
     kubelet_cli.add_parser(sub)
+    apiserver.add_argument("--enable-admission-plugins", type=_admission_plugins, default=(),
+                           metavar="LIST", help="optional admission plugins to run: "
+                           f"{','.join(sorted(DEFAULT_PLUGINS))} (`up` runs both; default none)")
+    control_plane_commands.add_parsers(sub)
     conformance.add_parser(sub)
     trace = sub.add_parser("trace", help="draw a --trace-file as a sequence diagram (SVG "
                            "and/or Mermaid)")
@@ -112,6 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--mermaid", nargs="?", const="-", metavar="OUT.mmd",
                        help="write a Mermaid sequenceDiagram here (stdout without OUT.mmd)")
     return parser
+
+
+def _admission_plugins(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = sorted(set(names) - DEFAULT_PLUGINS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown admission plugin {unknown[0]!r} "
+                                         f"(known: {', '.join(sorted(DEFAULT_PLUGINS))})")
+    return names
 
 
 def _trace_file(p: argparse.ArgumentParser) -> None:
@@ -224,7 +242,8 @@ def main_apiserver(args: argparse.Namespace) -> int:
         return asyncio.run(run_apiserver(ApiServerOptions(
             state_dir=args.state_dir, port=args.port, kubeconfig=args.kubeconfig,
             service_cluster_ip_range=args.service_cluster_ip_range,
-            service_node_port_range=args.service_node_port_range)))
+            service_node_port_range=args.service_node_port_range,
+            admission_plugins=args.enable_admission_plugins)))
     except UpRefused as e:
         print(f"kubelet_sim: {e}", file=sys.stderr)
         return 2
@@ -242,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_apiserver(args)
     if args.command == "kubelet":
         return kubelet_cli.main_kubelet(args)
+    if args.command in control_plane_commands.COMMANDS:
+        return control_plane_commands.run(args)
     refused = start_up_refusal(args)
     if refused:
         print(f"kubelet_sim: {refused}", file=sys.stderr)
@@ -256,13 +277,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          args.scenario or None, trace_file=args.trace_file)
     if args.command == "up":
         from kubelet_sim.up import UpOptions, UpRefused, run_up
+        from kubelet_sim.up_processes import run_up_processes
 
         refused = up_refusal(args)
         if refused:
             print(f"kubelet_sim: {refused}", file=sys.stderr)
             return 2
         try:
-            return asyncio.run(run_up(UpOptions(
+            return asyncio.run((run_up_processes if args.processes else run_up)(UpOptions(
                 nodes=args.nodes, port=args.port, kubeconfig=args.kubeconfig,
                 state_dir=args.state_dir, dataplane=args.dataplane,
                 node_monitor_grace_period=args.node_monitor_grace_period,

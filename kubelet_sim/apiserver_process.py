@@ -40,6 +40,7 @@ class ApiServerOptions:
     kubeconfig: Path | None = None
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORTS
+    admission_plugins: tuple[str, ...] = ()  # kube-apiserver's --enable-admission-plugins
 
 
 async def run_apiserver(options: ApiServerOptions) -> int:
@@ -69,7 +70,8 @@ async def _serve(options: ApiServerOptions, listener: socket.socket, port_file: 
     database = ObjectDatabase(state_dir / "apiserver" / "objects.db")
     api = APIServer(database=database, bootstrap_namespaces=SYSTEM_NAMESPACES,
                     service_cluster_ip_range=options.service_cluster_ip_range,
-                    service_node_port_range=options.service_node_port_range)
+                    service_node_port_range=options.service_node_port_range,
+                    admission_plugins=options.admission_plugins)
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

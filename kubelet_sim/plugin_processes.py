@@ -26,7 +26,7 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: the kernel sends it SIGTERM when its parent dies, even
     by kill -9 (prctl PR_SET_PDEATHSIG outlives exec). The function pointer is looked
     up before the fork, so the child only makes the call."""
@@ -77,7 +77,7 @@ class DriverProcess:
                 # Its own session: a Ctrl-C at the terminal reaches the simulator only,
                 # which then tears down in order and stops the driver last.
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,
+                preexec_fn=die_with_parent if self.die_with_parent else None,
             )
         self.pid_file.write_text(str(self.process.pid))
 
