@@ -26,6 +26,7 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,6 @@ import aiohttp
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import parse_time
 from kubelet_sim.client.http import HttpKubeClient
-from kubelet_sim.client.kubeconfig import load_kubeconfig
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TARGET_PODS_PER_S = 25.0
@@ -150,19 +150,23 @@ async def wait_kubeconfig(path: Path, apiserver: Child, timeout: float = 60) -> 
 
 
 class Metrics:
-    """``apiserver_request_total`` summed over its labels, read from ``/metrics``."""
+    """``apiserver_request_total`` summed over its labels, read from the API server's
+    ``/metrics`` (its ``--metrics-address``)."""
 
-    def __init__(self, kubeconfig: Path) -> None:
-        self.config = load_kubeconfig(kubeconfig)
+    def __init__(self, address: str) -> None:
+        self.url = f"http://{address}/metrics"
 
     async def requests(self) -> float:
-        headers = {"Authorization": f"Bearer {self.config.token}"} if self.config.token else {}
-        connector = aiohttp.TCPConnector(ssl=self.config.ssl_context())
-        async with aiohttp.ClientSession(connector=connector) as session, \
-                session.get(f"{self.config.server}/metrics", headers=headers) as resp:
+        async with aiohttp.ClientSession() as session, session.get(self.url) as resp:
             text = await resp.text()
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith("apiserver_request_total{"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def ready(node: object) -> bool:
@@ -194,15 +198,18 @@ async def run(nodes: int, pods: int, idle_seconds: float, keep: bool) -> Figures
     client: HttpKubeClient | None = None
     try:
         state = root / "apiserver"
-        apiserver = procs.start("apiserver", "apiserver", "--state-dir", str(state))
+        metrics_address = f"127.0.0.1:{free_port()}"
+        apiserver = procs.start("apiserver", "apiserver", "--state-dir", str(state),
+                                "--metrics-address", metrics_address)
         kubeconfig = state / "kubeconfig"
         await wait_kubeconfig(kubeconfig, apiserver)
-        metrics = Metrics(kubeconfig)
+        metrics = Metrics(metrics_address)
         kc = ("--kubeconfig", str(kubeconfig))
         others = [procs.start("controller-manager", "controller-manager", *kc),
                   procs.start("scheduler", "scheduler", *kc)]
         kubelet = procs.start("kubelet", "kubelet", *kc, "--nodes", str(nodes),
-                              "--name-prefix", "sim-", "--state-dir", str(root / "nodes"))
+                              "--name-prefix", "sim-", "--state-dir", str(root / "nodes"),
+                              "--pod-cidr", "10.244.0.0/16")
         client = HttpKubeClient.from_kubeconfig(kubeconfig, qps=0)
 
         async def all_ready() -> bool:

@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver = sub.add_parser("apiserver", help="serve the Kubernetes API alone (no nodes, "
                                "no controllers) until SIGINT/SIGTERM, for components run as "
                                "their own processes with --kubeconfig")
+    apiserver.add_argument("--metrics-address", default="", metavar="HOST:PORT",
+                           help="serve Prometheus metrics (apiserver_request_total) at "
+                           "http://HOST:PORT/metrics (a loopback HOST unless "
+                           "--metrics-bind-any)")
+    apiserver.add_argument("--metrics-bind-any", action="store_true",
+                           help="allow --metrics-address on a non-loopback address")
     apiserver.add_argument("--state-dir", type=Path, metavar="DIR", required=True,
                            help="its API objects (written before each write is answered), "
                            "port, CA, token and kubeconfig; started again on DIR it is the "
@@ -212,6 +218,13 @@ def up_refusal(args: argparse.Namespace) -> str:
         return "the API server listens on 127.0.0.1 only"
     if not 0 <= args.port <= 65535:
         return f"--port {args.port}: not a port number (0-65535)"
+    return (metrics_address_problem(args)
+            or service_range_problem(args.service_cluster_ip_range,
+                                     args.service_node_port_range))
+
+
+def metrics_address_problem(args: argparse.Namespace) -> str:
+    """Why ``--metrics-address`` cannot be served ('' when it can, or is not given)."""
     if args.metrics_address:
         host, sep, port = args.metrics_address.rpartition(":")
         if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -221,7 +234,7 @@ def up_refusal(args: argparse.Namespace) -> str:
             return (f"--metrics-address {args.metrics_address} is not a loopback address: "
                     "metrics are served without authentication; add --metrics-bind-any "
                     "to serve them there anyway")
-    return service_range_problem(args.service_cluster_ip_range, args.service_node_port_range)
+    return ""
 
 
 def main_apiserver(args: argparse.Namespace) -> int:
@@ -233,6 +246,7 @@ def main_apiserver(args: argparse.Namespace) -> int:
                 if args.address not in ("127.0.0.1", "localhost") else "")
                or (f"--port {args.port}: not a port number (0-65535)"
                    if not 0 <= args.port <= 65535 else "")
+               or metrics_address_problem(args)
                or service_range_problem(args.service_cluster_ip_range,
                                         args.service_node_port_range))
     if refused:
@@ -241,6 +255,7 @@ def main_apiserver(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run_apiserver(ApiServerOptions(
             state_dir=args.state_dir, port=args.port, kubeconfig=args.kubeconfig,
+            metrics_address=args.metrics_address,
             service_cluster_ip_range=args.service_cluster_ip_range,
             service_node_port_range=args.service_node_port_range,
             admission_plugins=args.enable_admission_plugins)))

@@ -38,6 +38,7 @@ class ApiServerOptions:
     state_dir: Path
     port: int = 0
     kubeconfig: Path | None = None
+    metrics_address: str = ""  # HOST:PORT for Prometheus' /metrics ("" = none)
     service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
     service_node_port_range: str = DEFAULT_NODE_PORTS
     admission_plugins: tuple[str, ...] = ()  # kube-apiserver's --enable-admission-plugins
@@ -79,8 +80,20 @@ async def _serve(options: ApiServerOptions, listener: socket.socket, port_file: 
     stop_keeper = asyncio.Event()
     handle = None
     keeper: asyncio.Task[None] | None = None
+    metrics_server = None
     try:
+        metrics = None
+        if options.metrics_address:
+            from kubelet_sim.utils.metrics import ClusterMetrics  # only when asked for
+
+            metrics = ClusterMetrics("")
+            try:
+                metrics_server = metrics.serve(options.metrics_address)
+            except OSError as e:
+                raise UpRefused(f"cannot serve metrics on {options.metrics_address}: "
+                                f"{e.strerror}") from None
         handle = start_api_server(api, state_dir, kubeconfig=options.kubeconfig,
+                                  on_request=metrics.request if metrics else None,
                                   listener=listener)
         ensure_kubernetes_service(api, "127.0.0.1", handle.port)
         keeper = asyncio.create_task(keep_kubernetes_service(api, "127.0.0.1", handle.port,
@@ -95,6 +108,8 @@ async def _serve(options: ApiServerOptions, listener: socket.socket, port_file: 
             await keeper
         if handle is not None:
             handle.stop()
+        if metrics_server is not None:
+            metrics_server.shutdown()
         database.close()
     print("API server down", flush=True)
     return 0

@@ -68,8 +68,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--api-wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to keep trying an unreachable API server at start "
                    "(default 10; then exit 1)")
-    p.add_argument("--kube-api-qps", type=float, default=50.0, help="requests/s (default 50)")
-    p.add_argument("--kube-api-burst", type=int, default=100, help="burst (default 100)")
+    p.add_argument("--kube-api-qps", type=float, default=50.0,
+                   help="requests/s per node (default 50, the kubelet's; the nodes of a "
+                   "process share one client with the sum of their limits)")
+    p.add_argument("--kube-api-burst", type=int, default=100,
+                   help="burst per node (default 100)")
     p.add_argument("--node-lease-duration-seconds", type=int, default=40,
                    help="the nodes' Lease duration; renewed every quarter of it (default 40)")
 

@@ -565,7 +565,10 @@ async def run_kubelets(options: KubeletOptions, ready: asyncio.Event | None = No
         if too_long:
             raise KubeletRefused(too_long)
         await reach_api_server(config, options.api_wait)
-        client = HttpKubeClient(config, qps=options.qps, burst=options.burst)
+        # one client (one connection pool, one watch per kind) for every node here; each
+        # node keeps the kubelet's own limit, as K kubelets with a client each would
+        nodes = len(options.node_names)
+        client = HttpKubeClient(config, qps=options.qps * nodes, burst=options.burst * nodes)
         try:
             return await _serve(options, client, state_dir, own_dir, ready)
         finally:

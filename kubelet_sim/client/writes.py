@@ -19,20 +19,24 @@ Mutation = Callable[[Resource], bool]
 
 
 async def write_status(client: KubeClient, kind: str, name: str, namespace: str,
-                       mutate: Mutation) -> Resource | None:
+                       mutate: Mutation, *, cached: Resource | None = None) -> Resource | None:
     """Re-read the object, let ``mutate`` change its status (False: nothing to write) and
-    write it through the status subresource, retrying on Conflict. None when unchanged."""
-    return await _write(client, kind, name, namespace, mutate, status=True)
+    write it through the status subresource, retrying on Conflict. None when unchanged.
+    ``cached``: the informer cache's copy; when ``mutate`` changes nothing on it, nothing
+    is read or written (a controller compares with its lister before it calls the API)."""
+    return await _write(client, kind, name, namespace, mutate, status=True, cached=cached)
 
 
 async def write_object(client: KubeClient, kind: str, name: str, namespace: str,
-                       mutate: Mutation) -> Resource | None:
+                       mutate: Mutation, *, cached: Resource | None = None) -> Resource | None:
     """As :func:`write_status` for metadata and spec (``update``)."""
-    return await _write(client, kind, name, namespace, mutate, status=False)
+    return await _write(client, kind, name, namespace, mutate, status=False, cached=cached)
 
 
 async def _write(client: KubeClient, kind: str, name: str, namespace: str, mutate: Mutation,
-                 *, status: bool) -> Resource | None:
+                 *, status: bool, cached: Resource | None) -> Resource | None:
+    if cached is not None and not mutate(cached.copy()):
+        return None
     async def attempt() -> Resource | None:
         obj = await client.get(kind, name, namespace)
         if not mutate(obj):

@@ -184,7 +184,8 @@ class AttachDetachController(Controller):
             return True
 
         try:
-            return await write_status(self.client, "Node", node_name, "", mutate) is not None
+            return await write_status(self.client, "Node", node_name, "", mutate,
+                                      cached=self.cache.get("Node", node_name)) is not None
         except NotFound:
             return False
 

@@ -29,7 +29,7 @@ from kubelet_sim.api.model import JSON, Resource, condition, format_time, parse_
 from kubelet_sim.api.node_conditions import CONDITION_TYPES, NODE_LEASE_NAMESPACE
 from kubelet_sim.api.taints import NO_EXECUTE, NO_SCHEDULE, NOT_READY, UNREACHABLE
 from kubelet_sim.client.events import WARNING
-from kubelet_sim.client.writes import get_or_none, write_object, write_status
+from kubelet_sim.client.writes import write_object, write_status
 from kubelet_sim.controllers.base import Controller
 
 COMPONENT = "node-controller"
@@ -52,7 +52,7 @@ class NodeLifecycleController(Controller):
 
     async def reconcile(self) -> bool:
         changed = False
-        nodes = (await self.client.list("Node")).items
+        nodes = self.cache.list("Node")  # the node and lease listers, as upstream
         for node in nodes:
             self._note_registered(node)
             changed = await self.step(f"node/{node.name}", self._sync_node, node) or changed
@@ -94,7 +94,7 @@ class NodeLifecycleController(Controller):
             return parse_time(node.metadata.creation_timestamp or format_time(
                 self.clock.now())), self.startup_grace_period
         times = [parse_time(ready["lastHeartbeatTime"])]
-        lease = await get_or_none(self.client, "Lease", node.name, NODE_LEASE_NAMESPACE)
+        lease = self.cache.get("Lease", node.name, NODE_LEASE_NAMESPACE)
         if lease is not None and lease.spec.get("renewTime"):
             times.append(parse_time(str(lease.spec["renewTime"])))
         return max(times), self.grace_period
@@ -148,7 +148,8 @@ class NodeLifecycleController(Controller):
                 obj.spec.pop("taints", None)
             return True
 
-        return await write_object(self.client, "Node", node_name, "", mutate) is not None
+        return await write_object(self.client, "Node", node_name, "", mutate,
+                                  cached=self.cache.get("Node", node_name)) is not None
 
     async def _mark_pods_not_ready(self, node_name: str, now: datetime) -> bool:
         changed = False

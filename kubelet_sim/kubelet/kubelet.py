@@ -72,7 +72,11 @@ from kubelet_sim.kubelet.node_expansion import finish_expansions
 from kubelet_sim.kubelet.node_lease import LEASE_DURATION_SECONDS
 from kubelet_sim.kubelet.node_registration import forget_registration, record_registration
 from kubelet_sim.kubelet.node_self_registration import register_node
-from kubelet_sim.kubelet.node_status import node_event_message, node_status_writer
+from kubelet_sim.kubelet.node_status import (
+    node_event_message,
+    node_status_writer,
+    status_is_current,
+)
 from kubelet_sim.kubelet.observed_generation import observe, stale
 from kubelet_sim.kubelet.partial_start import write_started
 from kubelet_sim.kubelet.paths import KubeletPaths, remove_pod_dir
@@ -399,6 +403,9 @@ class Kubelet:
             unique_volume_name(v.driver, v.volume_handle)
             for rec in self.pods.values() for v in rec.volumes if not v.ephemeral
         })
+        cached = self.cache.get("Node", self.node_name)
+        if cached is not None and status_is_current(cached, network, in_use):
+            return False  # nothing to say: no read of the Node, no write
         write = node_status_writer(self.client, self.node_name, network, in_use,
                                    format_time(self.clock.now()), self._node_events)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from kubelet_sim.api.model import JSON
+from kubelet_sim.api.model import JSON, Resource
 from kubelet_sim.api.node_conditions import (
     CONDITION_TYPES,
     NETWORK_UNAVAILABLE,
@@ -62,6 +62,21 @@ def status_events(old: dict[str, JSON], wanted: list[JSON]) -> list[str]:
             and old.get(c["type"], {}).get("status") != c["status"]]
 
 
+def status_is_current(node: Resource, network: NetworkCondition, in_use: list[str]) -> bool:
+    """Whether ``node`` (as the kubelet's informer cache has it) already says all the
+    kubelet would write: then the pass neither reads nor writes the Node (the kubelet
+    reads it from the API server only to change it)."""
+    return says_already(node, wanted_conditions(network), in_use, node_info(node.name))
+
+
+def says_already(node: Resource, wanted: list[JSON], in_use: list[str], info: JSON) -> bool:
+    status = node.status
+    old = {c.get("type"): c for c in status.get("conditions", [])}
+    same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
+               for c in wanted)
+    return same and status.get("volumesInUse", []) == in_use and status.get("nodeInfo") == info
+
+
 def node_status_writer(client: KubeClient, node_name: str, network: NetworkCondition,
                        in_use: list[str], now: str,
                        on_events: Callable[[list[str]], None] | None = None
@@ -75,9 +90,7 @@ def node_status_writer(client: KubeClient, node_name: str, network: NetworkCondi
         node = await client.get("Node", node_name)
         status = node.status
         old = {c.get("type"): c for c in status.get("conditions", [])}
-        same = all(all(old.get(c["type"], {}).get(k) == v for k, v in c.items())
-                   for c in wanted)
-        if same and status.get("volumesInUse", []) == in_use and status.get("nodeInfo") == info:
+        if says_already(node, wanted, in_use, info):
             return False
         others = [c for c in status.get("conditions", [])
                   if c.get("type") not in (*CONDITION_TYPES, NETWORK_UNAVAILABLE)]
