@@ -28,8 +28,10 @@ from typing import Any
 from kubelet_sim.api.errors import ApiError, NotFound
 from kubelet_sim.api.model import KINDS, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.client.client_feed import feed_source
 from kubelet_sim.client.event_correlator import Event, EventCorrelator
 from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.shared_cache import shared_cache
 from kubelet_sim.utils.clock import Clock, RealClock
 
 __all__ = ["NORMAL", "WARNING", "Event", "EventRecorder", "event_body"]
@@ -157,12 +159,10 @@ class EventRecorder:
             try:
                 version = ""
                 if event.count == 1 and event.kind in KINDS and not event.uid:
-                    try:
-                        obj = await client.get(event.kind, event.name, event.namespace)
+                    obj = await self._involved_object(client, event)
+                    if obj is not None:
                         event = replace(event, uid=obj.metadata.uid)
                         version = obj.metadata.resource_version
-                    except ApiError:
-                        pass
                 if event.count > 1:
                     try:
                         await client.patch("Event", event.object_name, {
@@ -177,6 +177,19 @@ class EventRecorder:
                          event.reason, err)
         if self._written is not None:
             self._written.set()
+
+    @staticmethod
+    async def _involved_object(client: KubeClient, event: Event) -> Resource | None:
+        """The object an event is about: from the informer cache when the component
+        keeps its kind there (client-go takes it from the object it was handed), else
+        read."""
+        cache = shared_cache(feed_source(client))
+        if event.kind in cache.kinds:
+            return cache.get(event.kind, event.name, event.namespace)
+        try:
+            return await client.get(event.kind, event.name, event.namespace)
+        except ApiError:
+            return None
 
     async def flush(self) -> None:
         """Wait until every event recorded so far is written (at once in-process)."""

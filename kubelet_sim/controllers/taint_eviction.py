@@ -13,6 +13,7 @@ from datetime import timedelta
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, parse_time
 from kubelet_sim.api.taints import NO_EXECUTE, seconds_tolerated
+from kubelet_sim.client.indexes import POD_NODE
 from kubelet_sim.controllers.base import Controller
 
 COMPONENT = "taint-eviction-controller"
@@ -27,11 +28,11 @@ class TaintEvictionController(Controller):
     async def _exposed_pods(self) -> list[tuple[Resource, list[JSON]]]:
         """Each running pod on a node with NoExecute taints, with those taints."""
         exposed: list[tuple[Resource, list[JSON]]] = []
-        for node in (await self.client.list("Node")).items:
+        for node in self.cache.list("Node"):  # the node and pod listers, as upstream
             taints = [t for t in node.spec.get("taints") or [] if t.get("effect") == NO_EXECUTE]
             if taints:
-                pods = await self.client.list("Pod", field_selector=f"spec.nodeName={node.name}")
-                exposed += [(pod, taints) for pod in pods.items if not pod.is_terminating]
+                pods = self.cache.by_index("Pod", POD_NODE, node.name)
+                exposed += [(pod, taints) for pod in pods if not pod.is_terminating]
         return exposed
 
     async def reconcile(self) -> bool:

@@ -613,8 +613,8 @@ class Kubelet:
 
     async def _node_ip(self) -> str:
         """The node's InternalIP (the one it had, when its Node was deleted)."""
-        with contextlib.suppress(NotFound):
-            node = await self.client.get("Node", self.node_name)
+        node = self.cache.get("Node", self.node_name)  # the kubelet's node lister
+        if node is not None:
             self._host_ip = next((a["address"] for a in node.status.get("addresses", [])
                                   if a.get("type") == "InternalIP"), "")
         return self._host_ip
