@@ -1,9 +1,8 @@
-"""Who the bearer token is and what it may do: ``authentication.k8s.io/v1``
+"""Who the request's user is and what it may do: ``authentication.k8s.io/v1``
 SelfSubjectReview (``kubectl auth whoami``) and ``authorization.k8s.io/v1``
-SelfSubjectAccessReview / SelfSubjectRulesReview (``kubectl auth can-i [--list]``).
-
-The server has one bearer token and it is a cluster admin (as kubeadm's admin.conf user
-in ``system:masters``): every access review is allowed and the rules are ``*``.
+SelfSubjectAccessReview / SelfSubjectRulesReview (``kubectl auth can-i [--list]``),
+answered by the same authorizer the requests pass (:mod:`..rbac_authorizer`) for the
+user the access filters authenticated (impersonated, with ``--as``).
 """
 
 from __future__ import annotations
@@ -11,16 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_sim.api.errors import BadRequest, Invalid
+from kubelet_sim.apiserver.http.authn import ADMIN
 from kubelet_sim.apiserver.http.resources import (
     SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
     ApiResource,
 )
-
-USERNAME = "kubernetes-admin"
-GROUPS = ("system:masters", "system:authenticated")
-REASON = "the bearer token of this API server is a cluster admin (system:masters)"
+from kubelet_sim.apiserver.rbac_authorizer import Attributes, UserInfo, authorize, rules_for
+from kubelet_sim.apiserver.server import APIServer
 
 
 def _echo(r: ApiResource, body: Any) -> dict[str, Any]:
@@ -38,21 +36,54 @@ def _echo(r: ApiResource, body: Any) -> dict[str, Any]:
     return out
 
 
-def review(r: ApiResource, body: Any) -> dict[str, Any]:
-    """The answered review (what POST returns, 201)."""
+def _user_info(user: UserInfo) -> dict[str, Any]:
+    shown: dict[str, Any] = {"username": user.name}
+    if user.uid:
+        shown["uid"] = user.uid
+    shown["groups"] = list(user.groups)
+    if user.extra:
+        shown["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return shown
+
+
+def _asked(user: UserInfo, spec: dict[str, Any]) -> Attributes:
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        def field(key: str) -> str:
+            return str(resource.get(key) or "")
+
+        return Attributes(user, field("verb"), True, api_group=field("group"),
+                          api_version=field("version"), namespace=field("namespace"),
+                          resource=field("resource"), subresource=field("subresource"),
+                          name=field("name"))
+    other = spec.get("nonResourceAttributes") or {}
+    return Attributes(user, str(other.get("verb") or ""), False,
+                      path=str(other.get("path") or ""))
+
+
+def review(r: ApiResource, body: Any, api: APIServer, user: UserInfo | None = None
+           ) -> dict[str, Any]:
+    """The answered review (what POST returns, 201) for ``user`` (the admin when None)."""
+    user = user or ADMIN
     out = _echo(r, body)
     if r == SELF_SUBJECT_REVIEWS:
-        out["status"] = {"userInfo": {"username": USERNAME, "groups": list(GROUPS)}}
+        out["status"] = {"userInfo": _user_info(user)}
     elif r == SELF_SUBJECT_ACCESS_REVIEWS:
         spec = out.get("spec") or {}
         if not spec.get("resourceAttributes") and not spec.get("nonResourceAttributes"):
             raise Invalid("spec.resourceAttributes",
                           "Invalid value: null: exactly one of nonResourceAttributes or "
                           "resourceAttributes must be specified")
-        out["status"] = {"allowed": True, "reason": REASON}
+        decision = authorize(api, _asked(user, spec))
+        out["status"] = {"allowed": decision.allowed,
+                         **({"reason": decision.reason} if decision.reason else {})}
     elif r == SELF_SUBJECT_RULES_REVIEWS:
-        out["status"] = {
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": False}
+        namespace = str((out.get("spec") or {}).get("namespace") or "")
+        if not namespace:
+            raise BadRequest("no namespace on request")
+        rules = rules_for(api, user, namespace)
+        out["status"] = {"resourceRules": rules.resource_rules,
+                         "nonResourceRules": rules.non_resource_rules, "incomplete": False}
+        if rules.evaluation_error:
+            out["status"]["evaluationError"] = rules.evaluation_error
     return out
