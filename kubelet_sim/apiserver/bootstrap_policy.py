@@ -2,7 +2,9 @@
 ``rbac/bootstrap-roles`` post-start hook), those a plain client meets: ``cluster-admin``
 bound to ``system:masters``; ``system:discovery``, ``system:basic-user`` (the
 self-subject reviews) and ``system:public-info-viewer`` (health and version) for every
-authenticated user, the last also for unauthenticated ones; and the user-facing ``view``,
+authenticated user, the last also for unauthenticated ones;
+``system:service-account-issuer-discovery`` (the OIDC issuer documents) for every
+ServiceAccount; and the user-facing ``view``,
 ``edit`` and ``admin``, aggregated from ``system:aggregate-to-*`` as upstream.
 
 They are created when absent at every start and never overwritten (kube-apiserver
@@ -131,6 +133,8 @@ CLUSTER_ROLES = (
               "selfsubjectrulesreviews"),
         _rule(("create",), ("authentication.k8s.io",), "selfsubjectreviews")]),
     _role("system:public-info-viewer", [_urls(*HEALTH)]),
+    _role("system:service-account-issuer-discovery",
+          [_urls("/.well-known/openid-configuration", "/openid/v1/jwks")]),
     _role("admin", None, aggregate_from="admin"),
     _role("edit", None, _to("admin"), aggregate_from="edit"),
     _role("view", None, _to("edit"), aggregate_from="view"),
@@ -144,6 +148,7 @@ CLUSTER_ROLE_BINDINGS = (
     _binding("system:discovery", "system:authenticated"),
     _binding("system:basic-user", "system:authenticated"),
     _binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
+    _binding("system:service-account-issuer-discovery", "system:serviceaccounts"),
 )
 
 

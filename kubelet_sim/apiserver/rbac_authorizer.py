@@ -182,10 +182,14 @@ class RuleSource:
             raise RoleNotFound(f'clusterrole.{GROUP} "{name}" not found')
         return self._cluster_role_rules(role)
 
-    def _cluster_role_rules(self, role: Any) -> list[Rule]:
+    def _cluster_role_rules(self, role: Any, seen: frozenset[str] = frozenset()) -> list[Rule]:
+        """Its rules; an aggregated one's are those of the roles it selects, resolved in
+        turn (``edit`` is aggregated into ``admin``), as the aggregation controller's
+        writes would have made them."""
         aggregation = role.body.get("aggregationRule")
         if not isinstance(aggregation, dict):
             return list(role.body.get("rules") or [])
+        seen = seen | {role.name}
         rules: list[Rule] = []
         for raw in aggregation.get("clusterRoleSelectors") or []:
             try:
@@ -193,8 +197,9 @@ class RuleSource:
             except ApiError:
                 continue
             for other in self.cluster_roles().values():
-                if other.name != role.name and selector.matches(other.metadata.labels):
-                    rules.extend(r for r in other.body.get("rules") or [] if r not in rules)
+                if other.name not in seen and selector.matches(other.metadata.labels):
+                    rules.extend(r for r in self._cluster_role_rules(other, seen)
+                                 if r not in rules)
         return rules
 
 
