@@ -70,12 +70,18 @@ def _impersonation_checks(requester: UserInfo, request: web.Request
     uid = headers.get(IMPERSONATE_UID, "")
     extra: dict[str, tuple[str, ...]] = {}
     checks: list[Attributes] = []
+    asked: list[str] = []  # the ObjectReferences as Go's %v prints them, for a 400
 
     def may(resource: str, name: str, group: str = "", namespace: str = "",
             subresource: str = "") -> None:
         checks.append(Attributes(requester, "impersonate", True, api_group=group,
                                  namespace=namespace, resource=resource,
                                  subresource=subresource, name=name))
+        kind = {"serviceaccounts": "ServiceAccount", "users": "User", "groups": "Group",
+                "userextras": "UserExtra", "uids": "UID"}[resource]
+        version = f"{group}/v1" if group else ""
+        asked.append("{" + " ".join((kind, namespace, name, "", version, "", subresource))
+                     + "}")
 
     account = _service_account(username)
     if account is not None:
@@ -86,17 +92,17 @@ def _impersonation_checks(requester: UserInfo, request: web.Request
         may("users", username)
     for group in headers.getall(IMPERSONATE_GROUP, []):
         may("groups", group)
-    for header in headers:
-        if header.lower().startswith(IMPERSONATE_EXTRA.lower()):
-            key = unquote(header[len(IMPERSONATE_EXTRA):]).lower()
-            values = tuple(headers.getall(header))
-            extra[key] = extra.get(key, ()) + values
-            for value in values:
-                may("userextras", value, AUTHENTICATION_GROUP, subresource=key)
+    for header in dict.fromkeys(h for h in headers
+                                if h.lower().startswith(IMPERSONATE_EXTRA.lower())):
+        key = unquote(header[len(IMPERSONATE_EXTRA):].lower())
+        values = tuple(headers.getall(header))
+        extra[key] = extra.get(key, ()) + values
+        for value in values:
+            may("userextras", value, AUTHENTICATION_GROUP, subresource=key)
     if uid:
         may("uids", uid, AUTHENTICATION_GROUP)
     if not username:
-        return "requested impersonation of groups, extra or uid without impersonating a user"
+        return f"requested [{' '.join(asked)}] without impersonating a user"
     if username != ANONYMOUS:
         if AUTHENTICATED not in groups and UNAUTHENTICATED not in groups:
             groups.append(AUTHENTICATED)

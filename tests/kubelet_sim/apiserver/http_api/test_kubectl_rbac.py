@@ -74,11 +74,12 @@ class Cluster:
         self.ok("create", "serviceaccount", name, "-n", namespace)
         return self.ok("create", "token", name, "-n", namespace).strip()
 
-    def raw(self, method: str, path: str, token: str) -> tuple[int, Any]:
+    def raw(self, method: str, path: str, token: str,
+            headers: dict[str, str] | None = None) -> tuple[int, Any]:
         """The code and the answer (JSON decoded, or the text: /healthz is "ok")."""
         tls = ssl.create_default_context(cafile=str(self.server.state / "pki" / "ca.crt"))
-        request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         headers={"Authorization": f"Bearer {token}"})
+        request = urllib.request.Request(f"{self.url}{path}", method=method, headers={
+            "Authorization": f"Bearer {token}", **(headers or {})})
         try:
             with urllib.request.urlopen(request, context=tls, timeout=10) as answer:
                 return answer.status, _decoded(answer.read())
@@ -291,16 +292,32 @@ def test_auth_can_i_answers_yes_and_no_from_the_same_rules(cluster: Cluster) -> 
 
 def test_impersonation_needs_the_impersonate_verb(cluster: Cluster) -> None:
     token = cluster.service_account("default", "actor")
-    assert cluster.refused("get", "pods", "--as=someone", token=token) == (
-        'Error from server (Forbidden): users "someone" is forbidden: User '
-        '"system:serviceaccount:default:actor" cannot impersonate resource "users" in API '
-        'group "" at the cluster scope')
+    # (raw: kubectl's discovery, refused first, would print only "unknown")
+    code, status = cluster.raw("GET", "/api/v1/namespaces/default/pods", token,
+                               {"Impersonate-User": "someone"})
+    assert (code, status["message"], status["details"]) == (
+        403, 'users "someone" is forbidden: User "system:serviceaccount:default:actor" '
+        'cannot impersonate resource "users" in API group "" at the cluster scope',
+        {"name": "someone", "kind": "users"})
     cluster.ok("create", "clusterrole", "impersonator", "--verb=impersonate",
                "--resource=users", "--resource-name=someone")
     cluster.ok("create", "clusterrolebinding", "actor", "--clusterrole=impersonator",
                "--serviceaccount=default:actor")
     assert cluster.refused("get", "pods", "--as=someone", token=token) == _forbidden(
         "someone", "list", "pods", "default")
+
+
+def test_the_admin_impersonating_a_service_account_gets_its_groups(cluster: Cluster) -> None:
+    out = cluster.ok("auth", "whoami", "--as=system:serviceaccount:kube-system:anyone")
+    assert ("[system:serviceaccounts system:serviceaccounts:kube-system "
+            "system:authenticated]") in out
+
+
+def test_impersonating_a_group_without_a_user_is_a_400(cluster: Cluster) -> None:
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
+    code, status = cluster.raw("GET", "/api", admin, {"Impersonate-Group": "system:foo"})
+    assert (code, status["reason"], status["message"]) == (
+        400, "BadRequest", "requested [{Group  system:foo    }] without impersonating a user")
 
 
 # -- RBAC object names ----------------------------------------------------------------------
