@@ -10,7 +10,9 @@ selectors match (what kube-controller-manager's aggregation controller writes in
 computed here when asked). A binding whose role is missing allows nothing and its
 NotFound becomes the denial's reason (``RBAC: clusterrole.rbac.authorization.k8s.io
 "x" not found``), as upstream. Members of ``system:masters`` are allowed everything
-before any of this runs (kube-apiserver's privileged-group authorizer).
+before any of this runs (kube-apiserver's privileged-group authorizer). The objects are
+read from an in-memory index the API server feeds at each commit, never listed per
+request.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubelet_sim.api.errors import ApiError
+from kubelet_sim.api.model import Resource
 from kubelet_sim.api.selectors import LabelSelector
 from kubelet_sim.apiserver.rbac import GROUP
+from kubelet_sim.apiserver.watch import DELETED
 
 if TYPE_CHECKING:
     from kubelet_sim.apiserver.server import APIServer
@@ -157,32 +161,62 @@ class RoleNotFound(Exception):
     """A binding's role is missing (its message is the NotFound's)."""
 
 
-@dataclass
-class RuleSource:
-    """The rules a binding grants, read from the API server once per question."""
+class RbacIndex:
+    """The four RBAC kinds, kept by the API server's feed (an informer's cache, as
+    kube-apiserver's authorizer reads listers): every commit of one replaces the map it
+    is in (copy on write), so requests read without a lock while a writer's thread
+    commits."""
 
-    api: APIServer
-    _cluster_roles: dict[str, Any] | None = None
+    def __init__(self, api: APIServer) -> None:
+        self.cluster_roles: dict[str, Resource] = {}
+        self.cluster_role_bindings: dict[str, Resource] = {}
+        self.roles: dict[tuple[str, str], Resource] = {}
+        self.role_bindings: dict[str, dict[str, Resource]] = {}
+        api.feed("ClusterRole", self._on_cluster_role)
+        api.feed("ClusterRoleBinding", self._on_cluster_role_binding)
+        api.feed("Role", self._on_role)
+        api.feed("RoleBinding", self._on_role_binding)
 
-    def cluster_roles(self) -> dict[str, Any]:
-        if self._cluster_roles is None:
-            self._cluster_roles = {r.name: r for r in self.api.read_list("ClusterRole").items}
-        return self._cluster_roles
+    @staticmethod
+    def _changed(current: dict[Any, Resource], key: Any, event: str, obj: Resource
+                 ) -> dict[Any, Resource]:
+        changed = dict(current)
+        if event == DELETED:
+            changed.pop(key, None)
+        else:
+            changed[key] = obj.copy()
+        return changed
+
+    def _on_cluster_role(self, event: str, obj: Resource) -> None:
+        self.cluster_roles = self._changed(self.cluster_roles, obj.name, event, obj)
+
+    def _on_cluster_role_binding(self, event: str, obj: Resource) -> None:
+        self.cluster_role_bindings = self._changed(self.cluster_role_bindings, obj.name,
+                                                   event, obj)
+
+    def _on_role(self, event: str, obj: Resource) -> None:
+        self.roles = self._changed(self.roles, (obj.namespace, obj.name), event, obj)
+
+    def _on_role_binding(self, event: str, obj: Resource) -> None:
+        namespaces = dict(self.role_bindings)
+        namespaces[obj.namespace] = self._changed(namespaces.get(obj.namespace, {}),
+                                                  obj.name, event, obj)
+        self.role_bindings = namespaces
 
     def rules_of(self, ref: Mapping[str, Any], namespace: str) -> list[Rule]:
         kind, name = ref.get("kind"), str(ref.get("name") or "")
         if kind == "Role" and namespace:
-            found = [r for r in self.api.read_list(
-                "Role", namespace, field_selector=f"metadata.name={name}").items]
-            if not found:
+            role = self.roles.get((namespace, name))
+            if role is None:
                 raise RoleNotFound(f'role.{GROUP} "{name}" not found')
-            return list(found[0].body.get("rules") or [])
-        role = self.cluster_roles().get(name)
-        if kind != "ClusterRole" or role is None:
+            return list(role.body.get("rules") or [])
+        cluster_role = self.cluster_roles.get(name)
+        if kind != "ClusterRole" or cluster_role is None:
             raise RoleNotFound(f'clusterrole.{GROUP} "{name}" not found')
-        return self._cluster_role_rules(role)
+        return self._cluster_role_rules(cluster_role)
 
-    def _cluster_role_rules(self, role: Any, seen: frozenset[str] = frozenset()) -> list[Rule]:
+    def _cluster_role_rules(self, role: Resource, seen: frozenset[str] = frozenset()
+                            ) -> list[Rule]:
         """Its rules; an aggregated one's are those of the roles it selects, resolved in
         turn (``edit`` is aggregated into ``admin``), as the aggregation controller's
         writes would have made them."""
@@ -196,7 +230,7 @@ class RuleSource:
                 selector = LabelSelector.from_dict(raw)
             except ApiError:
                 continue
-            for other in self.cluster_roles().values():
+            for other in self.cluster_roles.values():
                 if other.name not in seen and selector.matches(other.metadata.labels):
                     rules.extend(r for r in self._cluster_role_rules(other, seen)
                                  if r not in rules)
@@ -206,28 +240,15 @@ class RuleSource:
 Visit = tuple[str, Rule | None, str]  # (what granted it, the rule, a resolution error)
 
 
-def _visit_rules(api: APIServer, user: UserInfo, namespace: str) -> Iterator[Visit]:
-    """Every rule bound to ``user`` (cluster-wide, then in ``namespace``), with where it
-    comes from; a missing role yields its error instead."""
-    source = RuleSource(api)
-    for binding in api.read_list("ClusterRoleBinding").items:
-        yield from _binding_rules(source, binding, "ClusterRoleBinding", binding.name, "",
-                                  user)
-    if namespace:
-        for binding in api.read_list("RoleBinding", namespace).items:
-            yield from _binding_rules(source, binding, "RoleBinding",
-                                      f"{binding.name}/{namespace}", namespace, user)
-
-
-def _binding_rules(source: RuleSource, binding: Any, kind: str, shown: str, namespace: str,
-                   user: UserInfo) -> Iterator[Visit]:
+def _binding_rules(index: RbacIndex, binding: Resource, kind: str, shown: str,
+                   namespace: str, user: UserInfo) -> Iterator[Visit]:
     subject = next((s for s in binding.body.get("subjects") or []
                     if isinstance(s, dict) and _subject_applies(s, user, namespace)), None)
     if subject is None:
         return
     ref = binding.body.get("roleRef") or {}
     try:
-        rules = source.rules_of(ref, namespace)
+        rules = index.rules_of(ref, namespace)
     except RoleNotFound as e:
         yield "", None, str(e)
         return
@@ -242,19 +263,6 @@ def _aggregate(errors: list[str]) -> str:
     return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
-def authorize(api: APIServer, attrs: Attributes) -> Decision:
-    """Allowed, or not with the reason kube-apiserver gives (usually none)."""
-    if attrs.user.privileged:
-        return ALLOWED
-    errors: list[str] = []
-    for granted, rule, error in _visit_rules(api, attrs.user, attrs.namespace):
-        if rule is not None and rule_allows(attrs, rule):
-            return Decision(True, f"RBAC: allowed by {granted}")
-        if error:
-            errors.append(error)
-    return Decision(False, f"RBAC: {_aggregate(errors)}" if errors else "")
-
-
 @dataclass(frozen=True)
 class UserRules:
     """What a SelfSubjectRulesReview lists: the user's rules in one namespace."""
@@ -264,22 +272,53 @@ class UserRules:
     evaluation_error: str
 
 
-def rules_for(api: APIServer, user: UserInfo, namespace: str) -> UserRules:
-    resource: list[dict[str, Any]] = []
-    non_resource: list[dict[str, Any]] = []
-    errors: list[str] = []
-    for _, rule, error in _visit_rules(api, user, namespace):
-        if error:
-            errors.append(error)
-        if rule is None:
-            continue
-        verbs = list(rule.get("verbs") or [])
-        if rule.get("resources"):
-            shown = {"verbs": verbs, "apiGroups": list(rule.get("apiGroups") or []),
-                     "resources": list(rule["resources"])}
-            if rule.get("resourceNames"):
-                shown["resourceNames"] = list(rule["resourceNames"])
-            resource.append(shown)
-        if rule.get("nonResourceURLs"):
-            non_resource.append({"verbs": verbs, "nonResourceURLs": list(rule["nonResourceURLs"])})
-    return UserRules(resource, non_resource, _aggregate(errors) if errors else "")
+class RbacAuthorizer:
+    """Decides from the RBAC objects of one API server (fed to its :class:`RbacIndex`)."""
+
+    def __init__(self, api: APIServer) -> None:
+        self.index = RbacIndex(api)
+
+    def _visit_rules(self, user: UserInfo, namespace: str) -> Iterator[Visit]:
+        """Every rule bound to ``user`` (cluster-wide, then in ``namespace``), with where
+        it comes from; a missing role yields its error instead."""
+        index = self.index
+        for name, binding in index.cluster_role_bindings.items():
+            yield from _binding_rules(index, binding, "ClusterRoleBinding", name, "", user)
+        if namespace:
+            bindings = index.role_bindings.get(namespace, {})
+            for name, binding in bindings.items():
+                yield from _binding_rules(index, binding, "RoleBinding",
+                                          f"{name}/{namespace}", namespace, user)
+
+    def authorize(self, attrs: Attributes) -> Decision:
+        """Allowed, or not with the reason kube-apiserver gives (usually none)."""
+        if attrs.user.privileged:
+            return ALLOWED
+        errors: list[str] = []
+        for granted, rule, error in self._visit_rules(attrs.user, attrs.namespace):
+            if rule is not None and rule_allows(attrs, rule):
+                return Decision(True, f"RBAC: allowed by {granted}")
+            if error:
+                errors.append(error)
+        return Decision(False, f"RBAC: {_aggregate(errors)}" if errors else "")
+
+    def rules_for(self, user: UserInfo, namespace: str) -> UserRules:
+        resource: list[dict[str, Any]] = []
+        non_resource: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for _, rule, error in self._visit_rules(user, namespace):
+            if error:
+                errors.append(error)
+            if rule is None:
+                continue
+            verbs = list(rule.get("verbs") or [])
+            if rule.get("resources"):
+                shown = {"verbs": verbs, "apiGroups": list(rule.get("apiGroups") or []),
+                         "resources": list(rule["resources"])}
+                if rule.get("resourceNames"):
+                    shown["resourceNames"] = list(rule["resourceNames"])
+                resource.append(shown)
+            if rule.get("nonResourceURLs"):
+                non_resource.append({"verbs": verbs,
+                                     "nonResourceURLs": list(rule["nonResourceURLs"])})
+        return UserRules(resource, non_resource, _aggregate(errors) if errors else "")

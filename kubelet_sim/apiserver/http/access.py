@@ -26,14 +26,15 @@ from kubelet_sim.apiserver.rbac_authorizer import (
     SERVICE_ACCOUNT_PREFIX,
     UNAUTHENTICATED,
     Attributes,
+    RbacAuthorizer,
     UserInfo,
-    authorize,
     forbidden_message,
 )
 from kubelet_sim.apiserver.server import APIServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_KEY = web.RequestKey("user", UserInfo)
+AUTHORIZER = web.AppKey("authorizer", RbacAuthorizer)
 IMPERSONATE_USER, IMPERSONATE_GROUP = "Impersonate-User", "Impersonate-Group"
 IMPERSONATE_UID, IMPERSONATE_EXTRA = "Impersonate-Uid", "Impersonate-Extra-"
 ANONYMOUS = "system:anonymous"
@@ -115,8 +116,10 @@ def _impersonating(request: web.Request) -> bool:
     return any(h.lower().startswith("impersonate-") for h in request.headers)
 
 
-def access_filters(api: APIServer, admin_token: str) -> Middleware:
+def access_filters(api: APIServer, authorizer: RbacAuthorizer, admin_token: str
+                   ) -> Middleware:
     authenticator = Authenticator(api, admin_token)
+    authorize = authorizer.authorize
 
     @web.middleware
     async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -130,13 +133,13 @@ def access_filters(api: APIServer, admin_token: str) -> Middleware:
                 return encoding.status_response(request, status_body(400, "BadRequest", asked))
             acting, checks = asked
             for check in checks:
-                decision = authorize(api, check)
+                decision = authorize(check)
                 if not decision.allowed:
                     return forbidden(request, check, decision.reason)
             user = acting
         if not user.privileged:
             attrs = request_attributes(user, request.method, request.path, request.query)
-            decision = authorize(api, attrs)
+            decision = authorize(attrs)
             if not decision.allowed:
                 return forbidden(request, attrs, decision.reason)
         request[USER_KEY] = user

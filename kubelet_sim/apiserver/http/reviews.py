@@ -17,8 +17,7 @@ from kubelet_sim.apiserver.http.resources import (
     SELF_SUBJECT_RULES_REVIEWS,
     ApiResource,
 )
-from kubelet_sim.apiserver.rbac_authorizer import Attributes, UserInfo, authorize, rules_for
-from kubelet_sim.apiserver.server import APIServer
+from kubelet_sim.apiserver.rbac_authorizer import Attributes, RbacAuthorizer, UserInfo
 
 
 def _echo(r: ApiResource, body: Any) -> dict[str, Any]:
@@ -61,7 +60,8 @@ def _asked(user: UserInfo, spec: dict[str, Any]) -> Attributes:
                       path=str(other.get("path") or ""))
 
 
-def review(r: ApiResource, body: Any, api: APIServer, user: UserInfo | None = None
+def review(r: ApiResource, body: Any, authorizer: RbacAuthorizer,
+           user: UserInfo | None = None
            ) -> dict[str, Any]:
     """The answered review (what POST returns, 201) for ``user`` (the admin when None)."""
     user = user or ADMIN
@@ -74,14 +74,14 @@ def review(r: ApiResource, body: Any, api: APIServer, user: UserInfo | None = No
             raise Invalid("spec.resourceAttributes",
                           "Invalid value: null: exactly one of nonResourceAttributes or "
                           "resourceAttributes must be specified")
-        decision = authorize(api, _asked(user, spec))
+        decision = authorizer.authorize(_asked(user, spec))
         out["status"] = {"allowed": decision.allowed,
                          **({"reason": decision.reason} if decision.reason else {})}
     elif r == SELF_SUBJECT_RULES_REVIEWS:
         namespace = str((out.get("spec") or {}).get("namespace") or "")
         if not namespace:
             raise BadRequest("no namespace on request")
-        rules = rules_for(api, user, namespace)
+        rules = authorizer.rules_for(user, namespace)
         out["status"] = {"resourceRules": rules.resource_rules,
                          "nonResourceRules": rules.non_resource_rules, "incomplete": False}
         if rules.evaluation_error:

@@ -25,7 +25,7 @@ from kubelet_sim.apiserver.http import (
     openapi,
     openapi_v2_protobuf,
 )
-from kubelet_sim.apiserver.http.access import access_filters
+from kubelet_sim.apiserver.http.access import AUTHORIZER, access_filters
 from kubelet_sim.apiserver.http.component_statuses import Components
 from kubelet_sim.apiserver.http.connections import (
     MAX_HEADER_BYTES,
@@ -42,6 +42,7 @@ from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.http.token_signer import TokenSigner, persistent_signer
 from kubelet_sim.apiserver.http.workers import LOOP_THREAD_NAME, Workers, name_os_thread
+from kubelet_sim.apiserver.rbac_authorizer import RbacAuthorizer
 from kubelet_sim.apiserver.server import APIServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,6 +78,7 @@ def make_app(api: APIServer, token: str, address: str,
              components: Components | None = None) -> web.Application:
     workers = Workers()
     rest = Rest(api, workers, components)
+    authorizer = RbacAuthorizer(api)
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
@@ -211,13 +213,14 @@ def make_app(api: APIServer, token: str, address: str,
     async def faults(request: web.Request) -> web.Response:
         return await debug_faults.handle(api, request)
 
-    app = web.Application(middlewares=[too_large, access_filters(api, token)],
+    app = web.Application(middlewares=[too_large, access_filters(api, authorizer, token)],
                           client_max_size=MAX_REQUEST_BODY_BYTES)
 
     async def stop_workers(app: web.Application) -> None:
         workers.shutdown()
 
     app.on_cleanup.append(stop_workers)
+    app[AUTHORIZER] = authorizer  # the self-subject reviews answer from it
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
         app.router.add_get(path, health)

@@ -10,11 +10,11 @@ import pytest
 from kubelet_sim.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from kubelet_sim.apiserver.rbac_authorizer import (
     Attributes,
+    Decision,
+    RbacAuthorizer,
     UserInfo,
-    authorize,
     forbidden_message,
     rule_allows,
-    rules_for,
     service_account_user,
 )
 from kubelet_sim.apiserver.server import APIServer
@@ -92,6 +92,14 @@ def test_a_rule_allows_what_its_verbs_groups_resources_and_names_say(
     assert rule_allows(asked, rule) is allowed
 
 
+def authorize(api: APIServer, attrs: Attributes) -> Decision:
+    return RbacAuthorizer(api).authorize(attrs)
+
+
+def rules_for(api: APIServer, user: UserInfo, namespace: str) -> Any:
+    return RbacAuthorizer(api).rules_for(user, namespace)
+
+
 def test_a_role_binding_grants_its_role_in_its_namespace_only(api: APIServer) -> None:
     _role(api, "Role", "reader", [{"verbs": ["get"], "apiGroups": [""],
                                    "resources": ["pods"]}], "team")
@@ -126,7 +134,7 @@ def test_a_binding_to_a_missing_role_is_the_reason_of_the_denial(api: APIServer)
     _bind(api, "ClusterRoleBinding", "b", "ClusterRole", "gone-too",
           [{"kind": "User", "name": SA.name}])
     decision = authorize(api, _res("get", "pods", "team"))
-    assert decision == type(decision)(False, (
+    assert decision == Decision(False, (
         'RBAC: [clusterrole.rbac.authorization.k8s.io "gone-too" not found, '
         'role.rbac.authorization.k8s.io "gone" not found]'))
 
@@ -188,3 +196,19 @@ def test_the_rules_review_lists_every_rule_bound_in_the_namespace(api: APIServer
 ])
 def test_a_denial_is_worded_as_kube_apiserver_words_it(asked: Attributes, message: str) -> None:
     assert forbidden_message(asked) == message
+
+
+def test_the_authorizer_follows_every_commit_of_the_rbac_objects(api: APIServer) -> None:
+    authorizer = RbacAuthorizer(api)  # made before the objects it decides from
+    asked = _res("get", "pods", "team", "p")
+    assert not authorizer.authorize(asked).allowed
+    _role(api, "Role", "reader", [{"verbs": ["get"], "apiGroups": [""],
+                                   "resources": ["pods"]}], "team")
+    _bind(api, "RoleBinding", "bot", "Role", "reader", [{"kind": "User", "name": SA.name}],
+          "team")
+    assert authorizer.authorize(asked).allowed
+    api.patch("Role", "reader", {"rules": [{"verbs": ["list"], "apiGroups": [""],
+                                            "resources": ["pods"]}]}, "team")
+    assert not authorizer.authorize(asked).allowed
+    api.delete("RoleBinding", "bot", "team")
+    assert not authorizer.authorize(_res("list", "pods", "team")).allowed

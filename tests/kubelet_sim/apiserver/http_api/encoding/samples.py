@@ -18,6 +18,7 @@ from kubelet_sim.apiserver.http.resources import (
     SELF_SUBJECT_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
 )
+from kubelet_sim.apiserver.rbac_authorizer import RbacAuthorizer
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 
@@ -286,16 +287,17 @@ def _requests(api: APIServer) -> list[dict[str, Any]]:
     asked = {"resourceAttributes": {"verb": "create", "resource": "pods",
                                     "namespace": "default"}}
     ensure_bootstrap_policy(api)  # the rules the reviews answer from
+    authorizer = RbacAuthorizer(api)
     answered = [
         reviews.review(SELF_SUBJECT_REVIEWS, {"apiVersion": "authentication.k8s.io/v1",
                                               "kind": "SelfSubjectReview", "metadata": {}},
-                       api),
+                       authorizer),
         reviews.review(SELF_SUBJECT_ACCESS_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "metadata": {}, "spec": asked}, api),
+            "metadata": {}, "spec": asked}, authorizer),
         reviews.review(SELF_SUBJECT_RULES_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-            "metadata": {}, "spec": {"namespace": "default"}}, api),
+            "metadata": {}, "spec": {"namespace": "default"}}, authorizer),
     ]
     # the component statuses an API server alone answers (an error) and `up`'s (a message)
     statuses = [*component_statuses(Components())[:1],
