@@ -9,8 +9,8 @@ them.
   is the signer's, its issuer ours, one of its audiences the API server's, it is neither
   expired nor not yet valid (a minute's leeway, as upstream, on the API server's clock),
   and the ServiceAccount (same uid) and the object it is bound to (Pod, Secret or Node,
-  same uid; a Secret not being deleted) still exist. The bound Pod and Node and the
-  token's id are the user's ``extra``, as upstream.
+  same uid; a Pod or Secret not deleted over a minute ago) still exist. The bound Pod
+  and Node and the token's id are the user's ``extra``, as upstream.
 
 Anything else is None (the caller answers 401 Unauthorized): there are no anonymous
 requests (as ``--anonymous-auth=false``), no client certificates, no legacy Secret-based
@@ -20,12 +20,13 @@ ServiceAccount tokens.
 from __future__ import annotations
 
 import hmac
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import jwt
 
 from kubelet_sim.api.errors import NotFound
+from kubelet_sim.api.model import parse_time
 from kubelet_sim.apiserver.http.token_signer import TokenSigner
 from kubelet_sim.apiserver.rbac_authorizer import (
     AUTHENTICATED,
@@ -38,6 +39,7 @@ from kubelet_sim.apiserver.token_request import API_AUDIENCES, ISSUER
 
 ADMIN = UserInfo("kubernetes-admin", (MASTERS, AUTHENTICATED))
 LEEWAY_SECONDS = 60  # go-jose's default leeway on exp and nbf
+DELETED_GRACE_SECONDS = 60  # a bound object being deleted still counts this long
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 POD_NAME, POD_UID = "authentication.kubernetes.io/pod-name", "authentication.kubernetes.io/pod-uid"
 NODE_NAME = "authentication.kubernetes.io/node-name"
@@ -107,6 +109,15 @@ class Authenticator:
             return None
         return obj if obj.metadata.uid == ref.get("uid") else None
 
+    def _gone(self, obj: Any) -> bool:
+        """Missing, or being deleted for over a minute (a pod's token outlives its
+        deletion that long, as upstream, while the pod's containers stop)."""
+        if obj is None:
+            return True
+        deleting = obj.metadata.deletion_timestamp
+        return bool(deleting) and parse_time(deleting) < self.api.clock.now() - timedelta(
+            seconds=DELETED_GRACE_SECONDS)
+
     def _still_valid(self, private: dict[str, Any], jti: str) -> UserInfo | None:
         namespace = str(private.get("namespace") or "")
         account = self._object("ServiceAccount", private.get("serviceaccount"), namespace)
@@ -115,12 +126,11 @@ class Authenticator:
         extra: dict[str, tuple[str, ...]] = {}
         if "pod" in private:
             pod = self._object("Pod", private["pod"], namespace)
-            if pod is None:
+            if self._gone(pod):
                 return None
             extra[POD_NAME], extra[POD_UID] = (pod.name,), (pod.metadata.uid,)
         elif "secret" in private:
-            secret = self._object("Secret", private["secret"], namespace)
-            if secret is None or secret.metadata.deletion_timestamp:
+            if self._gone(self._object("Secret", private["secret"], namespace)):
                 return None
         elif "node" in private and self._object("Node", private["node"], "") is None:
             return None

@@ -69,6 +69,11 @@ class Cluster:
         assert done.returncode in (0, 1), done.stderr
         return done.stdout.strip()
 
+    def whoami(self, token: str) -> dict[str, str]:
+        """`kubectl auth whoami`'s table: attribute -> value."""
+        rows = self.ok("auth", "whoami", token=token).splitlines()[1:]
+        return {a.strip(): v.strip() for a, v in (row.rsplit("  ", 1) for row in rows)}
+
     def service_account(self, namespace: str, name: str) -> str:
         """A new ServiceAccount and a token for it (TokenRequest, as `kubectl create token`)."""
         self.ok("create", "serviceaccount", name, "-n", namespace)
@@ -116,8 +121,7 @@ def _forbidden(user: str, verb: str, resource: str, namespace: str = "",
 
 def test_a_service_account_token_authenticates_as_the_service_account(cluster: Cluster) -> None:
     token = cluster.service_account("default", "who")
-    rows = {line.split(None, 1)[0]: line.split(None, 1)[1].strip()
-            for line in cluster.ok("auth", "whoami", token=token).splitlines()[1:]}
+    rows = cluster.whoami(token)
     assert rows["Username"] == "system:serviceaccount:default:who"
     assert rows["Groups"] == ("[system:serviceaccounts system:serviceaccounts:default "
                               "system:authenticated]")
@@ -170,6 +174,27 @@ def test_a_token_bound_to_a_deleted_secret_is_401(cluster: Cluster) -> None:
                        "--bound-object-name=binder").strip()
     assert cluster.raw("GET", "/api", token)[0] == 200
     cluster.ok("delete", "secret", "binder")
+    assert cluster.raw("GET", "/api", token)[0] == 401
+
+
+def test_a_pod_bound_token_names_its_pod_and_outlives_its_deletion_by_a_minute_at_most(
+        cluster: Cluster) -> None:
+    cluster.ok("create", "serviceaccount", "runner")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "runner"},
+           "spec": {"serviceAccountName": "runner", "nodeName": "elsewhere",
+                    "containers": [{"name": "c", "image": "busybox"}]}}
+    cluster.ok("create", "-f", "-", stdin=json.dumps(pod))
+    token = cluster.ok("create", "token", "runner", "--bound-object-kind=Pod",
+                       "--bound-object-name=runner").strip()
+    uid = cluster.ok("get", "pod", "runner", "-o", "jsonpath={.metadata.uid}")
+    rows = cluster.whoami(token)
+    assert (rows["Extra: authentication.kubernetes.io/pod-name"],
+            rows["Extra: authentication.kubernetes.io/pod-uid"]) == ("[runner]", f"[{uid}]")
+    # deleted gracefully (its node would stop it): the token still works meanwhile
+    cluster.ok("delete", "pod", "runner", "--wait=false")
+    assert cluster.ok("get", "pod", "runner", "-o", "jsonpath={.metadata.deletionTimestamp}")
+    assert cluster.raw("GET", "/api", token)[0] == 200
+    cluster.ok("delete", "pod", "runner", "--force", "--grace-period=0")
     assert cluster.raw("GET", "/api", token)[0] == 401
 
 
