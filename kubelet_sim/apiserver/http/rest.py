@@ -488,7 +488,7 @@ class Rest:
 
     async def post_request(self, request: web.Request, target: Target) -> web.Response:
         """POST of a request kind: ``pods/binding`` or ``bindings``, ``pods/eviction``, the
-        self-subject reviews."""
+        self-subject reviews, the subject access reviews."""
         body = await _body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -502,7 +502,8 @@ class Rest:
             return await self.workers.write(self.token, request, target, body)
         _dry_run(request)
         return _answer(request, reviews.review(
-            target.resource, body, request.app[AUTHORIZER], request.get(USER_KEY)), 201)
+            target.resource, body, request.app[AUTHORIZER], request.get(USER_KEY),
+            target.namespace), 201)
 
     def bind(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
         _check_kind(body, "Binding", ("v1",))

@@ -69,6 +69,10 @@ class Cluster:
         assert done.returncode in (0, 1), done.stderr
         return done.stdout.strip()
 
+    def admin_token(self) -> str:
+        token: str = yaml.safe_load(self.kubeconfig.read_text())["users"][0]["user"]["token"]
+        return token
+
     def whoami(self, token: str) -> dict[str, str]:
         """`kubectl auth whoami`'s table: attribute -> value."""
         rows = self.ok("auth", "whoami", token=token).splitlines()[1:]
@@ -80,11 +84,14 @@ class Cluster:
         return self.ok("create", "token", name, "-n", namespace).strip()
 
     def raw(self, method: str, path: str, token: str,
-            headers: dict[str, str] | None = None) -> tuple[int, Any]:
+            headers: dict[str, str] | None = None, body: Any = None) -> tuple[int, Any]:
         """The code and the answer (JSON decoded, or the text: /healthz is "ok")."""
         tls = ssl.create_default_context(cafile=str(self.server.state / "pki" / "ca.crt"))
-        request = urllib.request.Request(f"{self.url}{path}", method=method, headers={
-            "Authorization": f"Bearer {token}", **(headers or {})})
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json",
+                                                  **(headers or {})})
         try:
             with urllib.request.urlopen(request, context=tls, timeout=10) as answer:
                 return answer.status, _decoded(answer.read())
@@ -339,10 +346,52 @@ def test_the_admin_impersonating_a_service_account_gets_its_groups(cluster: Clus
 
 
 def test_impersonating_a_group_without_a_user_is_a_400(cluster: Cluster) -> None:
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
-    code, status = cluster.raw("GET", "/api", admin, {"Impersonate-Group": "system:foo"})
+    code, status = cluster.raw("GET", "/api", cluster.admin_token(),
+                               {"Impersonate-Group": "system:foo"})
     assert (code, status["reason"], status["message"]) == (
         400, "BadRequest", "requested [{Group  system:foo    }] without impersonating a user")
+
+
+SAR = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+def _access_review(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
+
+
+def test_a_subject_access_review_answers_for_the_user_and_groups_it_names(
+        cluster: Cluster) -> None:
+    cluster.ok("create", "serviceaccount", "subject")
+    cluster.ok("create", "rolebinding", "subject", "--clusterrole=view",
+               "--serviceaccount=default:subject")
+    admin = cluster.admin_token()
+    asked = {"user": "system:serviceaccount:default:subject",
+             "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "default"}}
+    code, review = cluster.raw("POST", SAR, admin, body=_access_review(
+        "SubjectAccessReview", asked))
+    assert (code, review["status"]) == (201, {
+        "allowed": True, "reason": 'RBAC: allowed by RoleBinding "subject/default" of '
+        'ClusterRole "view" to ServiceAccount "subject/default"'})
+    denied = {**asked, "resourceAttributes": {"verb": "delete", "resource": "pods",
+                                              "namespace": "default"}}
+    assert cluster.raw("POST", SAR, admin, body=_access_review(
+        "SubjectAccessReview", denied))[1]["status"] == {"allowed": False}
+    local = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews"
+    code, review = cluster.raw("POST", local, admin, body=_access_review(
+        "LocalSubjectAccessReview", asked))
+    assert (code, review["metadata"]["namespace"], review["status"]["allowed"]) == (
+        201, "default", True)
+    # a ServiceAccount of its own may not ask (system:basic-user has only the self reviews)
+    assert cluster.raw("POST", SAR, cluster.service_account("default", "nosy"),
+                       body=_access_review("SubjectAccessReview", asked))[0] == 403
+
+
+def test_a_subject_access_review_without_a_subject_is_invalid(cluster: Cluster) -> None:
+    code, status = cluster.raw("POST", SAR, cluster.admin_token(), body=_access_review(
+        "SubjectAccessReview", {"nonResourceAttributes": {"path": "/x", "verb": "get"}}))
+    assert (code, status["reason"], status["message"]) == (
+        422, "Invalid", 'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.user: '
+        'Invalid value: "": at least one of user or group must be specified')
 
 
 # -- RBAC object names ----------------------------------------------------------------------

@@ -351,8 +351,9 @@ def test_discovery_lists_the_review_groups(served: Served) -> None:
     names = {g["name"] for g in groups["groups"]}
     assert {"authentication.k8s.io", "authorization.k8s.io", "policy"} <= names
     _, authz = call_json(served, "GET", "/apis/authorization.k8s.io/v1")
-    assert sorted(r["name"] for r in authz["resources"]) == ["selfsubjectaccessreviews",
-                                                             "selfsubjectrulesreviews"]
+    assert sorted(r["name"] for r in authz["resources"]) == [
+        "localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
+        "subjectaccessreviews"]
 
 
 # -- /version, bad resourceVersions ---------------------------------------------------

@@ -14,9 +14,11 @@ from kubelet_sim.apiserver.http.component_statuses import Components, component_
 from kubelet_sim.apiserver.http.events import shown
 from kubelet_sim.apiserver.http.resources import (
     EVENTS_V1,
+    LOCAL_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
 )
 from kubelet_sim.apiserver.rbac_authorizer import RbacAuthorizer
 from kubelet_sim.apiserver.server import APIServer
@@ -298,6 +300,14 @@ def _requests(api: APIServer) -> list[dict[str, Any]]:
         reviews.review(SELF_SUBJECT_RULES_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
             "metadata": {}, "spec": {"namespace": "default"}}, authorizer),
+        reviews.review(SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "metadata": {}, "spec": {**asked, "user": "jane", "groups": ["dev"],
+                                     "extra": {"scopes": ["a"]}}}, authorizer),
+        reviews.review(LOCAL_SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+            "metadata": {}, "spec": {**asked, "groups": ["system:masters"]}}, authorizer,
+            namespace="default"),
     ]
     # the component statuses an API server alone answers (an error) and `up`'s (a message)
     statuses = [*component_statuses(Components())[:1],
