@@ -141,7 +141,7 @@ def test_the_admin_token_is_the_cluster_admin_in_system_masters(cluster: Cluster
     assert "kubernetes-admin" in out and "system:masters" in out
 
 
-def test_an_expired_service_account_token_is_401(cluster: Cluster) -> None:
+def test_an_expired_or_not_yet_valid_service_account_token_is_401(cluster: Cluster) -> None:
     token = cluster.service_account("default", "expired")
     claims = cluster.claims_of(token)
     now = int(time.time())
@@ -153,6 +153,10 @@ def test_an_expired_service_account_token_is_401(cluster: Cluster) -> None:
     assert (code, status["reason"], status["message"]) == (401, "Unauthorized", "Unauthorized")
     assert cluster.refused("auth", "whoami", token=expired) == (
         "error: You must be logged in to the server (Unauthorized)")
+    not_yet = cluster.signed({**claims, "nbf": now + 600, "exp": now + 3600})
+    assert cluster.raw("GET", "/api", not_yet)[0] == 401
+    # within the minute of leeway either side, still good
+    assert cluster.raw("GET", "/api", cluster.signed({**claims, "exp": now - 5}))[0] == 200
 
 
 def test_a_token_not_signed_by_the_server_is_401(cluster: Cluster) -> None:
