@@ -1,18 +1,33 @@
 """The RBAC kinds (rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
-ClusterRoleBinding): stored, defaulted and validated as kube-apiserver does, never
-enforced — this API server authorizes every authenticated request, so these objects
-only let deploy manifests (a CSI sidecar's RBAC YAML) apply and be read back."""
+ClusterRoleBinding): stored, defaulted and validated as kube-apiserver does; the HTTP
+front enforces them (:mod:`kubelet_sim.apiserver.rbac_authorizer`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from kubelet_sim.api.errors import FieldError, InvalidObject
+from kubelet_sim.api.errors import FieldError, Invalid, InvalidObject
 from kubelet_sim.api.model import Resource
 
 GROUP = "rbac.authorization.k8s.io"
+KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 SUBJECT_KINDS = ("Group", "ServiceAccount", "User")
+
+
+def path_segment_errors(name: str) -> list[str]:
+    """apimachinery's IsValidPathSegmentName: anything that is one URL path segment."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def validate_name(name: Any) -> None:
+    """An RBAC object's name: required, and one path segment (colons allowed)."""
+    if not isinstance(name, str) or not name:
+        raise Invalid("metadata.name", "Required value")
+    for message in path_segment_errors(name):
+        raise Invalid("metadata.name", f"Invalid value: {json.dumps(name)}: {message}")
 
 
 def default_binding(binding: Resource) -> None:

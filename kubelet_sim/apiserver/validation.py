@@ -155,6 +155,8 @@ def validate(obj: Resource) -> None:
     meta = obj.metadata
     if obj.kind == "Namespace":
         dns_label(meta.name, "metadata.name")
+    elif obj.kind in rbac.KINDS:  # RBAC names are path segments: "system:node" is one
+        rbac.validate_name(meta.name)
     else:
         dns_subdomain(meta.name, "metadata.name")
     for key, value in meta.labels.items():

@@ -76,8 +76,15 @@ SELF_SUBJECT_ACCESS_REVIEWS = ApiResource(
 SELF_SUBJECT_RULES_REVIEWS = ApiResource(
     "SelfSubjectRulesReview", "authorization.k8s.io", "v1", "selfsubjectrulesreviews", False,
     False, (), (), CREATE_ONLY, stored=False)
+# another user's access, asked cluster-wide or in one namespace (the RBAC answer)
+SUBJECT_ACCESS_REVIEWS = ApiResource(
+    "SubjectAccessReview", "authorization.k8s.io", "v1", "subjectaccessreviews", False,
+    False, (), (), CREATE_ONLY, stored=False)
+LOCAL_SUBJECT_ACCESS_REVIEWS = ApiResource(
+    "LocalSubjectAccessReview", "authorization.k8s.io", "v1", "localsubjectaccessreviews",
+    True, False, (), (), CREATE_ONLY, stored=False)
 REQUESTS = (BINDINGS, SELF_SUBJECT_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS,
-            SELF_SUBJECT_RULES_REVIEWS)
+            SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, LOCAL_SUBJECT_ACCESS_REVIEWS)
 # Computed per request, read only, never stored (http.component_statuses).
 COMPONENT_STATUSES = ApiResource("ComponentStatus", "", "v1", "componentstatuses", False,
                                  False, ("cs",), (), ("get", "list"), stored=False)

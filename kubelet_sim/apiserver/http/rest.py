@@ -39,6 +39,7 @@ from kubelet_sim.apiserver.deletion_policy import resolve_policy
 from kubelet_sim.apiserver.http import component_statuses, list_options, pod_connect, reviews
 from kubelet_sim.apiserver.http import field_validation as fields
 from kubelet_sim.apiserver.http import patch as patching
+from kubelet_sim.apiserver.http.access import AUTHORIZER, USER_KEY
 from kubelet_sim.apiserver.http.custom import (
     custom_parts,
     refuse_other_media,
@@ -487,7 +488,7 @@ class Rest:
 
     async def post_request(self, request: web.Request, target: Target) -> web.Response:
         """POST of a request kind: ``pods/binding`` or ``bindings``, ``pods/eviction``, the
-        self-subject reviews."""
+        self-subject reviews, the subject access reviews."""
         body = await _body(request)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -500,7 +501,9 @@ class Rest:
         if target.subresource == "token":
             return await self.workers.write(self.token, request, target, body)
         _dry_run(request)
-        return _answer(request, reviews.review(target.resource, body), 201)
+        return _answer(request, reviews.review(
+            target.resource, body, request.app[AUTHORIZER], request.get(USER_KEY),
+            target.namespace), 201)
 
     def bind(self, request: web.Request, target: Target, body: dict[str, Any]) -> web.Response:
         _check_kind(body, "Binding", ("v1",))

@@ -1,9 +1,9 @@
-"""The aiohttp application, its bearer-token check, and a thread to serve it on."""
+"""The aiohttp application, its access filters (authentication, impersonation, RBAC:
+:mod:`.access`), and a thread to serve it on."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import socket
 import ssl
@@ -15,6 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from kubelet_sim.apiserver import token_request
+from kubelet_sim.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from kubelet_sim.apiserver.http import (
     custom,
     debug_faults,
@@ -24,6 +25,7 @@ from kubelet_sim.apiserver.http import (
     openapi,
     openapi_v2_protobuf,
 )
+from kubelet_sim.apiserver.http.access import AUTHORIZER, access_filters
 from kubelet_sim.apiserver.http.component_statuses import Components
 from kubelet_sim.apiserver.http.connections import (
     MAX_HEADER_BYTES,
@@ -40,6 +42,7 @@ from kubelet_sim.apiserver.http.rest import Rest
 from kubelet_sim.apiserver.http.status import status_body, status_response
 from kubelet_sim.apiserver.http.token_signer import TokenSigner, persistent_signer
 from kubelet_sim.apiserver.http.workers import LOOP_THREAD_NAME, Workers, name_os_thread
+from kubelet_sim.apiserver.rbac_authorizer import RbacAuthorizer
 from kubelet_sim.apiserver.server import APIServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -75,6 +78,7 @@ def make_app(api: APIServer, token: str, address: str,
              components: Components | None = None) -> web.Application:
     workers = Workers()
     rest = Rest(api, workers, components)
+    authorizer = RbacAuthorizer(api)
 
     async def serve(request: web.Request, target: Target) -> web.StreamResponse:
         response: web.StreamResponse | None = encoding.negotiate(request, target.resource)
@@ -90,14 +94,6 @@ def make_app(api: APIServer, token: str, address: str,
             on_request(request_verb(request, target), target.resource.plural,
                        target.subresource, response.status)
         return response
-
-    @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            return encoding.status_response(
-                request, status_body(401, "Unauthorized", "Unauthorized"))
-        return await handler(request)
 
     async def version(request: web.Request) -> web.Response:
         return web.json_response(discovery.VERSION)
@@ -217,13 +213,14 @@ def make_app(api: APIServer, token: str, address: str,
     async def faults(request: web.Request) -> web.Response:
         return await debug_faults.handle(api, request)
 
-    app = web.Application(middlewares=[too_large, authenticate],
+    app = web.Application(middlewares=[too_large, access_filters(api, authorizer, token)],
                           client_max_size=MAX_REQUEST_BODY_BYTES)
 
     async def stop_workers(app: web.Application) -> None:
         workers.shutdown()
 
     app.on_cleanup.append(stop_workers)
+    app[AUTHORIZER] = authorizer  # the self-subject reviews answer from it
     app.router.add_get("/version", version)
     for path in HEALTH_PATHS:
         app.router.add_get(path, health)
@@ -283,6 +280,7 @@ def start_api_server(api: APIServer, state_dir: Path, host: str = "127.0.0.1", p
     creds = load_or_create(state_dir)
     if not isinstance(api.token_signer, TokenSigner) or api.token_signer.key_file is None:
         api.token_signer = persistent_signer(state_dir)
+    ensure_bootstrap_policy(api)  # the RBAC the authorizer starts from
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(creds.server_cert, creds.server_key)
     loop = asyncio.new_event_loop()

@@ -33,6 +33,20 @@ def status_body(code: int, reason: str, message: str,
     return body
 
 
+def forbidden_body(group: str, resource: str, name: str, why: str) -> dict[str, Any]:
+    """The 403 an authorizer's denial is (apierrors.NewForbidden): ``pods "web" is
+    forbidden: <why>``, ``pods is forbidden: ...`` without a name, ``forbidden: ...``
+    for a non-resource path; the details name the resource (always present, maybe
+    empty)."""
+    qualified = f"{resource}.{group}" if group else resource
+    if not qualified:
+        message = f"forbidden: {why}"
+    else:
+        message = f'{qualified}{f" {json.dumps(name)}" if name else ""} is forbidden: {why}'
+    details = {k: v for k, v in (("name", name), ("group", group), ("kind", resource)) if v}
+    return {**status_body(403, "Forbidden", message), "details": details}
+
+
 def error_body(err: ApiError, plural: str = "", group: str = "") -> dict[str, Any]:
     """The Status for one of the core's typed errors; ``plural`` and ``group`` name the
     request's resource (``storageclasses.storage.k8s.io "x" not found``)."""

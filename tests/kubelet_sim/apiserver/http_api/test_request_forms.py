@@ -330,7 +330,7 @@ def test_a_self_subject_review_names_the_cluster_admin(served: Served) -> None:
         "username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
 
 
-def test_access_and_rules_reviews_allow_everything(served: Served) -> None:
+def test_access_and_rules_reviews_allow_the_admin_everything(served: Served) -> None:
     authz: Any = client.AuthorizationV1Api(
         config.new_client_from_config(str(served.handle.kubeconfig)))
     review = authz.create_self_subject_access_review(client.V1SelfSubjectAccessReview(
@@ -339,8 +339,10 @@ def test_access_and_rules_reviews_allow_everything(served: Served) -> None:
     assert review.status.allowed is True
     rules = authz.create_self_subject_rules_review(client.V1SelfSubjectRulesReview(
         spec=client.V1SelfSubjectRulesReviewSpec(namespace="default")))
-    assert [(r.verbs, r.api_groups, r.resources) for r in rules.status.resource_rules] == [
-        (["*"], ["*"], ["*"])]
+    # cluster-admin's rule (bound to system:masters), then system:basic-user's
+    listed = [(r.verbs, r.api_groups, r.resources) for r in rules.status.resource_rules]
+    assert listed[0] == (["*"], ["*"], ["*"])
+    assert (["create"], ["authentication.k8s.io"], ["selfsubjectreviews"]) in listed
     assert rules.status.incomplete is False
 
 
@@ -349,8 +351,9 @@ def test_discovery_lists_the_review_groups(served: Served) -> None:
     names = {g["name"] for g in groups["groups"]}
     assert {"authentication.k8s.io", "authorization.k8s.io", "policy"} <= names
     _, authz = call_json(served, "GET", "/apis/authorization.k8s.io/v1")
-    assert sorted(r["name"] for r in authz["resources"]) == ["selfsubjectaccessreviews",
-                                                             "selfsubjectrulesreviews"]
+    assert sorted(r["name"] for r in authz["resources"]) == [
+        "localsubjectaccessreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
+        "subjectaccessreviews"]
 
 
 # -- /version, bad resourceVersions ---------------------------------------------------

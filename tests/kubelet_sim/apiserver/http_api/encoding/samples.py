@@ -8,15 +8,19 @@ from typing import Any
 
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
+from kubelet_sim.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from kubelet_sim.apiserver.http import reviews
 from kubelet_sim.apiserver.http.component_statuses import Components, component_statuses
 from kubelet_sim.apiserver.http.events import shown
 from kubelet_sim.apiserver.http.resources import (
     EVENTS_V1,
+    LOCAL_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
 )
+from kubelet_sim.apiserver.rbac_authorizer import RbacAuthorizer
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.events import EventRecorder
 
@@ -161,7 +165,7 @@ def simulator_objects() -> list[dict[str, Any]]:
            for o in api.list(kind).items]
     events = [o for o in out if o["kind"] == "Event"]
     out.extend(shown(EVENTS_V1, copy.deepcopy(e)) for e in events)
-    return out + _requests() + _config_services_and_rbac(api) + _workloads() + _quota(api)
+    return out + _requests(api) + _config_services_and_rbac(api) + _workloads() + _quota(api)
 
 
 def _quota(api: APIServer) -> list[dict[str, Any]]:
@@ -276,7 +280,7 @@ def _workloads() -> list[dict[str, Any]]:
     return out
 
 
-def _requests() -> list[dict[str, Any]]:
+def _requests(api: APIServer) -> list[dict[str, Any]]:
     """The request kinds (never stored): a Binding, and each self-subject review as the
     server answers it; and the computed ComponentStatuses."""
     binding = {"apiVersion": "v1", "kind": "Binding",
@@ -284,15 +288,26 @@ def _requests() -> list[dict[str, Any]]:
                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
     asked = {"resourceAttributes": {"verb": "create", "resource": "pods",
                                     "namespace": "default"}}
+    ensure_bootstrap_policy(api)  # the rules the reviews answer from
+    authorizer = RbacAuthorizer(api)
     answered = [
         reviews.review(SELF_SUBJECT_REVIEWS, {"apiVersion": "authentication.k8s.io/v1",
-                                              "kind": "SelfSubjectReview", "metadata": {}}),
+                                              "kind": "SelfSubjectReview", "metadata": {}},
+                       authorizer),
         reviews.review(SELF_SUBJECT_ACCESS_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "metadata": {}, "spec": asked}),
+            "metadata": {}, "spec": asked}, authorizer),
         reviews.review(SELF_SUBJECT_RULES_REVIEWS, {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-            "metadata": {}, "spec": {"namespace": "default"}}),
+            "metadata": {}, "spec": {"namespace": "default"}}, authorizer),
+        reviews.review(SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "metadata": {}, "spec": {**asked, "user": "jane", "groups": ["dev"],
+                                     "extra": {"scopes": ["a"]}}}, authorizer),
+        reviews.review(LOCAL_SUBJECT_ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+            "metadata": {}, "spec": {**asked, "groups": ["system:masters"]}}, authorizer,
+            namespace="default"),
     ]
     # the component statuses an API server alone answers (an error) and `up`'s (a message)
     statuses = [*component_statuses(Components())[:1],
