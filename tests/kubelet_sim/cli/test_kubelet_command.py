@@ -243,3 +243,37 @@ def test_two_nodes_go_ready_and_a_pod_bound_to_one_runs_with_an_ip_kept_across_a
     finally:
         kubelet.stop()
     assert kubelet.returncode == 0
+
+
+def test_with_a_service_account_token_of_the_shipped_rbac_a_node_joins_and_runs_a_pod(
+        api, module_dir, state):
+    """The README's join steps against our API server, which enforces RBAC: the shipped
+    role, a token from `kubectl create token`, a kubeconfig with it; every request the
+    kubelets make is allowed, and nothing more (the node may not be deleted with it)."""
+    kubectl(api, "apply", "-f", str(PROJECT_ROOT / "deploy" / "kubelet-rbac.yaml"))
+    token = kubectl(api, "create", "token", "kubelet-sim", "-n", "kube-system",
+                    "--duration=1h").strip()
+    kubeconfig = state.parent / f"{state.name}.kubeconfig"
+    shutil.copy(api.kubeconfig, kubeconfig)
+    user = json.loads(kubectl(api, "config", "view", "--raw", "-o", "json"))["users"][0]["name"]
+    subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "config", "set-credentials",
+                    user, "--token", token], check=True, capture_output=True)
+    who = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "auth", "whoami",
+                          "-o", "json"], check=True, capture_output=True, text=True).stdout
+    assert json.loads(who)["status"]["userInfo"]["username"] == \
+        "system:serviceaccount:kube-system:kubelet-sim"
+    kubelet = KubeletProcess(kubeconfig, *kubelet_flags(
+        module_dir, state, "--node-name", "sa-1", "--pod-cidr", "10.253.0.0/24")).start()
+    try:
+        wait_for("sa-1 Ready", lambda: ready(api, "sa-1"), kubelet)
+        kubectl(api, "create", "-f", "-", stdin=pod_on("sa-1", "sa-web"))
+        ip = wait_for("sa-web Running", lambda: running_ip(api, "sa-web"), kubelet)
+        assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.253.0.0/24")
+        denied = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "delete",
+                                 "node", "sa-1"], capture_output=True, text=True, check=False)
+        assert denied.returncode != 0 and "Forbidden" in denied.stderr
+    finally:
+        kubectl(api, "delete", "pod", "sa-web", "--wait=false")
+        said = kubelet.stop()
+    assert kubelet.returncode == 0
+    assert "forbidden" not in said.lower(), said
