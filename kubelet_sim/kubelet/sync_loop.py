@@ -10,6 +10,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from kubelet_sim.api.model import Resource
+from kubelet_sim.client.indexes import POD_NODE
 from kubelet_sim.kubelet.config_news import ConfigNews
 from kubelet_sim.kubelet.node_lease import keep_lease
 from kubelet_sim.kubelet.pod_workers import PodWorkers
@@ -68,6 +69,9 @@ async def run_loop(kubelet: Kubelet, stop: asyncio.Event, period: float,
             changed_pods.append(pod.metadata.uid)
 
     stop_pod_news = kubelet.cache.notify(["Pod"], dirty, bound_here)  # sets dirty too
+    # the pods already bound here are news too, as a pod config source's first ADDs are
+    changed_pods.extend(p.metadata.uid for p in kubelet.cache.by_index("Pod", POD_NODE,
+                                                                       kubelet.node_name))
     full_at = clock.monotonic()  # the first pass looks at every pod
     try:
         while not stop.is_set():
