@@ -54,8 +54,29 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy csi_driver cni_spec cni_plugin kubelet_sim node_driver_registrar tests bench tools
 	$(VENV)/bin/lint-imports
 
+# pytest runs as two processes at once, one per core of the 2-core CI machine: the API
+# server and CSI driver tests (TEST_SHARD, about half the time), and everything
+# else; the first one's log is printed when both are done. Side by side is safe: every
+# `up`, apiserver and driver process takes a fresh state dir under /tmp and a free port,
+# and each session has its own kubectl cache dir and, as root, its own mount and network
+# namespaces (tests/conftest.py); the tests that exec the reference plugins or podman
+# (shared /var/lib/cni) are all in the second. `make test TEST_JOBS=1`: one pytest.
+TEST_JOBS ?= 2
+TEST_SHARD := tests/kubelet_sim/apiserver tests/csi_driver
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+
 test: $(STAMP) system-deps $(KUBECTL) lint
-	$(PY) -m pytest -q -p no:cacheprovider
+ifeq ($(TEST_JOBS),1)
+	$(PYTEST)
+else
+	@log=$$(mktemp); echo "$(PYTEST) $(TEST_SHARD) >$$log (in the background)"; \
+	$(PYTEST) $(TEST_SHARD) >$$log 2>&1 & shard=$$!; \
+	echo "$(PYTEST) $(addprefix --ignore=,$(TEST_SHARD))"; \
+	$(PYTEST) $(addprefix --ignore=,$(TEST_SHARD)); rest=$$?; \
+	wait $$shard; first=$$?; \
+	echo "== $(TEST_SHARD) =="; cat $$log; rm -f $$log; \
+	test $$rest = 0 && test $$first = 0
+endif
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not root and not reference"

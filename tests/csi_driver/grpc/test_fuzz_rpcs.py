@@ -59,7 +59,7 @@ EXAMPLES_PER_RPC = 40 * SCALE
 TOUCHING_FILES = frozenset({"CreateVolume", "CreateSnapshot", "CreateVolumeGroupSnapshot",
                             "NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume",
                             "NodeUnpublishVolume", "NodeExpandVolume"})
-LIFECYCLE_EXAMPLES = 500 * SCALE
+LIFECYCLE_EXAMPLES = 250 * SCALE  # CSI_FUZZ_SCALE=2 runs the 500 of before
 PATH_ID_LIFECYCLE_EXAMPLES = 150 * SCALE
 RAW_EXAMPLES = 300 * SCALE
 BY_NAME = {m.name: m for m in METHODS}

@@ -7,14 +7,25 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.fixtures.up_process import KUBECTL, Up, running_up, wait_for
 
 from .conftest import needs_kubectl
 
 pytestmark = needs_kubectl
+
+
+@pytest.fixture(scope="module")
+def up() -> Iterator[Up]:
+    """One plain `up` for the tests that neither cordon a node nor need a second one."""
+    with running_up() as running:
+        yield running
+
 
 def replica_set(node: str) -> dict[str, Any]:
     """Two replicated pods on ``node`` (kubectl drain refuses bare pods without --force);
@@ -73,7 +84,7 @@ def test_drain_evicts_what_the_budget_allows_then_everything_once_it_is_gone(
 
         # one pod may go; the other would break the budget: kubectl retries, then gives up
         said = kubectl_fails(up, "drain", "node-1", "--ignore-daemonsets",
-                             "--delete-emptydir-data", "--timeout=12s", timeout=90)
+                             "--delete-emptydir-data", "--timeout=7s", timeout=90)
         assert "Cannot evict pod as it would violate the pod's disruption budget." in said
         node = json.loads(up.kubectl("get", "node", "node-1", "-o", "json"))
         assert node["spec"]["unschedulable"] is True  # cordoned first
@@ -88,29 +99,26 @@ def test_drain_evicts_what_the_budget_allows_then_everything_once_it_is_gone(
         assert [p["status"]["phase"] for p in pods_of(up).values()] == ["Pending"] * 2
 
 
-def test_delete_pods_all_deletes_every_pod_of_the_namespace(tmp_path: Path) -> None:
-    with running_up() as up:
-        for name in ("a", "b"):
-            manifest = tmp_path / f"{name}.json"
-            manifest.write_text(json.dumps({
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
-            up.kubectl("apply", "-f", str(manifest))
-        out = up.kubectl("delete", "pods", "--all", "--timeout=60s", timeout=90)
-        assert sorted(out.splitlines()) == ['pod "a" deleted from default namespace',
-                                            'pod "b" deleted from default namespace']
-        assert pods_of(up) == {}
+def test_delete_pods_all_deletes_every_pod_of_the_namespace(up: Up, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        manifest = tmp_path / f"{name}.json"
+        manifest.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+        up.kubectl("apply", "-f", str(manifest))
+    out = up.kubectl("delete", "pods", "--all", "--timeout=60s", timeout=90)
+    assert sorted(out.splitlines()) == ['pod "a" deleted from default namespace',
+                                        'pod "b" deleted from default namespace']
+    assert pods_of(up) == {}
 
 
-def test_kubectl_auth_whoami_names_the_cluster_admin() -> None:
-    with running_up() as up:
-        out = up.kubectl("auth", "whoami")
-        assert "kubernetes-admin" in out and "system:masters" in out
+def test_kubectl_auth_whoami_names_the_cluster_admin(up: Up) -> None:
+    out = up.kubectl("auth", "whoami")
+    assert "kubernetes-admin" in out and "system:masters" in out
 
 
-def test_kubectl_auth_can_i_says_yes_and_lists_every_rule() -> None:
-    with running_up() as up:
-        assert up.kubectl("auth", "can-i", "create", "pods").strip() == "yes"
-        listed = up.kubectl("auth", "can-i", "--list").splitlines()
-        assert listed[0].split()[:2] == ["Resources", "Non-Resource"]
-        assert any(row.split()[0] == "*.*" for row in listed[1:])
+def test_kubectl_auth_can_i_says_yes_and_lists_every_rule(up: Up) -> None:
+    assert up.kubectl("auth", "can-i", "create", "pods").strip() == "yes"
+    listed = up.kubectl("auth", "can-i", "--list").splitlines()
+    assert listed[0].split()[:2] == ["Resources", "Non-Resource"]
+    assert any(row.split()[0] == "*.*" for row in listed[1:])
