@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -22,7 +23,13 @@ from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.csi.naming import attachment_name
-from kubelet_sim.demo_view import Condition, ScenarioCluster, get_or_none, in_process_cluster
+from kubelet_sim.demo_view import (
+    Condition,
+    ScenarioCluster,
+    UpDidNotStart,
+    get_or_none,
+    in_process_cluster,
+)
 from kubelet_sim.utils.trace import Trace, trace_lines
 
 STORAGE_CLASS = "mini"
@@ -370,7 +377,11 @@ async def run_demo(opts: DemoOptions, only: list[int] | None = None) -> bool:
 
 def main_demo(opts: DemoOptions, only: list[int] | None = None,
               trace_file: Path | None = None) -> int:
-    if trace_file is None:
-        return 0 if asyncio.run(run_demo(opts, only)) else 1
-    with trace_file.open("w", encoding="utf-8") as sink:
-        return 0 if asyncio.run(run_demo(replace(opts, trace_sink=sink), only)) else 1
+    try:
+        if trace_file is None:
+            return 0 if asyncio.run(run_demo(opts, only)) else 1
+        with trace_file.open("w", encoding="utf-8") as sink:
+            return 0 if asyncio.run(run_demo(replace(opts, trace_sink=sink), only)) else 1
+    except UpDidNotStart as err:
+        print(f"kubelet_sim: {err}", file=sys.stderr)
+        return 2

@@ -26,7 +26,7 @@ from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.cluster import DRIVER_NAME
-from kubelet_sim.demo_view import Condition, ScenarioCluster, get_or_none
+from kubelet_sim.demo_view import Condition, ScenarioCluster, UpDidNotStart, get_or_none
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.network.host_gw import ClusterNetwork
 from kubelet_sim.plugin_processes import PROJECT_ROOT, die_with_parent
@@ -166,7 +166,7 @@ async def _wait_up(proc: subprocess.Popen[bytes], log: Path) -> None:
     while "export KUBECONFIG=" not in log.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() >= deadline:
             said = (log.read_text(errors="replace").strip().splitlines() or ["no output"])
-            raise RuntimeError(f"up --processes did not start ({proc.poll()}): {said[-1]}")
+            raise UpDidNotStart(f"up --processes did not start ({proc.poll()}): {said[-1]}")
         await asyncio.sleep(POLL)
 
 

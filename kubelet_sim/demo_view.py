@@ -35,6 +35,10 @@ from kubelet_sim.utils.trace import Trace, TraceEvent
 Condition = Callable[[KubeClient], Awaitable[bool]]
 
 
+class UpDidNotStart(RuntimeError):
+    """The cluster of a scenario could not be started as asked (one line, exit 2)."""
+
+
 class ScenarioCluster(Protocol):
     """The cluster as one scenario sees it."""
 
