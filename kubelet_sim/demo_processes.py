@@ -171,7 +171,8 @@ async def _wait_up(proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM: `up` deletes the pods, waits for their teardown, stops its children."""
+    """SIGTERM, as a user stops `up`: it deletes what is left of the pods and stops its
+    children, the API server last."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -185,7 +186,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 async def processes_cluster(nodes: int, trace: Trace, up_flags: list[str] | None = None
                             ) -> AsyncIterator[ScenarioCluster]:
     """``kubelet-sim up --processes --nodes N`` on a fresh state dir, its nodes Ready;
-    then stopped (SIGTERM) and the state dir removed."""
+    then stopped and the state dir removed."""
     state_dir = Path(tempfile.mkdtemp(prefix="ksim-demo-", dir="/tmp"))
     log = state_dir / "up.log"
     view: ProcessesView | None = None
