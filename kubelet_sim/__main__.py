@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"scenario numbers 1-{len(SCENARIOS)} (default: all)")
     _common(demo)
     demo.add_argument("--no-trace", action="store_true", help="do not print the call traces")
+    demo.add_argument("--processes", action="store_true",
+                      help="run each scenario against `up --processes` (every component its "
+                      "own process), checked over HTTPS, the nodes' dirs and trace files")
     _trace_file(demo)
     apply = sub.add_parser("apply", help="apply manifests to a fresh cluster and report")
     apply.add_argument("files", nargs="+", type=Path)
@@ -201,6 +204,20 @@ def api_faults(args: argparse.Namespace) -> dict[str, Any]:
     return {"writeDelaySeconds": args.api_write_delay, "conflicts": conflicts}
 
 
+def demo_up_flags(args: argparse.Namespace) -> list[str]:
+    """The common flags `demo --processes` hands to each `up --processes` (which refuses
+    those it cannot do)."""
+    flags = ["--dataplane", args.dataplane]
+    for flag, path in (("--csi-faults", args.csi_faults), ("--cni-faults", args.cni_faults),
+                       ("--cni-bin-dir", args.cni_bin_dir)):
+        flags += [flag, str(path.resolve())] if path else []
+    flags += ["--csi-controller-endpoint", args.csi_controller_endpoint] \
+        if args.csi_controller_endpoint else []
+    for endpoint in args.csi_node_endpoint:
+        flags += ["--csi-node-endpoint", endpoint]
+    return flags + (["--reference-cni"] if args.reference_cni else [])
+
+
 def start_up_refusal(args: argparse.Namespace) -> str:
     """Why these flags cannot work together, in one sentence ('' when they can)."""
     if args.reference_cni and args.dataplane != "linux":
@@ -288,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"kubelet_sim: no scenario {bad[0]} (1-{len(SCENARIOS)})", file=sys.stderr)
             return 2
         return main_demo(DemoOptions(dataplane=args.dataplane, show_trace=not args.no_trace,
-                                     cluster=cluster_options(args)),
+                                     cluster=cluster_options(args), processes=args.processes,
+                                     up_flags=demo_up_flags(args)),
                          args.scenario or None, trace_file=args.trace_file)
     if args.command == "up":
         from kubelet_sim.up import UpOptions, UpRefused, run_up

@@ -167,6 +167,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sc.add_argument("--roles", type=_roles, default=list(SIDECAR_ROLES), metavar="LIST",
                     help=f"which roles to run (default {','.join(SIDECAR_ROLES)}); capacity "
                     "is external-provisioner's CSIStorageCapacity controller")
+    sc.add_argument("--trace-file", type=Path, metavar="T.jsonl",
+                    help="append every CSI call to this file as JSON lines (ts on the "
+                    "machine's monotonic clock)")
     add_leader_flags(sc, "leader-election", default=False, namespace="default", retry=5.0)
 
 
@@ -214,7 +217,8 @@ async def _scheduler(args: argparse.Namespace, client: HttpKubeClient,
 
 async def _sidecars(args: argparse.Namespace, client: HttpKubeClient,
                     recorder: EventRecorder) -> list[LeaseGroup]:
-    csi = GrpcCsiClient(args.csi_address, trace=Trace(), node="control-plane",
+    trace = Trace.of_process(args.trace_file) if args.trace_file else Trace()
+    csi = GrpcCsiClient(args.csi_address, trace=trace, node="control-plane",
                         component="controller")
     driver = args.driver_name or await plugin_name(csi, args.csi_address)
     ctx = loop_context(client, csi=csi, driver=driver, recorder=recorder)

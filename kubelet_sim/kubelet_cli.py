@@ -65,6 +65,9 @@ def add_parser(sub: Any) -> None:
                    help="exec the CNI plugins from DIR instead of laying ours out")
     p.add_argument("--cni-faults", type=Path, metavar="FILE",
                    help="our CNI plugins inject faults by these JSON rules")
+    p.add_argument("--trace-file", type=Path, metavar="T.jsonl",
+                   help="append every CSI call and CNI exec of the nodes to this file as "
+                   "JSON lines (ts on the machine's monotonic clock)")
     p.add_argument("--api-wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to keep trying an unreachable API server at start "
                    "(default 10; then exit 1)")

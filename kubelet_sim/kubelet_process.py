@@ -115,6 +115,7 @@ class KubeletOptions:
     driver_args: list[str] = field(default_factory=list)
     cni_bin_dir: Path | None = None
     cni_faults: Path | None = None
+    trace_file: Path | None = None  # the nodes' CSI calls and CNI execs, appended
     api_wait: float = 10.0  # seconds to keep trying an unreachable API server at start
     qps: float = KUBELET_QPS
     burst: int = KUBELET_BURST
@@ -257,6 +258,7 @@ def options_from(args: argparse.Namespace) -> KubeletOptions:
         driver_args=["--faults", str(args.csi_faults.resolve())] if args.csi_faults else [],
         cni_bin_dir=args.cni_bin_dir,
         cni_faults=args.cni_faults.resolve() if args.cni_faults else None,
+        trace_file=args.trace_file,
         api_wait=args.api_wait, qps=args.kube_api_qps, burst=args.kube_api_burst,
         lease_duration_seconds=args.node_lease_duration_seconds)
 
@@ -352,7 +354,7 @@ class NodeHosts:
         self.client = client
         self.state_dir = state_dir
         self.die_with_parent = die_with_parent
-        self.trace = Trace()
+        self.trace = Trace.of_process(options.trace_file) if options.trace_file else Trace()
         self.recorder = EventRecorder(client)
         self.cni = CniSetup(bin_dir=options.cni_bin_dir or state_dir / "opt-cni-bin",
                             faults=options.cni_faults)

@@ -8,9 +8,11 @@ process, each reaching the API server over HTTPS with the kubeconfig it wrote:
   sidecars`` (with leader election, so a restarted one waits for its Lease);
 * one ``kubelet-sim kubelet --node-name N`` per node (:func:`kubelet_argv`).
 
-Each child writes to ``DIR/logs/<name>.log``. A child that ends is started again (after
-1 s, doubling up to 30 s while it keeps failing within a minute). Every child gets
-SIGTERM when ``up`` dies, however it dies (PR_SET_PDEATHSIG), so none outlives it.
+Each child writes to ``DIR/logs/<name>.log``; the kubelets and the sidecars append their
+CSI calls and CNI execs to ``DIR/traces/<name>.jsonl`` (``--trace-file``). A child that
+ends is started again (after 1 s, doubling up to 30 s while it keeps failing within a
+minute). Every child gets SIGTERM when ``up`` dies, however it dies (PR_SET_PDEATHSIG),
+so none outlives it.
 SIGINT/SIGTERM tear down as ``up`` does: the workloads and pods deleted and waited for
 (the kubelets stop their sandboxes and volumes, the attach/detach controller detaches),
 then the children stopped in reverse order, the API server last.
@@ -153,6 +155,7 @@ class Supervisor:
         self.state_dir = state_dir
         self.work = state_dir / "cluster"
         self.logs = state_dir / "logs"
+        self.traces = state_dir / "traces"
         self.kubeconfig = options.kubeconfig or state_dir / "kubeconfig"
         self.apiserver: Child | None = None
         self.children: list[Child] = []  # in start order, the API server not included
@@ -240,6 +243,8 @@ class Supervisor:
                              node_endpoints[spec.name], self.options),
                 self.logs / f"kubelet-{spec.name}.log"))
         for child in self.children:
+            if child.name.startswith("kubelet-") or child.name == "sidecars":
+                child.argv += ["--trace-file", str(self.traces / f"{child.name}.jsonl")]
             child.start()
 
     # -- keep running -----------------------------------------------------------------

@@ -12,11 +12,12 @@ command caused are numbered from 1 and the start-up calls are told apart.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -61,6 +62,14 @@ class Trace:
     def to_file(cls, path: Path, *, phase: str = "") -> Trace:
         """A trace mirrored to ``path`` (truncated: one command's calls per file)."""
         return cls(sink=path.open("w", encoding="utf-8"), phase=phase)
+
+    @classmethod
+    def of_process(cls, path: Path) -> Trace:
+        """A component process's trace (``--trace-file``): appended to ``path`` (a
+        restarted process adds to it), ``ts`` on the machine's monotonic clock, so the
+        files of several processes merge into one order (:func:`read_trace_files`)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return cls(sink=path.open("a", encoding="utf-8"), _start=0.0)
 
     def begin(self, phase: str) -> None:
         """Events from now on belong to ``phase`` and are numbered from 1 again."""
@@ -117,6 +126,18 @@ class Trace:
         if self.sink is not None:
             self.sink.close()
             self.sink = None
+
+
+def read_trace_files(paths: Iterable[Path]) -> list[TraceEvent]:
+    """The events of :meth:`Trace.of_process` files, in the order of their ``ts`` (a
+    line still being written is left for the next read)."""
+    events = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError, TypeError):
+                    events.append(TraceEvent(**json.loads(line)))
+    return sorted(events, key=lambda e: e.ts)
 
 
 # -- the printed form -------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kubelet_sim.utils.trace import Trace, summarize, trace_lines
+from kubelet_sim.utils.trace import Trace, read_trace_files, summarize, trace_lines
 
 
 def test_calls_after_begin_are_numbered_from_1_in_their_phase() -> None:
@@ -62,3 +62,23 @@ def test_summary_replaces_the_work_dir_by_its_alias() -> None:
     request = {"staging_target_path": "/tmp/ksim-x/node-1/kubelet/plugins/globalmount"}
     assert summarize(request, aliases={"/tmp/ksim-x": "<work>"}) == \
         "staging_target_path=<work>/node-1/kubelet/plugins/globalmount"
+
+
+def test_process_trace_files_append_and_merge_in_the_machine_clocks_order(
+        tmp_path: Path) -> None:
+    kubelet, sidecars = tmp_path / "kubelet-node-1.jsonl", tmp_path / "sidecars.jsonl"
+    first = Trace.of_process(kubelet)
+    first.record(node="node-1", component="kubelet", call="csi.Node/NodeGetInfo")
+    first.close()
+    provisioner = Trace.of_process(sidecars)
+    provisioner.record(node="control-plane", component="external-provisioner",
+                       call="csi.Controller/CreateVolume")
+    restarted = Trace.of_process(kubelet)  # a kubelet started again adds to its file
+    restarted.record(node="node-1", component="kubelet", call="csi.Node/NodeStageVolume")
+    provisioner.close()
+    restarted.close()
+
+    merged = read_trace_files([kubelet, sidecars])
+    assert [e.call for e in merged] == ["csi.Node/NodeGetInfo", "csi.Controller/CreateVolume",
+                                        "csi.Node/NodeStageVolume"]
+    assert merged[0].ts <= merged[1].ts <= merged[2].ts
