@@ -11,6 +11,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.client.secrets import ApiSecrets
+from kubelet_sim.client.writes import get_or_none
 from kubelet_sim.controllers.base import Controller
 from kubelet_sim.controllers.common import CachedControllerCapabilities
 from kubelet_sim.csi.client import CsiClient
@@ -49,9 +50,16 @@ class CsiSidecar(Controller):
                                  delete: Callable[[Resource], Awaitable[bool]]) -> bool:
         """:meth:`sync_owned` over ``objects`` only (a work queue's batch)."""
         changed = False
-        for obj in objects:
-            kind = obj.kind
-            if obj.spec.get(driver_field) != self.driver:
+        for cached in objects:
+            if cached.spec.get(driver_field) != self.driver:
+                continue
+            if not cached.is_terminating and done(cached):
+                continue
+            # about to call the driver: on the object as the API server has it now, not
+            # as a cache that may not have our last write yet (a second ControllerPublish
+            # or DeleteSnapshot for one change); in-process the two are the same
+            obj = await get_or_none(self.client, cached.kind, cached.name, cached.namespace)
+            if obj is None:
                 continue
             if obj.is_terminating:
                 action = delete
@@ -59,5 +67,5 @@ class CsiSidecar(Controller):
                 action = create
             else:
                 continue
-            changed = await self.step(f"{kind}/{obj.name}", action, obj) or changed
+            changed = await self.step(f"{obj.kind}/{obj.name}", action, obj) or changed
         return changed

@@ -32,7 +32,7 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.indexes import PV_CLAIM, VA_PV, claim_key
 from kubelet_sim.client.kube_client import KubeClient
-from kubelet_sim.client.writes import drop_finalizer, write_object
+from kubelet_sim.client.writes import drop_finalizer, get_or_none, write_object
 from kubelet_sim.controllers.base import (
     claim_ref_keys,
     claim_step_key,
@@ -152,8 +152,11 @@ class ExternalProvisioner(CsiSidecar):
         if sc.body.get("volumeBindingMode") == "WaitForFirstConsumer" and not selected_name:
             return False
         pv_name = f"pvc-{pvc.metadata.uid}"
-        if self.cache.get("PersistentVolume", pv_name) is not None:
-            return False  # provisioned already; the binder finishes the binding
+        if self.cache.get("PersistentVolume", pv_name) is not None or \
+                await get_or_none(self.client, "PersistentVolume", pv_name) is not None:
+            # provisioned already (the cache may not show our own PV yet): the binder
+            # finishes the binding
+            return False
         try:
             request, spec = await self._create_request(pvc, sc, pv_name, selected_name)
         except (ParameterError, ProvisioningError, LookupError) as err:
@@ -299,6 +302,11 @@ class ExternalProvisioner(CsiSidecar):
             return False
         if self._attached(pv):
             return False  # DeleteVolume only once no VolumeAttachment names the PV
+        live = await get_or_none(self.client, "PersistentVolume", pv.name)
+        if live is None:
+            return False  # deleted meanwhile (the cache is behind our own delete)
+        if live.metadata.resource_version != pv.metadata.resource_version:
+            return await self._reclaim(live)  # decide on the object as it is now
         await self._delete_volume(pv)
         if not pv.is_terminating:
             try:

@@ -36,7 +36,7 @@ from kubelet_sim.api.pvc_resize import (
     set_resize_condition,
 )
 from kubelet_sim.api.quantity import bytes_quantity
-from kubelet_sim.client.writes import write_object, write_status
+from kubelet_sim.client.writes import get_or_none, write_object, write_status
 from kubelet_sim.controllers.base import claim_ref_keys, claim_step_key, claims_and_volumes
 from kubelet_sim.controllers.common import (
     ANN_STORAGE_RESIZER,
@@ -81,8 +81,13 @@ class ExternalResizer(ModifyingSidecar):
             key = claim_step_key(pvc.namespace, pvc.name)
             pv = self._expandable_volume(pvc)
             if pv is not None:
-                changed = await self.step(key, self._expand, pvc, pv) \
-                    or changed
+                # about to call the driver: decide again on the claim as the API server
+                # has it now (the cache may not show our last status write yet)
+                live = await get_or_none(self.client, "PersistentVolumeClaim", pvc.name,
+                                         pvc.namespace)
+                pv = self._expandable_volume(live) if live is not None else None
+                if live is not None and pv is not None:
+                    changed = await self.step(key, self._expand, live, pv) or changed
             pv = self._modifiable_volume(pvc)
             if pv is not None:
                 changed = await self.step(f"modify/{key}", self.modify, pvc, pv) or changed
