@@ -8,6 +8,10 @@ process, each reaching the API server over HTTPS with the kubeconfig it wrote:
   sidecars`` (with leader election, so a restarted one waits for its Lease);
 * one ``kubelet-sim kubelet --node-name N`` per node (:func:`kubelet_argv`).
 
+It prints ``export KUBECONFIG=`` once the cluster is settled as in-process ``up``'s is
+(:mod:`kubelet_sim.up_processes_settle`: the nodes Ready, their CSINodes, the default
+ServiceAccount).
+
 Each child writes to ``DIR/logs/<name>.log``. A child that ends is started again (after
 1 s, doubling up to 30 s while it keeps failing within a minute). Every child gets
 SIGTERM when ``up`` dies, however it dies (PR_SET_PDEATHSIG), so none outlives it.
@@ -38,9 +42,11 @@ from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.cluster import DRIVER_NAME, NodeSpec, default_nodes, fault_control
+from kubelet_sim.component_process import RUNNING
 from kubelet_sim.controllers.workloads import WORKLOAD_KINDS
 from kubelet_sim.plugin_processes import PROJECT_ROOT, DriverProcess, die_with_parent
 from kubelet_sim.up import TEARDOWN_SECONDS, UpOptions, UpRefused, private_dir
+from kubelet_sim.up_processes_settle import SETTLE_SECONDS, wait_settled
 
 APISERVER_START_SECONDS = 60.0
 RESTART_FIRST, RESTART_CAP, RESTART_RESET = 1.0, 30.0, 60.0
@@ -60,9 +66,11 @@ class Child:
     restarts: int = 0
     delay: float = RESTART_FIRST
     due: float | None = None  # monotonic time of the next start after an exit
+    offset: int = 0  # where this start's output begins in the log
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kubelet_sim", *self.argv], stdout=out,
@@ -195,12 +203,14 @@ class Supervisor:
         raise UpRefused(f"the API server did not start within {APISERVER_START_SECONDS:g}s; "
                         f"see {child.log}")
 
-    def _driver(self, name: str, socket: Path, args: list[str]) -> DriverProcess:
+    def _driver(self, name: str, socket: Path, args: list[str], log: str) -> DriverProcess:
+        """A CSI plugin logging its calls where in-process `up`'s do
+        (``STATE_DIR/cluster/logs/csi-controller.log``, ``csi-<node>.log``)."""
         cluster = self.options.cluster or {}
         common = ["--driver-name", DRIVER_NAME, "--state-dir", str(self.work / "storage-array"),
                   "--attach-required", *cluster.get("driver_args", ())]
         return DriverProcess(name=name, socket=socket, args=[*args, *common],
-                             log_path=self.logs / f"{name}.log", die_with_parent=True)
+                             log_path=self.work / "logs" / log, die_with_parent=True)
 
     async def start_plugins(self) -> tuple[str, dict[str, str]]:
         """The controller plugin, then one node plugin per node: their endpoints."""
@@ -208,7 +218,7 @@ class Supervisor:
         controller = self._driver(
             "csi-controller-plugin", self.work / "controller" / "csi.sock",
             ["--mode", "controller", "--node-id", "controller",
-             *fault_control(self.work / "controller" / "faults.sock")])
+             *fault_control(self.work / "controller" / "faults.sock")], "csi-controller.log")
         controller.start()
         await controller.wait_ready()  # it creates the storage array the nodes open
         self.drivers.append(Driver(controller))
@@ -217,7 +227,8 @@ class Supervisor:
             plugin_dir = self.node_root(spec) / "plugins" / DRIVER_NAME
             node = self._driver(f"csi-node-plugin-{spec.name}", plugin_dir / "csi.sock",
                                 ["--mode", "node", "--node-id", spec.name,
-                                 *fault_control(plugin_dir / "faults.sock")])
+                                 *fault_control(plugin_dir / "faults.sock")],
+                                f"csi-{spec.name}.log")
             node.start()
             self.drivers.append(Driver(node))
             nodes[spec.name] = node.endpoint
@@ -241,6 +252,20 @@ class Supervisor:
                 self.logs / f"kubelet-{spec.name}.log"))
         for child in self.children:
             child.start()
+
+    def loops_not_running(self) -> list[str]:
+        """The control-plane children whose loops do not all run yet (each says so once
+        its Lease's caches are synced: :data:`RUNNING`)."""
+        out = []
+        for child in self.children:
+            if child.name.startswith("kubelet-"):
+                continue
+            said = child.log.read_text(errors="replace")[child.offset:] \
+                if child.log.exists() else ""
+            groups = max(1, said.count("attempting to acquire leader lease"))
+            if said.count(RUNNING) < groups:
+                out.append(f"{child.name}'s loops running")
+        return out
 
     # -- keep running -----------------------------------------------------------------
 
@@ -356,6 +381,13 @@ async def run_up_processes(options: UpOptions) -> int:
                 DRIVER_NAME, attach_required=True, pod_info_on_mount=True,
                 volume_lifecycle_modes=["Persistent", "Ephemeral"]))
         supervisor.start_components(controller_endpoint, node_endpoints)
+        # handed over as in-process `up` hands over its settled cluster
+        leaders = ("kube-controller-manager", "kube-scheduler")
+        lacking = await wait_settled(client, list(node_endpoints), DRIVER_NAME, leaders,
+                                     also=supervisor.loops_not_running)
+        if lacking:
+            print(f"not settled within {SETTLE_SECONDS:g}s: no {', '.join(lacking)} yet "
+                  f"(see {supervisor.logs})", file=sys.stderr, flush=True)
         # what `up` prints, the same way (the URL last on the first line)
         print(f"cluster up: {options.nodes} node(s), API server {supervisor.server_url}",
               flush=True)
