@@ -48,6 +48,7 @@ from typing import Any
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
+from kubelet_sim.client.resource_versions import newer
 from kubelet_sim.client.writes import write_status
 from kubelet_sim.controllers.job_policies import (
     INDEX_FAILURE_COUNT,
@@ -119,12 +120,6 @@ def _ensure_condition(status: JSON, kind: str, value: str, reason: str, message:
         return False
     status["conditions"] = [*conditions, _condition(kind, value, reason, message, now)]
     return True
-
-
-def newer(version: str, than: str) -> bool:
-    """Whether resourceVersion ``version`` is later than ``than`` (both the decimal
-    counters kube-apiserver's etcd and our server give; otherwise not known: False)."""
-    return version.isdigit() and than.isdigit() and int(version) > int(than)
 
 
 @dataclass
