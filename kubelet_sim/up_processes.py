@@ -52,6 +52,7 @@ APISERVER_START_SECONDS = 60.0
 RESTART_FIRST, RESTART_CAP, RESTART_RESET = 1.0, 30.0, 60.0
 STOP_SECONDS = 20.0
 SUPERVISE_PERIOD = 0.2
+UNTHROTTLED = ["--kube-api-qps", "200", "--kube-api-burst", "400"]
 
 
 @dataclass
@@ -128,12 +129,15 @@ def control_plane_argv(kubeconfig: Path, options: UpOptions, controller_endpoint
                                       "job-controller")]
              if cluster.get("workload_controllers") is False else [])]
     config = ["--kubeconfig", str(kubeconfig)]
-    out = {"controller-manager": ["controller-manager", *config, "--controllers",
+    # in-process `up`'s loops call the server with no client-side limit; these children
+    # share our own API server with nothing else, so their QPS/burst are raised from
+    # the upstream defaults (20/30, 5/10) that keep them from starving a shared one
+    out = {"controller-manager": ["controller-manager", *config, *UNTHROTTLED, "--controllers",
                                   ",".join(["*", *off]), "--node-monitor-grace-period",
                                   f"{options.node_monitor_grace_period:g}s"],
            "scheduler": ["scheduler", *config]}
     if cluster.get("sidecars") is not False:
-        out["sidecars"] = ["sidecars", *config, "--csi-address", controller_endpoint,
+        out["sidecars"] = ["sidecars", *config, *UNTHROTTLED, "--csi-address", controller_endpoint,
                            "--leader-election"]
     return out
 
