@@ -151,6 +151,11 @@ class LeaseGroup:
         return f"{self.namespace}/{self.name}"
 
 
+# what a component prints once a group's caches have their first lists and its loops
+# run (what `up --processes` waits for, as one waits for kube-controller-manager's healthz)
+RUNNING = "caches synced, loops running"
+
+
 def say(component: str, message: str) -> None:
     print(f"{component}: {message}", flush=True)
 
@@ -181,6 +186,7 @@ async def run_group(command: str, component: str, client: KubeClient, group: Lea
     :class:`LostLease` when the Lease is lost."""
     if not args.leader_elect:
         manager = await start_loops(client, group.controllers)
+        say(command, f"{group.lease}: {RUNNING}")
         try:
             await stop.wait()
         finally:
@@ -192,6 +198,7 @@ async def run_group(command: str, component: str, client: KubeClient, group: Lea
         recorder.record("Lease", group.namespace, group.name, "Normal", "LeaderElection",
                         f"{identity} became leader", component)
         manager = await start_loops(client, group.controllers)
+        say(command, f"{group.lease}: {RUNNING}")
         try:
             await asyncio.Event().wait()  # until cancelled: the leadership ended
         finally:

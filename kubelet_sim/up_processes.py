@@ -8,11 +8,15 @@ process, each reaching the API server over HTTPS with the kubeconfig it wrote:
   sidecars`` (with leader election, so a restarted one waits for its Lease);
 * one ``kubelet-sim kubelet --node-name N`` per node (:func:`kubelet_argv`).
 
+It prints ``export KUBECONFIG=`` once the cluster is settled as in-process ``up``'s is
+(:mod:`kubelet_sim.up_processes_settle`: the nodes Ready, their CSINodes, the default
+ServiceAccount).
+
 Each child writes to ``DIR/logs/<name>.log``; the kubelets and the sidecars append their
 CSI calls and CNI execs to ``DIR/traces/<name>.jsonl`` (``--trace-file``). A child that
 ends is started again (after 1 s, doubling up to 30 s while it keeps failing within a
-minute). Every child gets SIGTERM when ``up`` dies, however it dies (PR_SET_PDEATHSIG),
-so none outlives it.
+minute). Every child gets SIGTERM when ``up`` dies, however it dies (PR_SET_PDEATHSIG), so
+none outlives it.
 SIGINT/SIGTERM tear down as ``up`` does: the workloads and pods deleted and waited for
 (the kubelets stop their sandboxes and volumes, the attach/detach controller detaches),
 then the children stopped in reverse order, the API server last.
@@ -40,14 +44,17 @@ from kubelet_sim.apiserver.admission_plugins import DEFAULT_PLUGINS
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import KubeClient
 from kubelet_sim.cluster import DRIVER_NAME, NodeSpec, default_nodes, fault_control
+from kubelet_sim.component_process import RUNNING
 from kubelet_sim.controllers.workloads import WORKLOAD_KINDS
 from kubelet_sim.plugin_processes import PROJECT_ROOT, DriverProcess, die_with_parent
 from kubelet_sim.up import TEARDOWN_SECONDS, UpOptions, UpRefused, private_dir
+from kubelet_sim.up_processes_settle import SETTLE_SECONDS, wait_settled
 
 APISERVER_START_SECONDS = 60.0
 RESTART_FIRST, RESTART_CAP, RESTART_RESET = 1.0, 30.0, 60.0
 STOP_SECONDS = 20.0
 SUPERVISE_PERIOD = 0.2
+UNTHROTTLED = ["--kube-api-qps", "200", "--kube-api-burst", "400"]
 
 
 @dataclass
@@ -62,9 +69,11 @@ class Child:
     restarts: int = 0
     delay: float = RESTART_FIRST
     due: float | None = None  # monotonic time of the next start after an exit
+    offset: int = 0  # where this start's output begins in the log
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "kubelet_sim", *self.argv], stdout=out,
@@ -122,12 +131,15 @@ def control_plane_argv(kubeconfig: Path, options: UpOptions, controller_endpoint
                                       "job-controller")]
              if cluster.get("workload_controllers") is False else [])]
     config = ["--kubeconfig", str(kubeconfig)]
-    out = {"controller-manager": ["controller-manager", *config, "--controllers",
+    # in-process `up`'s loops call the server with no client-side limit; these children
+    # share our own API server with nothing else, so their QPS/burst are raised from
+    # the upstream defaults (20/30, 5/10) that keep them from starving a shared one
+    out = {"controller-manager": ["controller-manager", *config, *UNTHROTTLED, "--controllers",
                                   ",".join(["*", *off]), "--node-monitor-grace-period",
                                   f"{options.node_monitor_grace_period:g}s"],
            "scheduler": ["scheduler", *config]}
     if cluster.get("sidecars") is not False:
-        out["sidecars"] = ["sidecars", *config, "--csi-address", controller_endpoint,
+        out["sidecars"] = ["sidecars", *config, *UNTHROTTLED, "--csi-address", controller_endpoint,
                            "--leader-election"]
     return out
 
@@ -198,12 +210,14 @@ class Supervisor:
         raise UpRefused(f"the API server did not start within {APISERVER_START_SECONDS:g}s; "
                         f"see {child.log}")
 
-    def _driver(self, name: str, socket: Path, args: list[str]) -> DriverProcess:
+    def _driver(self, name: str, socket: Path, args: list[str], log: str) -> DriverProcess:
+        """A CSI plugin logging its calls where in-process `up`'s do
+        (``STATE_DIR/cluster/logs/csi-controller.log``, ``csi-<node>.log``)."""
         cluster = self.options.cluster or {}
         common = ["--driver-name", DRIVER_NAME, "--state-dir", str(self.work / "storage-array"),
                   "--attach-required", *cluster.get("driver_args", ())]
         return DriverProcess(name=name, socket=socket, args=[*args, *common],
-                             log_path=self.logs / f"{name}.log", die_with_parent=True)
+                             log_path=self.work / "logs" / log, die_with_parent=True)
 
     async def start_plugins(self) -> tuple[str, dict[str, str]]:
         """The controller plugin, then one node plugin per node: their endpoints."""
@@ -211,7 +225,7 @@ class Supervisor:
         controller = self._driver(
             "csi-controller-plugin", self.work / "controller" / "csi.sock",
             ["--mode", "controller", "--node-id", "controller",
-             *fault_control(self.work / "controller" / "faults.sock")])
+             *fault_control(self.work / "controller" / "faults.sock")], "csi-controller.log")
         controller.start()
         await controller.wait_ready()  # it creates the storage array the nodes open
         self.drivers.append(Driver(controller))
@@ -220,7 +234,8 @@ class Supervisor:
             plugin_dir = self.node_root(spec) / "plugins" / DRIVER_NAME
             node = self._driver(f"csi-node-plugin-{spec.name}", plugin_dir / "csi.sock",
                                 ["--mode", "node", "--node-id", spec.name,
-                                 *fault_control(plugin_dir / "faults.sock")])
+                                 *fault_control(plugin_dir / "faults.sock")],
+                                f"csi-{spec.name}.log")
             node.start()
             self.drivers.append(Driver(node))
             nodes[spec.name] = node.endpoint
@@ -246,6 +261,20 @@ class Supervisor:
             if child.name.startswith("kubelet-") or child.name == "sidecars":
                 child.argv += ["--trace-file", str(self.traces / f"{child.name}.jsonl")]
             child.start()
+
+    def loops_not_running(self) -> list[str]:
+        """The control-plane children whose loops do not all run yet (each says so once
+        its Lease's caches are synced: :data:`RUNNING`)."""
+        out = []
+        for child in self.children:
+            if child.name.startswith("kubelet-"):
+                continue
+            said = child.log.read_text(errors="replace")[child.offset:] \
+                if child.log.exists() else ""
+            groups = max(1, said.count("attempting to acquire leader lease"))
+            if said.count(RUNNING) < groups:
+                out.append(f"{child.name}'s loops running")
+        return out
 
     # -- keep running -----------------------------------------------------------------
 
@@ -361,6 +390,13 @@ async def run_up_processes(options: UpOptions) -> int:
                 DRIVER_NAME, attach_required=True, pod_info_on_mount=True,
                 volume_lifecycle_modes=["Persistent", "Ephemeral"]))
         supervisor.start_components(controller_endpoint, node_endpoints)
+        # handed over as in-process `up` hands over its settled cluster
+        leaders = ("kube-controller-manager", "kube-scheduler")
+        lacking = await wait_settled(client, list(node_endpoints), DRIVER_NAME, leaders,
+                                     also=supervisor.loops_not_running)
+        if lacking:
+            print(f"not settled within {SETTLE_SECONDS:g}s: no {', '.join(lacking)} yet "
+                  f"(see {supervisor.logs})", file=sys.stderr, flush=True)
         # what `up` prints, the same way (the URL last on the first line)
         print(f"cluster up: {options.nodes} node(s), API server {supervisor.server_url}",
               flush=True)

@@ -48,6 +48,7 @@ from typing import Any
 
 from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import JSON, Resource, format_time, parse_time
+from kubelet_sim.client.resource_versions import newer
 from kubelet_sim.client.writes import write_status
 from kubelet_sim.controllers.job_policies import (
     INDEX_FAILURE_COUNT,
@@ -209,12 +210,31 @@ class JobController(WorkloadController):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._ledgers: dict[str, _Ledger] = {}
+        # per Job uid, the Job as this controller's last status write returned it
+        self._written: dict[str, Resource] = {}
 
     async def reconcile(self) -> bool:
         live = {job.metadata.uid for job in self.cache.list("Job")}
         for uid in set(self._ledgers) - live:  # the Job is gone: forget it
             del self._ledgers[uid]
+        for uid in set(self._written) - live:
+            del self._written[uid]
         return await super().reconcile()
+
+    def _with_own_status(self, job: Resource) -> Resource:
+        """``job`` with the status this controller last wrote when the cache does not
+        show that write yet (a watch a moment behind): counting on from the older
+        status would count the pods already counted out (the ledger) as never
+        succeeded, and make their replacements."""
+        written = self._written.get(job.metadata.uid)
+        if written is None:
+            return job
+        if not newer(written.metadata.resource_version, job.metadata.resource_version):
+            del self._written[job.metadata.uid]  # the cache caught up
+            return job
+        current = job.copy()
+        current.status = copy.deepcopy(written.status)
+        return current
 
     def _ledger(self, job: Resource, pods: list[Resource]) -> _Ledger:
         ledger = self._ledgers.get(job.metadata.uid)
@@ -230,6 +250,7 @@ class JobController(WorkloadController):
         if job.metadata.deletion_timestamp \
                 or job.spec.get("managedBy") not in (None, JOB_CONTROLLER_NAME):
             return False  # another controller's Job
+        job = self._with_own_status(job)
         if finished(job):
             self._ledgers.pop(job.metadata.uid, None)
             return False
@@ -425,10 +446,12 @@ class JobController(WorkloadController):
             return True
 
         try:
-            return await write_status(self.client, "Job", job.name, job.namespace,
-                                      mutate) is not None
+            written = await write_status(self.client, "Job", job.name, job.namespace, mutate)
         except NotFound:
             return False
+        if written is not None:
+            self._written[job.metadata.uid] = written
+        return written is not None
 
     # -- pods --------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ to wait (the kubelet retries), never as an error.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.csi.volume_spec import CsiVolume, PodInfo
 
 CSI_PLUGIN = "kubernetes.io/csi"
+BINDING_REREADS, BINDING_REREAD_SECONDS = 10, 0.1
 
 
 def unique_volume_name(driver: str, volume_handle: str) -> str:
@@ -190,10 +192,15 @@ def _check_volume_mode(pod: Resource, volume: str, pv: Resource) -> None:
 
 
 async def _bound_pv(client: KubeClient, namespace: str, claim_name: str) -> Resource:
-    try:
-        pvc = await client.get("PersistentVolumeClaim", claim_name, namespace)
-    except NotFound:
-        raise NotReady(f'persistentvolumeclaim "{claim_name}" not found') from None
+    pvc = await _read_claim(client, namespace, claim_name)
+    for _ in range(BINDING_REREADS):
+        if pvc.status.get("phase") == "Bound" or not pvc.spec.get("volumeName"):
+            break
+        # bound by the PV controller, its Bound phase one write behind (a scheduler in
+        # another process may place the pod in between): read again shortly, as the
+        # kubelet's volume populator retries a non-bound claim every 100 ms, silently
+        await asyncio.sleep(BINDING_REREAD_SECONDS)
+        pvc = await _read_claim(client, namespace, claim_name)
     pv_name = pvc.spec.get("volumeName")
     if pvc.status.get("phase") != "Bound" or not pv_name:
         raise NotReady(f'persistentvolumeclaim "{claim_name}" is not bound')
@@ -201,6 +208,13 @@ async def _bound_pv(client: KubeClient, namespace: str, claim_name: str) -> Reso
         return await client.get("PersistentVolume", pv_name)
     except NotFound:
         raise NotReady(f'persistentvolume "{pv_name}" not found') from None
+
+
+async def _read_claim(client: KubeClient, namespace: str, claim_name: str) -> Resource:
+    try:
+        return await client.get("PersistentVolumeClaim", claim_name, namespace)
+    except NotFound:
+        raise NotReady(f'persistentvolumeclaim "{claim_name}" not found') from None
 
 
 def _check_reported_attached(client: KubeClient, pv_name: str, unique: str,

@@ -91,6 +91,10 @@ class ExternalProvisioner(CsiSidecar):
         self.extra_create_metadata = extra_create_metadata
         self.identity = f"{int(time.time() * 1000)}-{random.randint(1000, 9999)}-{driver}"
         self._plugin_services: frozenset[int] | None = None
+        # PVs this provisioner created that its cache does not show yet (over a client
+        # the watch brings them a moment later): a claim event meanwhile is not
+        # provisioned twice
+        self._created_unseen: set[str] = set()
 
     async def _capabilities(self) -> tuple[frozenset[int], frozenset[int]]:
         """The plugin's services (asked once), then its controller RPCs (the base's cache)."""
@@ -126,6 +130,8 @@ class ExternalProvisioner(CsiSidecar):
 
     async def _sync(self, claims: list[Resource], volumes: list[Resource]) -> bool:
         changed = False
+        self._created_unseen = {name for name in self._created_unseen
+                                if self.cache.get("PersistentVolume", name) is None}
         for pvc in claims:
             if self._wants_provisioning(pvc):
                 key = claim_step_key(pvc.namespace, pvc.name)
@@ -152,11 +158,11 @@ class ExternalProvisioner(CsiSidecar):
         if sc.body.get("volumeBindingMode") == "WaitForFirstConsumer" and not selected_name:
             return False
         pv_name = f"pvc-{pvc.metadata.uid}"
-        if self.cache.get("PersistentVolume", pv_name) is not None or \
-                await get_or_none(self.client, "PersistentVolume", pv_name) is not None:
-            # provisioned already (the cache may not show our own PV yet): the binder
-            # finishes the binding
-            return False
+        if self.cache.get("PersistentVolume", pv_name) is not None:
+            self._created_unseen.discard(pv_name)
+            return False  # provisioned already; the binder finishes the binding
+        if pv_name in self._created_unseen:
+            return False  # created by us, not in the cache yet
         try:
             request, spec = await self._create_request(pvc, sc, pv_name, selected_name)
         except (ParameterError, ProvisioningError, LookupError) as err:
@@ -182,11 +188,13 @@ class ExternalProvisioner(CsiSidecar):
         try:
             await self.client.create(pv)
         except AlreadyExists:
+            self._created_unseen.add(pv_name)
             return False
         finally:
             if clone_source:
                 await drop_finalizer(self.client, "PersistentVolumeClaim", clone_source,
                                      pvc.namespace, CLONE_FINALIZER)
+        self._created_unseen.add(pv_name)
         self.event("PersistentVolumeClaim", pvc.namespace, pvc.name, "Normal",
                    "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
         return True
