@@ -15,9 +15,21 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
+import pytest
+
+from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
 from tests.mount_namespace import enter_private
 
 enter_private()
 os.environ["KUBECACHEDIR"] = tempfile.mkdtemp(prefix="kubectl-cache-")
 atexit.register(shutil.rmtree, os.environ["KUBECACHEDIR"], ignore_errors=True)
+
+
+@pytest.fixture(scope="module", name="server")
+def module_apiserver() -> Iterator[ApiServerProcess]:
+    """``server``: a ``kubelet-sim apiserver`` process of the test module's own (a fresh
+    state dir), for the tests of components and clients that reach it over HTTPS."""
+    with running_apiserver() as running:
+        yield running

@@ -19,7 +19,7 @@ import yaml
 
 from kubelet_sim.cluster import DRIVER_NAME
 from kubelet_sim.plugin_processes import DriverProcess
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 from tests.fixtures.component_process import ComponentProcess
 from tests.fixtures.up_process import KUBECTL, PROJECT_ROOT
 
@@ -29,12 +29,6 @@ NO_RATE_LIMIT = ["--kube-api-qps", "100", "--kube-api-burst", "200"]
 # short Leases: the controller-manager does not release its Lease on stop (as upstream)
 FAST = ["--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
         "--leader-elect-retry-period", "1s", *NO_RATE_LIMIT]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture

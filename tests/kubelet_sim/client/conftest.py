@@ -4,7 +4,7 @@ API server, and the module's apiserver process over HTTPS."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
@@ -13,13 +13,7 @@ from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.in_process import InProcessClient
 from kubelet_sim.client.kube_client import KubeClient
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
+from tests.fixtures.apiserver_process import ApiServerProcess
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -27,14 +27,8 @@ from kubelet_sim.controllers.garbage_collector import GarbageCollector
 from kubelet_sim.controllers.namespace import NamespaceController
 from kubelet_sim.network.host_gw import ClusterNetwork
 from kubelet_sim.network.netpol import NetworkPolicyEngine
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 from tests.fixtures.up_process import PROJECT_ROOT
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture

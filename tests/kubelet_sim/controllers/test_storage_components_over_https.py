@@ -37,18 +37,12 @@ from kubelet_sim.sidecars.resizer import ExternalResizer
 from kubelet_sim.sidecars.snapshotter import CsiSnapshotter
 from kubelet_sim.sidecars.storage_capacity import StorageCapacityController
 from kubelet_sim.utils.trace import Trace
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 from tests.fixtures.driver_process import DriverProcess
 
 DRIVER = DEFAULT_DRIVER_NAME
 NODE = "node-1"
 GUARD_SECONDS = 60.0  # only a guard against hangs: every wait ends on its condition
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

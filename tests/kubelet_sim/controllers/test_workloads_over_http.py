@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -25,15 +25,9 @@ from kubelet_sim.controllers.base import ControllerManager
 from kubelet_sim.controllers.deployment import REVISION
 from kubelet_sim.controllers.disruption import DisruptionController
 from kubelet_sim.controllers.workloads import workload_controllers
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 
 NAMESPACE = "default"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture

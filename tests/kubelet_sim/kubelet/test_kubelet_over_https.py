@@ -31,7 +31,7 @@ from kubelet_sim.runtime.libcni.invoke import RealExec
 from kubelet_sim.runtime.pod_network import PodNetwork
 from kubelet_sim.utils.trace import Trace
 from node_driver_registrar.server import serve_registration_for_kubelet
-from tests.fixtures.apiserver_process import ApiServerProcess, running_apiserver
+from tests.fixtures.apiserver_process import ApiServerProcess
 from tests.fixtures.driver_process import DriverProcess, unmount_under
 
 NODE = "wire-node-1"
@@ -40,12 +40,6 @@ INTERNAL_IP = "192.168.0.7"
 DRIVER = "csi-mini.example.com"
 LEASE_SECONDS = 4  # renewed every second (a quarter), so a test sees a renewal soon
 GUARD_S = 60.0  # a broken kubelet fails the test here instead of hanging it
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ApiServerProcess]:
-    with running_apiserver() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
