@@ -27,7 +27,6 @@ from kubelet_sim.api.model import JSON, Resource, format_time
 from kubelet_sim.apiserver.server import APIServer
 from kubelet_sim.client.indexes import VA_PV
 from kubelet_sim.client.kube_client import KubeClient
-from kubelet_sim.client.resource_versions import newer
 from kubelet_sim.client.writes import drop_finalizer, write_object, write_status
 from kubelet_sim.controllers.base import volume_step_key
 from kubelet_sim.controllers.common import (
@@ -60,24 +59,6 @@ class ExternalAttacher(CsiSidecar):
                  **kwargs: Any) -> None:
         super().__init__(api, csi, driver, **kwargs)
         self.finalizer = attacher_finalizer(driver)
-        # per VolumeAttachment, the resourceVersion of this attacher's write of
-        # ``attached: true`` until the cache shows it (over a client the watch brings it
-        # a moment later; meanwhile the event of its own finalizer write would publish
-        # the volume again)
-        self._attached_at: dict[str, str] = {}
-        # the terminating VolumeAttachments (uids) this attacher detached and let go of
-        # while the cache may still show them with its finalizer
-        self._detached: set[str] = set()
-
-    def _attached(self, va: Resource) -> bool:
-        if va.status.get("attached") is True:
-            self._attached_at.pop(va.name, None)
-            return True
-        written = self._attached_at.get(va.name)
-        if written is not None and newer(written, va.metadata.resource_version):
-            return True  # attached by us; the cache is behind
-        self._attached_at.pop(va.name, None)
-        return False
 
     async def reconcile(self) -> bool:
         return await self._sync(self.cache.list("VolumeAttachment"),
@@ -108,10 +89,11 @@ class ExternalAttacher(CsiSidecar):
         return await self._sync(attachments, volumes)
 
     async def _sync(self, attachments: list[Resource], volumes: list[Resource]) -> bool:
-        if self._detached:  # forgotten once the cache no longer has them
-            self._detached &= {va.metadata.uid for va in self.cache.list("VolumeAttachment")}
+        # (each attachment about to be published or unpublished is read again first:
+        # over a client the cache may not show this attacher's last write yet)
         changed = await self.sync_owned_objects(
-            attachments, "attacher", self._attached, self._attach, self._detach)
+            attachments, "attacher", lambda va: va.status.get("attached") is True,
+            self._attach, self._detach)
         for pv in volumes:
             if (self.finalizer in pv.metadata.finalizers
                     and not self.cache.by_index("VolumeAttachment", VA_PV, pv.name)):
@@ -154,9 +136,7 @@ class ExternalAttacher(CsiSidecar):
                 obj.status.pop("attachmentMetadata", None)
             return True
 
-        written = await write_status(self.client, "VolumeAttachment", va.name, "", attached)
-        if written is not None:
-            self._attached_at[va.name] = written.metadata.resource_version
+        await write_status(self.client, "VolumeAttachment", va.name, "", attached)
         return True
 
     async def _publish(self, pv: Resource, node_id: str, rpcs: frozenset[int]) -> dict[str, str]:
@@ -172,7 +152,7 @@ class ExternalAttacher(CsiSidecar):
         return dict(response.publish_context)
 
     async def _detach(self, va: Resource) -> bool:
-        if self.finalizer not in va.metadata.finalizers or va.metadata.uid in self._detached:
+        if self.finalizer not in va.metadata.finalizers:
             return False
         pv = self.cache.get("PersistentVolume",
                             str((va.spec.get("source") or {}).get("persistentVolumeName")))
@@ -202,7 +182,6 @@ class ExternalAttacher(CsiSidecar):
         except NotFound:
             return True
         await drop_finalizer(self.client, "VolumeAttachment", va.name, "", self.finalizer)
-        self._detached.add(va.metadata.uid)
         return True
 
     async def _save_error(self, va_name: str, field: str, message: str,
