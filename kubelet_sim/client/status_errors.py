@@ -10,6 +10,7 @@ request (the client's kind, name and namespace), so ``except NotFound`` and
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kubelet_sim.api.errors import (
@@ -26,6 +27,7 @@ from kubelet_sim.api.errors import (
     InvalidObject,
     InvalidOptions,
     NotFound,
+    ObjectForbidden,
     RequestEntityTooLarge,
     ServiceUnavailable,
     TooLargeResourceVersion,
@@ -87,6 +89,12 @@ def error_from_status(status: Any, code: int, kind: str = "", name: str = "",
     if reason == "Timeout" and any(c.get("reason") == "ResourceVersionTooLarge"
                                    for c in causes):
         return _said(TooLargeResourceVersion(0, 0), message)
+    if reason == "Forbidden" and code == 403:
+        refused = _FORBIDDEN.match(message)
+        if refused is not None:  # about one object: `pods "web-1" is forbidden: <why>`
+            resource = refused["resource"]
+            return ObjectForbidden(refused["why"], str(details.get("kind") or resource),
+                                   refused["name"] or "", resource)
     plain: dict[str, type[ApiError]] = {
         "BadRequest": BadRequest, "Forbidden": Forbidden,
         "RequestEntityTooLarge": RequestEntityTooLarge,
@@ -97,6 +105,11 @@ def error_from_status(status: Any, code: int, kind: str = "", name: str = "",
     if typed is not None and typed.code == code:
         return _said(typed(message), message)
     return StatusError(code, reason or _reason_of_code(code), message)
+
+
+# kube-apiserver's wording of a 403 about a resource (and a named object of it)
+_FORBIDDEN = re.compile(r'(?P<resource>[^\s"]+)(?: "(?P<name>[^"]*)")? is forbidden: (?P<why>.*)',
+                        re.S)
 
 
 def _invalid(message: str, details: dict[str, Any], causes: list[dict[str, Any]]) -> ApiError:

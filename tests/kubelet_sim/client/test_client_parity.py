@@ -18,6 +18,7 @@ from kubelet_sim.api.errors import (
     InvalidObject,
     InvalidOptions,
     NotFound,
+    ObjectForbidden,
 )
 from kubelet_sim.api.model import JSON, Resource, new
 from kubelet_sim.client.kube_client import APPLY_PATCH, JSON_PATCH, KubeClient
@@ -178,3 +179,20 @@ async def test_discovery_lists_the_built_in_and_the_custom_kinds_on_both(side: S
     assert "Binding" not in served and "ComponentStatus" not in served
     listed = await side.client.list("Widget.stable.example.com", "default")
     assert listed.items == []
+
+
+async def test_an_admission_refusal_of_one_object_is_object_forbidden_on_both(
+        side: Side) -> None:
+    """A quota's 403 (`pods "p" is forbidden: exceeded quota: ...`) is the same
+    ObjectForbidden on both, so a controller words its FailedCreate event the same."""
+    ns = await namespace(side.client, "parity-forbidden")
+    quota = await side.client.create(Resource.from_dict({
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": ns},
+        "spec": {"hard": {"pods": "0"}}}))
+    quota.status = {"hard": {"pods": "0"}, "used": {"pods": "0"}}
+    await side.client.update_status(quota)
+    with pytest.raises(ObjectForbidden) as caught:
+        await side.client.create(b.pod("p", ns))
+    assert caught.value.code == 403
+    assert caught.value.name == "p"
+    assert caught.value.worded("pods").startswith('pods "p" is forbidden: exceeded quota: q')
