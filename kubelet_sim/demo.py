@@ -22,12 +22,12 @@ from typing import Any, TextIO
 from kubelet_sim.api import builders
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import get_or_none
 from kubelet_sim.csi.naming import attachment_name
 from kubelet_sim.demo_view import (
     Condition,
     ScenarioCluster,
     UpDidNotStart,
-    get_or_none,
     in_process_cluster,
 )
 from kubelet_sim.utils.trace import Trace, trace_lines

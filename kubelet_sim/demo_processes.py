@@ -25,8 +25,9 @@ from kubelet_sim.api.model import Resource
 from kubelet_sim.client.client_feed import ClientFeed, feed_source
 from kubelet_sim.client.http import HttpKubeClient
 from kubelet_sim.client.kube_client import KubeClient
+from kubelet_sim.client.writes import get_or_none
 from kubelet_sim.cluster import DRIVER_NAME
-from kubelet_sim.demo_view import Condition, ScenarioCluster, UpDidNotStart, get_or_none
+from kubelet_sim.demo_view import Condition, ScenarioCluster, UpDidNotStart
 from kubelet_sim.kubelet.paths import KubeletPaths
 from kubelet_sim.network.host_gw import ClusterNetwork
 from kubelet_sim.plugin_processes import PROJECT_ROOT, die_with_parent

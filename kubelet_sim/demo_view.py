@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubelet_sim.api.errors import NotFound
 from kubelet_sim.api.model import Resource
 from kubelet_sim.client.in_process import InProcessClient
 from kubelet_sim.client.kube_client import KubeClient
@@ -77,14 +76,6 @@ class ScenarioCluster(Protocol):
     async def not_running(self) -> list[str]:
         """Each pod not Running, with the reasons its components recorded."""
         ...
-
-
-async def get_or_none(client: KubeClient, kind: str, name: str,
-                      namespace: str = "") -> Resource | None:
-    try:
-        return await client.get(kind, name, namespace)
-    except NotFound:
-        return None
 
 
 class InProcessView:
